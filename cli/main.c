@@ -1,0 +1,308 @@
+/* main.c - the `tdsl` command line.
+ *
+ *   tdsl run FILE [options]     run main, or an entry point on .npy inputs
+ *   tdsl check FILE             type- and shape-check every entry point
+ *   tdsl --help | --version
+ *
+ * This is the only place that prints diagnostics and chooses exit codes:
+ * 0 success, 1 the program or its inputs are wrong, 2 bad command line.
+ * Output files are written completely or not at all (runtime/io.c writes a
+ * temporary file and renames it).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "../lang/elab.h"
+#include "../interp/interp.h"
+#include "../runtime/io.h"
+
+#ifndef TDSL_VERSION
+#define TDSL_VERSION "0.1.0"
+#endif
+
+
+#define MAX_ARGS 64
+
+typedef struct opts {
+  const char *cmd, *file, *entry, *weights;
+  const char *in_name[MAX_ARGS], *in_path[MAX_ARGS];
+  int n_in;
+  const char *out[MAX_ARGS];
+  int n_out;
+  int trace, check_numerics, dump_ast, dump_ir, color;
+  uint64_t seed;
+} opts;
+
+static void usage(FILE *f) {
+  fputs("usage: tdsl run FILE [--entry NAME] [--in ARG=FILE.npy]... [--weights W.safetensors]\n"
+        "                     [--out FILE.npy]... [--seed N] [--trace] [--check-numerics] [--dump=ast,ir]\n"
+        "       tdsl check FILE [--dump=ast,ir]\n"
+        "       tdsl --help | --version\n"
+        "\n"
+        "run     runs fn main() of FILE, or with --entry an entry point (\"Model.method\" or \"fn\")\n"
+        "        on inputs from .npy files; outputs go to --out files in order, or are printed\n"
+        "check   type- and shape-checks every entry point of FILE without running anything\n"
+        "\n"
+        "--trace            print every op as it runs: location, op, shape, dtype, min/max/mean\n"
+        "--check-numerics   stop at the first op that produces NaN or Inf and name its source line\n"
+        "--seed N           seed for rand/randn without seed= and for parameter initialisation (default 0)\n"
+        "--dump=ast,ir      print the syntax tree and/or the Graph IR of each entry point\n"
+        "\n"
+        "Imports are searched next to FILE, then in $TDSL_PATH (colon-separated), then in the stdlib.\n", f);
+}
+
+static int bad_usage(const char *fmt, const char *arg) {
+  fprintf(stderr, "tdsl: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n(run 'tdsl --help' for usage)\n");
+  return 2;
+}
+
+static int parse_opts(int argc, char **argv, opts *o) {
+  memset(o, 0, sizeof *o);
+  o->cmd = argv[1];
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--trace")) o->trace = 1;
+    else if (!strcmp(a, "--check-numerics")) o->check_numerics = 1;
+    else if (!strncmp(a, "--dump=", 7)) {
+      const char *d = a + 7;
+      for (const char *p = d; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == 3 && !strncmp(p, "ast", 3)) o->dump_ast = 1;
+        else if (n == 2 && !strncmp(p, "ir", 2)) o->dump_ir = 1;
+        else return bad_usage("unknown --dump stage in '%s' (stages: ast, ir)", a);
+        p += n + (p[n] == ',');
+      }
+    } else if (!strcmp(a, "--entry") || !strcmp(a, "--in") || !strcmp(a, "--weights") ||
+               !strcmp(a, "--out") || !strcmp(a, "--seed")) {
+      if (!val) return bad_usage("%s needs a value", a);
+      i++;
+      if (!strcmp(a, "--entry")) o->entry = val;
+      else if (!strcmp(a, "--weights")) o->weights = val;
+      else if (!strcmp(a, "--seed")) {
+        char *end;
+        o->seed = strtoull(val, &end, 10);
+        if (*end || !*val) return bad_usage("--seed needs a non-negative integer, got '%s'", val);
+      } else if (!strcmp(a, "--out")) {
+        if (o->n_out == MAX_ARGS) return bad_usage("too many %s options", a);
+        o->out[o->n_out++] = val;
+      } else {
+        const char *eq = strchr(val, '=');
+        if (!eq || eq == val || !eq[1]) return bad_usage("--in needs NAME=FILE.npy, got '%s'", val);
+        if (o->n_in == MAX_ARGS) return bad_usage("too many %s options", a);
+        o->in_name[o->n_in] = strndup(val, (size_t)(eq - val));
+        o->in_path[o->n_in++] = eq + 1;
+      }
+    } else if (a[0] == '-' && a[1]) return bad_usage("unknown option '%s'", a);
+    else if (o->file) return bad_usage("only one file can be given, found another: '%s'", a);
+    else o->file = a;
+  }
+  if (!o->file) return bad_usage("%s needs a .td file", o->cmd);
+  return 0;
+}
+
+/* Adds $TDSL_PATH, the installed stdlib and the source tree's stdlib. */
+static void add_search_path(td_program *p) {
+  const char *env = getenv("TDSL_PATH");
+  if (env && *env) {
+    char *copy = strdup(env);
+    for (char *tok = strtok(copy, ":"); tok; tok = strtok(NULL, ":"))
+      if (*tok) td_program_add_search_dir(p, tok);
+    free(copy);
+  }
+  struct stat st;
+#ifdef TDSL_STDLIB_DIR
+  if (!stat(TDSL_STDLIB_DIR, &st)) td_program_add_search_dir(p, TDSL_STDLIB_DIR);
+#endif
+#ifdef TDSL_SRC_STDLIB_DIR
+  if (!stat(TDSL_SRC_STDLIB_DIR, &st)) td_program_add_search_dir(p, TDSL_SRC_STDLIB_DIR);
+#endif
+  (void)st;
+}
+
+static void on_print(void *ud, const char *text) {
+  (void)ud;
+  fputs(text, stdout);
+  fflush(stdout);
+}
+
+static void on_trace(void *ud, const char *line) {
+  (void)ud;
+  fputs(line, stderr);
+}
+
+static const char *span_loc(const td_diags *d, td_span sp, char *buf, size_t n) {
+  const td_source *s = td_diags_source(d, sp.file);
+  if (!s) snprintf(buf, n, "tdsl");
+  else snprintf(buf, n, "%s:%d:%d", s->path, sp.line, sp.col);
+  return buf;
+}
+
+/* Loads inputs named by --in, in the entry's argument order. */
+static int load_inputs(const opts *o, const td_graph *g, td_tensor **inputs) {
+  int bad = 0;
+  for (int k = 0; k < o->n_in; k++) {
+    int found = 0;
+    for (int i = 0; i < g->n_inputs; i++)
+      if (!strcmp(g->nodes[g->inputs[i]].name, o->in_name[k])) found = 1;
+    if (!found) {
+      fprintf(stderr, "tdsl: error: %s has no argument named '%s' (arguments:", g->name, o->in_name[k]);
+      for (int i = 0; i < g->n_inputs; i++) fprintf(stderr, " %s", g->nodes[g->inputs[i]].name);
+      fprintf(stderr, ")\n");
+      bad = 1;
+    }
+  }
+  for (int i = 0; i < g->n_inputs; i++) {
+    const char *name = g->nodes[g->inputs[i]].name, *path = NULL;
+    for (int k = 0; k < o->n_in; k++)
+      if (!strcmp(o->in_name[k], name)) path = o->in_path[k];
+    if (!path) {
+      fprintf(stderr, "tdsl: error: missing input for argument '%s' of %s\nhelp: pass it with --in %s=FILE.npy\n",
+              name, g->name, name);
+      bad = 1;
+      continue;
+    }
+    td_err err;
+    if (td_npy_read(path, &inputs[i], &err)) {
+      fprintf(stderr, "tdsl: error: %s\n", err.msg);
+      bad = 1;
+    }
+  }
+  return bad ? -1 : 0;
+}
+
+static int write_outputs(const opts *o, const td_graph *g, td_tensor **outs) {
+  if (o->n_out && o->n_out != g->n_outputs) {
+    fprintf(stderr, "tdsl: error: %s returns %d value%s but %d --out file%s given\n", g->name, g->n_outputs,
+            g->n_outputs == 1 ? "" : "s", o->n_out, o->n_out == 1 ? " was" : "s were");
+    return -1;
+  }
+  for (int i = 0; i < g->n_outputs; i++) {
+    if (o->n_out) {
+      td_err err;
+      if (td_npy_write(o->out[i], outs[i], &err)) {
+        fprintf(stderr, "tdsl: error: %s\n", err.msg);
+        return -1;
+      }
+      continue;
+    }
+    char *text = td_tensor_format(outs[i], 1000);
+    char t[256];
+    if (g->n_outputs > 1) printf("output %d: ", i);
+    printf("%s\n%s\n", td_shape_str(outs[i]->dtype, outs[i]->rank, outs[i]->shape, t, sizeof t),
+           text ? text : "(out of memory)");
+    free(text);
+  }
+  return 0;
+}
+
+/* Runs one graph with the interpreter; returns the exit code. */
+static int run_graph(const opts *o, td_diags *d, const td_graph *g) {
+  td_tensor **inputs = calloc((size_t)g->n_inputs + 1, sizeof *inputs);
+  td_tensor **params = calloc((size_t)g->n_params + 1, sizeof *params);
+  td_tensor **outs = NULL;
+  td_tensor_map w;
+  td_tensor_map_init(&w);
+  int rc = 1;
+  td_err err;
+  td_span sp = {-1, 0, 0, 0, 0};
+  if (!inputs || !params) { fprintf(stderr, "tdsl: error: out of memory\n"); goto done; }
+  if (load_inputs(o, g, inputs)) goto done;
+  if (o->weights && td_safetensors_read(o->weights, &w, &err)) {
+    fprintf(stderr, "tdsl: error: %s\n", err.msg);
+    goto done;
+  }
+  if (td_make_params(g, o->weights ? &w : NULL, o->seed, params, &err)) {
+    fprintf(stderr, "tdsl: error: %s%s\n", o->weights ? o->weights : "parameters", err.msg);
+    goto done;
+  }
+  td_interp_opts io;
+  memset(&io, 0, sizeof io);
+  io.on_print = on_print;
+  io.on_trace = on_trace;
+  io.trace = o->trace;
+  io.check_numerics = o->check_numerics;
+  io.print_threshold = 1000;
+  io.diags = d;
+  if (td_interp_run(g, inputs, params, &io, &outs, &err, &sp)) {
+    char loc[512];
+    fflush(stdout);
+    fprintf(stderr, "%s: error: %s\n", span_loc(d, sp, loc, sizeof loc), err.msg);
+    goto done;
+  }
+  rc = write_outputs(o, g, outs) ? 1 : 0;
+done:
+  for (int i = 0; i < g->n_inputs; i++) td_tensor_release(inputs ? inputs[i] : NULL);
+  for (int i = 0; i < g->n_params; i++) td_tensor_release(params ? params[i] : NULL);
+  if (outs) {
+    for (int i = 0; i < g->n_outputs; i++) td_tensor_release(outs[i]);
+    free(outs);
+  }
+  free(inputs);
+  free(params);
+  td_tensor_map_free(&w);
+  return rc;
+}
+
+static int finish(td_diags *d, int color) {
+  td_diag_render(d, stderr, color);
+  return d->n_errors ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  if (!strcmp(argv[1], "--version")) {
+    printf("tdsl %s\n", TDSL_VERSION);
+    return 0;
+  }
+  if (strcmp(argv[1], "run") && strcmp(argv[1], "check"))
+    return bad_usage("unknown command '%s' (commands: run, check)", argv[1]);
+  opts o;
+  int rc = parse_opts(argc, argv, &o);
+  if (rc) return rc;
+  o.color = isatty(2) && !getenv("NO_COLOR");
+  td_arena *arena = td_arena_new();
+  td_diags d;
+  td_diags_init(&d, arena);
+  td_program *p = td_program_new(arena, &d);
+  if (!arena || !p) { fprintf(stderr, "tdsl: error: out of memory\n"); return 1; }
+  td_program_set_seed(p, o.seed);
+  add_search_path(p);
+  if (td_program_load_file(p, o.file)) {
+    rc = finish(&d, o.color);
+    goto out;
+  }
+  if (o.dump_ast) td_program_dump_ast(p, stdout);
+  if (!strcmp(o.cmd, "check")) {
+    const char **names;
+    int n = td_program_entries(p, &names);
+    for (int i = 0; i < n; i++) {
+      td_graph *g = td_program_lower(p, names[i]);
+      if (g && o.dump_ir) td_graph_print(g, &d, stdout);
+    }
+    rc = finish(&d, o.color);
+    goto out;
+  }
+  const char *entry = o.entry ? o.entry : "main";
+  td_graph *g = td_program_lower(p, entry);
+  if (!g) {
+    if (!o.entry && !d.n_errors) fprintf(stderr, "tdsl: error: %s has no fn main()\n", o.file);
+    rc = finish(&d, o.color);
+    if (!rc) rc = 1;
+    goto out;
+  }
+  td_diag_render(&d, stderr, o.color); /* warnings */
+  if (o.dump_ir) td_graph_print(g, &d, stdout);
+  rc = run_graph(&o, &d, g);
+out:
+  for (int i = 0; i < o.n_in; i++) free((void *)o.in_name[i]);
+  td_arena_free(arena);
+  return rc;
+}

@@ -1,0 +1,50 @@
+/* elab.h - the elaborator: name resolution, type and shape checking, and
+ * lowering to the Graph IR, in one pass.
+ *
+ * tdsl has no runtime control flow: `if` and `for` are decided at compile
+ * time, functions and sub-models are inlined, model parameters are
+ * compile-time values.  So checking a program and lowering it are the same
+ * walk: the elaborator evaluates everything that is known at compile time
+ * (ints, floats, bools, sizes, models, functions) and emits an IR node for
+ * every tensor operation, with its dtype and symbolic shape checked as it
+ * goes.  See docs/architecture.md for why.
+ */
+#ifndef TD_ELAB_H
+#define TD_ELAB_H
+
+#include "ast.h"
+#include "ir.h"
+
+typedef struct td_program td_program;
+
+/* A program: the files it loaded (main file and imports), diagnostics, and
+ * the search path for `import`. */
+td_program *td_program_new(td_arena *a, td_diags *d);
+/* Directories searched by `import name` (name.td), in order. */
+void td_program_add_search_dir(td_program *p, const char *dir);
+/* Loads and parses a file and, transitively, its imports.  Returns 0, or -1
+ * with errors in the diagnostics. */
+int td_program_load_file(td_program *p, const char *path);
+/* Same, from text in memory (path is used for messages). */
+int td_program_load_text(td_program *p, const char *path, const char *text);
+
+/* The entry points of the main file: "main" if present, "Model.method" for
+ * every method of every model of the main file, and "fn" for every top-level
+ * function whose parameters all have tensor types. */
+int td_program_entries(td_program *p, const char ***names);
+
+/* Elaborates one entry point into a graph; NULL with errors in the
+ * diagnostics when the program is wrong. */
+td_graph *td_program_lower(td_program *p, const char *entry);
+
+/* Writes the main file's syntax tree (--dump=ast). */
+void td_program_dump_ast(td_program *p, FILE *out);
+
+/* Seed for rand/randn without seed= (the run's --seed). */
+void td_program_set_seed(td_program *p, uint64_t seed);
+
+/* Elaborates every entry point (what `tdsl check` does); returns the number
+ * of errors. */
+int td_program_check(td_program *p);
+
+#endif

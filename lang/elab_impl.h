@@ -1,0 +1,160 @@
+/* elab_impl.h - internals shared by the elaborator's files (elab.c: values,
+ * scopes, statements, expressions, models; builtins.c: built-in functions;
+ * shapes.c: shape rules and the tensor operations they check).
+ *
+ * The elaborator is a partial evaluator.  Every expression evaluates to a
+ * td_value: compile-time values (numbers, sizes, lists, models, functions)
+ * are computed on the spot; tensor values are IR nodes of the graph being
+ * built.  See elab.h.
+ */
+#ifndef TD_ELAB_IMPL_H
+#define TD_ELAB_IMPL_H
+
+#include "elab.h"
+
+typedef enum vkind {
+  V_ERR,      /* an error was already reported: propagate silently */
+  V_NONE,     /* no value (print, a statement, an absent optional param) */
+  V_INT,      /* i: a compile-time integer (also every literal size) */
+  V_FLOAT,    /* f */
+  V_BOOL,     /* i: 0 or 1 */
+  V_STR,      /* s */
+  V_SIZE,     /* dim: a symbolic size (never a literal: those are V_INT) */
+  V_TENSOR,   /* node: id in the current graph */
+  V_LIST,     /* items, n */
+  V_TUPLE,    /* items, n */
+  V_RANGE,    /* lo..hi: i = lo, dim = hi (both compile-time) */
+  V_MODEL,    /* inst: a model instance */
+  V_MODELDEF, /* def: a model declaration (calling it instantiates) */
+  V_FUNC,     /* fn: a function or a method bound to inst */
+  V_MODULE,   /* mod */
+  V_BUILTIN,  /* i: index into the builtin table */
+} vkind;
+
+struct el_module;
+struct el_inst;
+struct el_scope;
+
+typedef struct td_value {
+  vkind k;
+  int64_t i;
+  double f;
+  const char *s;
+  td_dim dim;
+  int node;
+  struct td_value *items;
+  int n;
+  struct el_inst *inst;
+  const td_ast *def;          /* V_MODELDEF, V_FUNC: the declaration */
+  struct el_module *mod;      /* V_MODELDEF, V_FUNC, V_MODULE: defining module */
+  td_span span;               /* where the value was written */
+} td_value;
+
+typedef struct el_binding {
+  const char *name;
+  td_value v;
+} el_binding;
+
+typedef struct el_scope {
+  struct el_scope *parent;
+  el_binding *b;
+  int n, cap;
+} el_scope;
+
+typedef struct el_module {
+  const char *name;           /* import name, or "" for the main file */
+  const char *path;
+  const char *dir;            /* directory of the file (for imports) */
+  td_ast *ast;
+  el_scope *globals;
+  int loading;                /* import cycle detection */
+} el_module;
+
+typedef struct el_inst {      /* an instantiated model */
+  const td_ast *def;
+  el_module *mod;
+  el_scope *env;              /* model params and members */
+  const char *prefix;         /* state_dict prefix: "", "fc.", "layers.0." */
+} el_inst;
+
+struct td_program {
+  td_arena *arena;
+  td_diags *diags;
+  const char **dirs;
+  int n_dirs;
+  el_module **mods;
+  int n_mods;
+  el_module *main;
+  uint64_t seed;              /* run seed for rand without seed= */
+  /* state of the graph being built */
+  td_graph *g;
+  const char *inst_prefix;    /* prefix for the next model instantiated */
+  int depth;                  /* call depth (inlining) */
+  int n_rand;                 /* random ops made so far (stream ids) */
+  int n_insts;                /* instances made (param stream salt) */
+  td_value *ret;              /* set by `return` while unwinding */
+  int node_limit;
+};
+
+typedef struct td_program el_ctx;
+
+/* ---- values and scopes (elab.c) ---- */
+td_value el_err(void);
+td_value el_none(td_span sp);
+td_value el_int(int64_t i, td_span sp);
+td_value el_float(double f, td_span sp);
+td_value el_bool(int b, td_span sp);
+td_value el_size(el_ctx *c, td_dim d, td_span sp);  /* INT when literal */
+td_value el_tensor(int node, td_span sp);
+const char *el_kind_name(const td_value *v);
+el_scope *el_scope_new(el_ctx *c, el_scope *parent);
+int el_bind(el_ctx *c, el_scope *s, const char *name, td_value v);
+td_value *el_lookup(el_scope *s, const char *name);
+
+/* ---- the graph (shapes.c) ---- */
+const td_node *el_node(el_ctx *c, const td_value *v);
+int el_emit(el_ctx *c, td_op op, td_dtype dt, int rank, const td_dim *shape,
+            const int *in, int n_in, const td_attr *attr, td_span sp);
+/* A number or tensor as a tensor of dtype dt (numbers become CONST nodes;
+ * tensors are cast when their dtype differs).  -1 after an error. */
+int el_as_tensor(el_ctx *c, const td_value *v, td_dtype dt, td_span sp);
+/* Dtype a value has / would take next to others (weak numbers). */
+int el_value_dtype(const td_value *v, td_dtype *dt, int *weak);
+td_value el_cast(el_ctx *c, const td_value *v, td_dtype dt, td_span sp);
+td_value el_binary(el_ctx *c, int op, const td_value *a, const td_value *b, td_span sp);
+td_value el_unary_op(el_ctx *c, td_op op, const td_value *a, td_span sp);
+td_value el_where(el_ctx *c, const td_value *cond, const td_value *a, const td_value *b, td_span sp);
+td_value el_reshape(el_ctx *c, const td_value *x, int rank, const td_dim *shape, td_span sp);
+td_value el_broadcast_to(el_ctx *c, const td_value *x, int rank, const td_dim *shape, td_span sp);
+td_value el_permute(el_ctx *c, const td_value *x, const int *perm, td_span sp);
+td_value el_reduce(el_ctx *c, td_op op, const td_value *x, uint32_t axes, int keepdims, td_span sp);
+td_value el_matmul(el_ctx *c, const td_value *a, const td_value *b, td_span sp);
+td_value el_concat(el_ctx *c, const td_value *xs, int n, int axis, td_span sp);
+/* Broadcast result shape of two nodes; -1 with a diagnostic on mismatch. */
+int el_broadcast_shapes(el_ctx *c, const td_node *a, const td_node *b, td_span sa,
+                        td_span sb, td_span sp, int *rank, td_dim *shape);
+/* Evaluates the shape argument v (a list/tuple of sizes) into dims. */
+int el_shape_arg(el_ctx *c, const td_value *v, int *rank, td_dim *shape, td_span sp);
+/* A compile-time size from v (INT >= 0 or SIZE); -1 with a diagnostic. */
+int el_size_arg(el_ctx *c, const td_value *v, td_dim *out, const char *what);
+/* Normalises an axis (negative counts from the end); -1 on error. */
+int el_axis(el_ctx *c, const td_value *v, int rank, int *out);
+/* Teaching error: a tensor used where a compile-time value is needed. */
+void el_err_host_read(el_ctx *c, const td_value *v, const char *what);
+
+/* ---- builtins (builtins.c) ---- */
+int el_builtin_find(const char *name);
+const char *el_builtin_name(int i);
+int el_builtin_count(void);
+/* Calls builtin bi with evaluated args; kwnames[i] is NULL for positional. */
+td_value el_builtin_call(el_ctx *c, int bi, td_value *args, const char **kwnames,
+                         int n, td_span sp, const td_ast *call);
+/* dtype named by a cast builtin value (f32 ...), or -1. */
+int el_builtin_dtype(const td_value *v);
+
+/* ---- evaluation (elab.c) ---- */
+td_value el_eval(el_ctx *c, el_scope *s, const td_ast *e);
+td_value el_call_value(el_ctx *c, const td_value *callee, td_value *args,
+                       const char **kwnames, int n, td_span sp, const td_ast *call);
+
+#endif

@@ -1,0 +1,467 @@
+/* ir.c - the Graph IR: symbolic sizes, graph building, verifier, printer.
+ *
+ * Symbolic sizes are polynomials with integer coefficients over the graph's
+ * symbols, kept canonical (monomials sorted by their symbol lists, no zero
+ * coefficients) and interned, so equality of sizes is equality of td_dim
+ * values.  A polynomial that is a constant is stored as the literal itself.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "ir.h"
+
+const td_opinfo td_ops[TD_IR_OP_COUNT] = {
+#define TD_OP(e, name, kind, arity, c) {name, kind, arity, c},
+#include "ops.def"
+#undef TD_OP
+};
+
+td_graph *td_graph_new(td_arena *a, const char *name) {
+  td_graph *g = td_arena_alloc(a, sizeof *g);
+  if (!g) return NULL;
+  g->arena = a;
+  g->name = td_arena_strdup(a, name ? name : "");
+  return g;
+}
+
+/* ---- polynomials ---- */
+
+static int mono_cmp(const td_mono *a, const td_mono *b) {
+  if (a->n != b->n) return a->n - b->n;
+  for (int i = 0; i < a->n; i++)
+    if (a->sym[i] != b->sym[i]) return a->sym[i] - b->sym[i];
+  return 0;
+}
+
+/* Sorts, merges equal monomials and drops zeros, in place. */
+static void poly_canon(td_poly *p) {
+  for (int i = 1; i < p->n; i++) { /* insertion sort: polys are tiny */
+    td_mono m = p->t[i];
+    int j = i - 1;
+    while (j >= 0 && mono_cmp(&p->t[j], &m) > 0) { p->t[j + 1] = p->t[j]; j--; }
+    p->t[j + 1] = m;
+  }
+  int k = 0;
+  for (int i = 0; i < p->n; i++) {
+    if (k > 0 && mono_cmp(&p->t[k - 1], &p->t[i]) == 0) p->t[k - 1].coef += p->t[i].coef;
+    else p->t[k++] = p->t[i];
+  }
+  int w = 0;
+  for (int i = 0; i < k; i++)
+    if (p->t[i].coef != 0) p->t[w++] = p->t[i];
+  p->n = w;
+}
+
+static int poly_eq(const td_poly *a, const td_poly *b) {
+  if (a->n != b->n) return 0;
+  for (int i = 0; i < a->n; i++)
+    if (a->t[i].coef != b->t[i].coef || mono_cmp(&a->t[i], &b->t[i])) return 0;
+  return 1;
+}
+
+/* The polynomial of d in scratch storage (one monomial for literals). */
+static td_poly poly_of(const td_graph *g, td_dim d, td_mono *scratch) {
+  td_poly p;
+  if (TD_DIM_IS_CONST(d)) {
+    scratch->coef = d;
+    scratch->n = 0;
+    p.n = d ? 1 : 0;
+    p.t = scratch;
+    return p;
+  }
+  return g->dims[-d - 1];
+}
+
+/* Interns a canonical polynomial; constants become literals.  A negative
+ * constant cannot be a size: it is interned as a polynomial so the checker
+ * can still print it, but td_dim_is_const is false for it. */
+static td_dim intern(td_graph *g, td_poly *p) {
+  if (p->n == 0) return 0;
+  if (p->n == 1 && p->t[0].n == 0 && p->t[0].coef > 0) return p->t[0].coef;
+  for (int i = 0; i < g->n_dims; i++)
+    if (poly_eq(&g->dims[i], p)) return -(td_dim)i - 1;
+  if (g->n_dims == g->cap_dims) {
+    int cap = g->cap_dims ? 2 * g->cap_dims : 16;
+    td_poly *nd = td_arena_alloc(g->arena, (size_t)cap * sizeof *nd);
+    if (!nd) return 0;
+    if (g->n_dims) memcpy(nd, g->dims, (size_t)g->n_dims * sizeof *nd);
+    g->dims = nd;
+    g->cap_dims = cap;
+  }
+  td_mono *t = td_arena_alloc(g->arena, (size_t)p->n * sizeof *t);
+  if (!t) return 0;
+  memcpy(t, p->t, (size_t)p->n * sizeof *t);
+  g->dims[g->n_dims].n = p->n;
+  g->dims[g->n_dims].t = t;
+  return -(td_dim)(g->n_dims++) - 1;
+}
+
+int td_sym_new(td_graph *g, const char *name) {
+  if (g->n_syms == g->cap_syms) {
+    int cap = g->cap_syms ? 2 * g->cap_syms : 8;
+    const char **s = td_arena_alloc(g->arena, (size_t)cap * sizeof *s);
+    if (!s) return -1;
+    if (g->n_syms) memcpy(s, g->syms, (size_t)g->n_syms * sizeof *s);
+    g->syms = s;
+    g->cap_syms = cap;
+  }
+  g->syms[g->n_syms] = td_arena_strdup(g->arena, name);
+  return g->n_syms++;
+}
+
+td_dim td_dim_sym(td_graph *g, int sym) {
+  td_mono m = {1, 1, {sym, 0, 0, 0}};
+  td_poly p = {1, &m};
+  return intern(g, &p);
+}
+
+static td_dim add_scaled(td_graph *g, td_dim a, td_dim b, int64_t s) {
+  td_mono sa, sb;
+  td_poly pa = poly_of(g, a, &sa), pb = poly_of(g, b, &sb);
+  td_mono t[64];
+  if (pa.n + pb.n > 64) return 0;
+  memcpy(t, pa.t, (size_t)pa.n * sizeof *t);
+  for (int i = 0; i < pb.n; i++) {
+    t[pa.n + i] = pb.t[i];
+    t[pa.n + i].coef *= s;
+  }
+  td_poly r = {pa.n + pb.n, t};
+  poly_canon(&r);
+  return intern(g, &r);
+}
+
+td_dim td_dim_add(td_graph *g, td_dim a, td_dim b) {
+  if (TD_DIM_IS_CONST(a) && TD_DIM_IS_CONST(b)) return a + b;
+  return add_scaled(g, a, b, 1);
+}
+
+td_dim td_dim_sub(td_graph *g, td_dim a, td_dim b) {
+  if (TD_DIM_IS_CONST(a) && TD_DIM_IS_CONST(b) && a >= b) return a - b;
+  return add_scaled(g, a, b, -1);
+}
+
+td_dim td_dim_mul(td_graph *g, td_dim a, td_dim b) {
+  if (TD_DIM_IS_CONST(a) && TD_DIM_IS_CONST(b)) return a * b;
+  td_mono sa, sb;
+  td_poly pa = poly_of(g, a, &sa), pb = poly_of(g, b, &sb);
+  td_mono t[64];
+  int n = 0;
+  for (int i = 0; i < pa.n; i++)
+    for (int j = 0; j < pb.n; j++) {
+      if (n == 64 || pa.t[i].n + pb.t[j].n > TD_MONO_MAX) return 0;
+      td_mono m = pa.t[i];
+      m.coef *= pb.t[j].coef;
+      for (int k = 0; k < pb.t[j].n; k++) { /* insert keeping symbols sorted */
+        int s = pb.t[j].sym[k], w = m.n++;
+        while (w > 0 && m.sym[w - 1] > s) { m.sym[w] = m.sym[w - 1]; w--; }
+        m.sym[w] = s;
+      }
+      t[n++] = m;
+    }
+  td_poly r = {n, t};
+  poly_canon(&r);
+  return intern(g, &r);
+}
+
+int td_dim_div(td_graph *g, td_dim a, td_dim b, td_dim *out) {
+  if (b == 0) return -1;
+  if (TD_DIM_IS_CONST(a) && TD_DIM_IS_CONST(b)) {
+    if (a % b) return -1;
+    *out = a / b;
+    return 0;
+  }
+  if (a == b) { *out = 1; return 0; }
+  td_mono sa, sb;
+  td_poly pa = poly_of(g, a, &sa), pb = poly_of(g, b, &sb);
+  if (pb.n != 1) return -1;
+  /* divide every monomial of a by the single monomial of b */
+  td_mono t[64];
+  if (pa.n > 64) return -1;
+  for (int i = 0; i < pa.n; i++) {
+    td_mono m = pa.t[i];
+    if (m.coef % pb.t[0].coef) return -1;
+    m.coef /= pb.t[0].coef;
+    for (int k = 0; k < pb.t[0].n; k++) {
+      int s = pb.t[0].sym[k], found = -1;
+      for (int q = 0; q < m.n; q++)
+        if (m.sym[q] == s) { found = q; break; }
+      if (found < 0) return -1;
+      for (int q = found; q + 1 < m.n; q++) m.sym[q] = m.sym[q + 1];
+      m.n--;
+    }
+    t[i] = m;
+  }
+  td_poly r = {pa.n, t};
+  poly_canon(&r);
+  *out = intern(g, &r);
+  return 0;
+}
+
+int64_t td_dim_eval(const td_graph *g, td_dim d, const int64_t *symvals) {
+  if (TD_DIM_IS_CONST(d)) return d;
+  const td_poly *p = &g->dims[-d - 1];
+  int64_t v = 0;
+  for (int i = 0; i < p->n; i++) {
+    int64_t m = p->t[i].coef;
+    for (int k = 0; k < p->t[i].n; k++) m *= symvals ? symvals[p->t[i].sym[k]] : 0;
+    v += m;
+  }
+  return v;
+}
+
+char *td_dim_str(const td_graph *g, td_dim d, char *buf, size_t n) {
+  if (TD_DIM_IS_CONST(d)) {
+    snprintf(buf, n, "%lld", (long long)d);
+    return buf;
+  }
+  const td_poly *p = &g->dims[-d - 1];
+  size_t w = 0;
+  buf[0] = 0;
+  /* highest-degree terms first reads best: "2*N + 1" */
+  for (int i = p->n - 1; i >= 0 && w < n; i--) {
+    const td_mono *m = &p->t[i];
+    int64_t c = m->coef;
+    if (i != p->n - 1) w += (size_t)snprintf(buf + w, n - w, c < 0 ? " - " : " + ");
+    else if (c < 0) w += (size_t)snprintf(buf + w, n - w, "-");
+    if (w >= n) break;
+    int64_t ac = c < 0 ? -c : c;
+    if (m->n == 0 || ac != 1) w += (size_t)snprintf(buf + w, n - w, "%lld%s", (long long)ac, m->n ? "*" : "");
+    for (int k = 0; k < m->n && w < n; k++)
+      w += (size_t)snprintf(buf + w, n - w, "%s%s", k ? "*" : "", g->syms[m->sym[k]]);
+  }
+  return buf;
+}
+
+char *td_type_str(const td_graph *g, td_dtype dt, int rank, const td_dim *shape,
+                  char *buf, size_t n) {
+  size_t w = (size_t)snprintf(buf, n, "%s[", td_dtype_name(dt));
+  for (int i = 0; i < rank && w < n; i++) {
+    char d[128];
+    w += (size_t)snprintf(buf + w, n - w, "%s%s", i ? ", " : "", td_dim_str(g, shape[i], d, sizeof d));
+  }
+  if (w < n) snprintf(buf + w, n - w, "]");
+  return buf;
+}
+
+/* ---- building ---- */
+
+static int push_int(td_arena *a, int **arr, int *n, int v) {
+  int *na = td_arena_alloc(a, (size_t)(*n + 1) * sizeof *na);
+  if (!na) return -1;
+  if (*n) memcpy(na, *arr, (size_t)*n * sizeof *na);
+  na[(*n)++] = v;
+  *arr = na;
+  return 0;
+}
+
+int td_graph_add(td_graph *g, td_op op, td_dtype dt, int rank, const td_dim *shape,
+                 const int *in, int n_in, const td_attr *attr, td_span sp) {
+  if (rank < 0 || rank > TD_MAX_RANK) return -1;
+  if (g->n_nodes == g->cap_nodes) {
+    int cap = g->cap_nodes ? 2 * g->cap_nodes : 64;
+    td_node *nn = td_arena_alloc(g->arena, (size_t)cap * sizeof *nn);
+    if (!nn) return -1;
+    if (g->n_nodes) memcpy(nn, g->nodes, (size_t)g->n_nodes * sizeof *nn);
+    g->nodes = nn;
+    g->cap_nodes = cap;
+  }
+  td_node *n = &g->nodes[g->n_nodes];
+  memset(n, 0, sizeof *n);
+  n->op = op;
+  n->dtype = dt;
+  n->rank = rank;
+  if (rank) memcpy(n->shape, shape, (size_t)rank * sizeof *shape);
+  if (n_in) {
+    n->in = td_arena_alloc(g->arena, (size_t)n_in * sizeof *n->in);
+    if (!n->in) return -1;
+    memcpy(n->in, in, (size_t)n_in * sizeof *in);
+  }
+  n->n_in = n_in;
+  if (attr) n->attr = *attr;
+  n->span = sp;
+  int id = g->n_nodes++;
+  if (op == TD_IR_INPUT && push_int(g->arena, &g->inputs, &g->n_inputs, id)) return -1;
+  if (op == TD_IR_PARAM && push_int(g->arena, &g->params, &g->n_params, id)) return -1;
+  return id;
+}
+
+int td_graph_add_output(td_graph *g, int node) {
+  return push_int(g->arena, &g->outputs, &g->n_outputs, node);
+}
+
+/* ---- verifier ---- */
+
+#define VFAIL(...) do { td_err_set(err, "IR verify: node %%%d (%s): ", id, td_ops[n->op].name); \
+    size_t l_ = strlen(err->msg); snprintf(err->msg + l_, sizeof err->msg - l_, __VA_ARGS__); \
+    return -1; } while (0)
+
+/* Can shape `in` broadcast to `out` (right-aligned, equal or literal 1)? */
+static int broadcasts_to(const td_node *in, const td_node *out) {
+  if (in->rank > out->rank) return 0;
+  int off = out->rank - in->rank;
+  for (int i = 0; i < in->rank; i++)
+    if (in->shape[i] != out->shape[off + i] && in->shape[i] != 1) return 0;
+  return 1;
+}
+
+static int verify_elementwise(const td_graph *g, int id, td_err *err) {
+  const td_node *n = &g->nodes[id];
+  for (int k = 0; k < n->n_in; k++) {
+    const td_node *x = &g->nodes[n->in[k]];
+    if (!broadcasts_to(x, n)) VFAIL("input %d does not broadcast to the output shape", k);
+    td_dtype want = n->dtype;
+    td_opkind kind = td_ops[n->op].kind;
+    if (n->op == TD_IR_CAST) continue;
+    if (kind == TD_K_COMPARE) want = g->nodes[n->in[0]].dtype;
+    if (n->op == TD_IR_WHERE && k == 0) want = TD_BOOL;
+    if (x->dtype != want) VFAIL("input %d has dtype %s, expected %s", k, td_dtype_name(x->dtype), td_dtype_name(want));
+  }
+  if (td_ops[n->op].kind == TD_K_COMPARE && n->dtype != TD_BOOL) VFAIL("comparison must produce bool");
+  if ((n->op == TD_IR_AND || n->op == TD_IR_OR || n->op == TD_IR_NOT) && n->dtype != TD_BOOL) VFAIL("logical op on non-bool");
+  return 0;
+}
+
+static int verify_reduce(const td_graph *g, int id, td_err *err) {
+  const td_node *n = &g->nodes[id];
+  const td_node *x = &g->nodes[n->in[0]];
+  if (x->rank != n->rank) VFAIL("reduction must keep the rank");
+  if (x->rank < 32 && (n->attr.axes >> x->rank)) VFAIL("axis mask out of range");
+  for (int i = 0; i < n->rank; i++) {
+    int red = (n->attr.axes >> i) & 1;
+    if (red && n->shape[i] != 1) VFAIL("reduced axis %d must have size 1", i);
+    if (!red && n->shape[i] != x->shape[i]) VFAIL("kept axis %d changed size", i);
+  }
+  int arg = n->op == TD_IR_ARGMAX || n->op == TD_IR_ARGMIN;
+  if (arg && n->dtype != TD_I64) VFAIL("argmax/argmin produce i64");
+  if (arg && __builtin_popcount(n->attr.axes) != 1) VFAIL("argmax/argmin take one axis");
+  if (!arg && n->dtype != x->dtype) VFAIL("dtype changed");
+  return 0;
+}
+
+static int verify_matmul(const td_graph *g, int id, td_err *err) {
+  const td_node *n = &g->nodes[id];
+  const td_node *a = &g->nodes[n->in[0]], *b = &g->nodes[n->in[1]];
+  if (a->rank < 2 || b->rank < 2 || n->rank != (a->rank > b->rank ? a->rank : b->rank))
+    VFAIL("bad ranks");
+  if (a->shape[a->rank - 1] != b->shape[b->rank - 2]) VFAIL("inner sizes differ");
+  if (n->shape[n->rank - 2] != a->shape[a->rank - 2] || n->shape[n->rank - 1] != b->shape[b->rank - 1])
+    VFAIL("output is not [..., M, N]");
+  if (a->dtype != n->dtype || b->dtype != n->dtype) VFAIL("dtypes differ");
+  return 0;
+}
+
+static int verify_node(const td_graph *g, int id, td_err *err) {
+  const td_node *n = &g->nodes[id];
+  if ((unsigned)n->op >= TD_IR_OP_COUNT) { td_err_set(err, "IR verify: node %%%d: bad op", id); return -1; }
+  if ((unsigned)n->dtype >= TD_DTYPE_COUNT) VFAIL("bad dtype");
+  int arity = td_ops[n->op].arity;
+  if (arity >= 0 && n->n_in != arity) VFAIL("has %d inputs, expected %d", n->n_in, arity);
+  for (int k = 0; k < n->n_in; k++)
+    if (n->in[k] < 0 || n->in[k] >= id) VFAIL("input %d refers to %%%d", k, n->in[k]);
+  for (int i = 0; i < n->rank; i++)
+    if (!TD_DIM_IS_CONST(n->shape[i]) && (-n->shape[i] - 1) >= g->n_dims) VFAIL("bad dim");
+  switch (td_ops[n->op].kind) {
+  case TD_K_UNARY: case TD_K_BINARY: case TD_K_COMPARE: case TD_K_TERNARY:
+    return verify_elementwise(g, id, err);
+  case TD_K_REDUCE: return verify_reduce(g, id, err);
+  case TD_K_MATMUL: return verify_matmul(g, id, err);
+  case TD_K_LEAF:
+    if ((n->op == TD_IR_CONST || n->op == TD_IR_DIM) && n->rank) VFAIL("must be rank 0");
+    if (n->op == TD_IR_ARANGE && n->rank != 1) VFAIL("must be rank 1");
+    return 0;
+  case TD_K_MOVE:
+    if (n->op == TD_IR_PERMUTE) {
+      const td_node *x = &g->nodes[n->in[0]];
+      unsigned seen = 0;
+      if (x->rank != n->rank) VFAIL("rank changed");
+      for (int i = 0; i < n->rank; i++) {
+        int p = n->attr.perm[i];
+        if (p < 0 || p >= n->rank || (seen >> p & 1)) VFAIL("bad permutation");
+        seen |= 1u << p;
+        if (n->shape[i] != x->shape[p]) VFAIL("shape does not follow the permutation");
+      }
+    }
+    if (n->op == TD_IR_BROADCAST && !broadcasts_to(&g->nodes[n->in[0]], n)) VFAIL("cannot broadcast");
+    if (n->op == TD_IR_CONCAT && (n->attr.axis < 0 || n->attr.axis >= n->rank)) VFAIL("bad axis");
+    if (n->op != TD_IR_RESHAPE && n->op != TD_IR_BROADCAST && n->op != TD_IR_CONCAT &&
+        g->nodes[n->in[0]].dtype != n->dtype) VFAIL("dtype changed");
+    return 0;
+  case TD_K_GATHER: {
+    const td_node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    if (ix->dtype != TD_I32 && ix->dtype != TD_I64) VFAIL("indices must be integers");
+    if (n->rank != x->rank - 1 + ix->rank) VFAIL("bad output rank");
+    return 0;
+  }
+  default: return 0;
+  }
+}
+
+int td_graph_verify(const td_graph *g, td_err *err) {
+  for (int id = 0; id < g->n_nodes; id++)
+    if (verify_node(g, id, err)) return -1;
+  for (int i = 0; i < g->n_outputs; i++)
+    if (g->outputs[i] < 0 || g->outputs[i] >= g->n_nodes)
+      return td_err_set(err, "IR verify: output %d refers to %%%d", i, g->outputs[i]);
+  return 0;
+}
+
+/* ---- printer ---- */
+
+static void print_attr(const td_graph *g, const td_node *n, FILE *out) {
+  char b[128];
+  switch (n->op) {
+  case TD_IR_INPUT: case TD_IR_PARAM: fprintf(out, " \"%s\"", n->name ? n->name : ""); break;
+  case TD_IR_CONST:
+    if (td_dtype_is_float(n->dtype)) fprintf(out, " %.9g", n->attr.f);
+    else fprintf(out, " %lld", (long long)n->attr.i);
+    break;
+  case TD_IR_DIM: fprintf(out, " %s", td_dim_str(g, n->attr.dim, b, sizeof b)); break;
+  case TD_IR_ARANGE:
+    if (td_dtype_is_float(n->dtype)) fprintf(out, " start=%.9g step=%.9g", n->attr.f, n->attr.f2);
+    else fprintf(out, " start=%lld step=%lld", (long long)n->attr.i, (long long)n->attr.i2);
+    break;
+  case TD_IR_RAND: case TD_IR_RANDN:
+    fprintf(out, " seed=%llu stream=%#llx", (unsigned long long)n->attr.seed, (unsigned long long)n->attr.stream);
+    break;
+  case TD_IR_PERMUTE:
+    fputs(" perm=[", out);
+    for (int i = 0; i < n->rank; i++) fprintf(out, "%s%d", i ? "," : "", n->attr.perm[i]);
+    fputs("]", out);
+    break;
+  case TD_IR_CONCAT: case TD_IR_GATHER: fprintf(out, " axis=%d", n->attr.axis); break;
+  case TD_IR_SLICE:
+    fputs(" [", out);
+    for (int i = 0; i < n->rank; i++)
+      fprintf(out, "%s%s::%lld", i ? ", " : "", td_dim_str(g, n->attr.start[i], b, sizeof b),
+              (long long)n->attr.step[i]);
+    fputs("]", out);
+    break;
+  default:
+    if (td_ops[n->op].kind == TD_K_REDUCE) {
+      fputs(" axes=[", out);
+      int first = 1;
+      for (int i = 0; i < 32; i++)
+        if (n->attr.axes >> i & 1) { fprintf(out, "%s%d", first ? "" : ",", i); first = 0; }
+      fputs("]", out);
+    }
+  }
+}
+
+void td_graph_print(const td_graph *g, const td_diags *d, FILE *out) {
+  fprintf(out, "graph %s(", g->name);
+  for (int i = 0; i < g->n_inputs; i++) fprintf(out, "%s%%%d", i ? ", " : "", g->inputs[i]);
+  fprintf(out, ") {\n");
+  for (int id = 0; id < g->n_nodes; id++) {
+    const td_node *n = &g->nodes[id];
+    char t[256];
+    if (n->op == TD_IR_PRINT) fprintf(out, "  print");
+    else fprintf(out, "  %%%d = %s %s", id, td_ops[n->op].name, td_type_str(g, n->dtype, n->rank, n->shape, t, sizeof t));
+    for (int k = 0; k < n->n_in; k++) fprintf(out, "%s %%%d", k ? "," : "", n->in[k]);
+    print_attr(g, n, out);
+    const td_source *s = d ? td_diags_source(d, n->span.file) : NULL;
+    if (s) fprintf(out, "  # %s:%d:%d", s->path, n->span.line, n->span.col);
+    fputc('\n', out);
+  }
+  fprintf(out, "  return");
+  for (int i = 0; i < g->n_outputs; i++) fprintf(out, "%s %%%d", i ? "," : "", g->outputs[i]);
+  fprintf(out, "\n}\n");
+}

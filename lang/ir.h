@@ -1,0 +1,150 @@
+/* ir.h - the Graph IR: one SSA dataflow graph per entry point.
+ *
+ * This is the waist of tdsl: the interpreter, the CPU compiler and the CUDA
+ * backend all consume a td_graph and never re-derive shapes or dtypes.
+ *
+ *  - Nodes are stored in one array in topological order; a node's id is its
+ *    index; inputs always have smaller ids.  Values are immutable.
+ *  - Every node has a dtype, a rank and a shape of td_dims.  A td_dim >= 0 is
+ *    a literal size; a td_dim < 0 names a symbolic size expression (a
+ *    polynomial over the graph's symbols, interned in the graph, so two dims
+ *    are equal exactly when their td_dim values are equal).
+ *  - Every node has the source span of the expression that produced it.
+ *  - PRINT nodes are the only effects; their order in the node array is the
+ *    program order.
+ *  - The graph's outputs are a list of node ids; its inputs are the INPUT
+ *    nodes (entry arguments) and PARAM nodes (model weights).
+ */
+#ifndef TD_IR_H
+#define TD_IR_H
+
+#include <stdint.h>
+#include "diag.h"
+#include "../runtime/tensor.h"
+
+typedef enum td_opkind {
+  TD_K_LEAF, TD_K_RANDOM, TD_K_UNARY, TD_K_BINARY, TD_K_COMPARE, TD_K_TERNARY,
+  TD_K_REDUCE, TD_K_MATMUL, TD_K_MOVE, TD_K_GATHER, TD_K_EFFECT
+} td_opkind;
+
+typedef enum td_op {
+#define TD_OP(e, name, kind, arity, c) TD_IR_##e,
+#include "ops.def"
+#undef TD_OP
+  TD_IR_OP_COUNT
+} td_op;
+
+typedef struct td_opinfo {
+  const char *name;
+  td_opkind kind;
+  int arity;
+  const char *cexpr;
+} td_opinfo;
+extern const td_opinfo td_ops[TD_IR_OP_COUNT];
+
+/* ---- symbolic sizes ---- */
+typedef int64_t td_dim;      /* >= 0: literal; < 0: -(1 + index into dims) */
+#define TD_DIM_IS_CONST(d) ((d) >= 0)
+
+#define TD_MONO_MAX 4
+typedef struct td_mono {     /* coef * sym[0] * ... * sym[n-1] (sorted) */
+  int64_t coef;
+  int n;
+  int sym[TD_MONO_MAX];
+} td_mono;
+
+typedef struct td_poly {     /* canonical: sorted, no zero coefficients */
+  int n;
+  td_mono *t;
+} td_poly;
+
+/* A part of a PRINT: either a literal string or input number `input`. */
+typedef struct td_print_part {
+  const char *text;          /* non-NULL: literal text */
+  int input;                 /* else: index into the node's inputs */
+} td_print_part;
+
+typedef enum td_init_kind {  /* how a PARAM is initialised without weights */
+  TD_INIT_ZEROS, TD_INIT_ONES, TD_INIT_FULL, TD_INIT_UNIFORM, TD_INIT_NORMAL
+} td_init_kind;
+
+typedef struct td_attr {
+  int64_t i, i2;             /* CONST (ints), ARANGE start/step (ints), INPUT/PARAM slot */
+  double f, f2;              /* CONST (floats), ARANGE start/step (floats) */
+  td_dim dim;                /* DIM */
+  uint64_t seed, stream;     /* RAND, RANDN */
+  uint32_t axes;             /* reductions: bit k set = axis k reduced */
+  int axis;                  /* CONCAT, GATHER */
+  int perm[TD_MAX_RANK];     /* PERMUTE */
+  td_dim start[TD_MAX_RANK]; /* SLICE: first index per axis (may be symbolic) */
+  int64_t step[TD_MAX_RANK]; /* SLICE: step per axis (non-zero) */
+  td_print_part *parts;      /* PRINT */
+  int n_parts;
+  td_init_kind init;         /* PARAM: initialiser ... */
+  double init_a, init_b;     /* ... its arguments (lo/hi, mean/std, value) */
+} td_attr;
+
+typedef struct td_node {
+  td_op op;
+  td_dtype dtype;
+  int rank;
+  td_dim shape[TD_MAX_RANK];
+  int n_in;
+  int *in;                   /* node ids, all < this node's id */
+  td_attr attr;
+  const char *name;          /* INPUT/PARAM: argument name or state_dict path;
+                                PRINT: a label; else NULL or a let-name hint */
+  td_span span;
+} td_node;
+
+typedef struct td_graph {
+  td_arena *arena;           /* owns everything below (not owned by graph) */
+  const char *name;          /* "Simple.forward", "main" */
+  td_node *nodes;
+  int n_nodes, cap_nodes;
+  int *outputs;
+  int n_outputs;
+  int *inputs;               /* INPUT node ids in argument order */
+  int n_inputs;
+  int *params;               /* PARAM node ids in declaration order */
+  int n_params;
+  const char **syms;         /* symbolic size names ("N", "T", "_0") */
+  int n_syms, cap_syms;
+  td_poly *dims;             /* interned symbolic dims */
+  int n_dims, cap_dims;
+} td_graph;
+
+td_graph *td_graph_new(td_arena *a, const char *name);
+
+/* ---- dims ---- */
+int td_sym_new(td_graph *g, const char *name);           /* new symbol id */
+td_dim td_dim_sym(td_graph *g, int sym);
+td_dim td_dim_add(td_graph *g, td_dim a, td_dim b);
+td_dim td_dim_sub(td_graph *g, td_dim a, td_dim b);
+td_dim td_dim_mul(td_graph *g, td_dim a, td_dim b);
+/* a / b when exact for every value of the symbols (b literal and dividing
+ * every coefficient, or a == b * q structurally); returns 0 and sets *out,
+ * or -1 when not provably exact. */
+int td_dim_div(td_graph *g, td_dim a, td_dim b, td_dim *out);
+/* Value of d given symbol values (indexed by symbol id). */
+int64_t td_dim_eval(const td_graph *g, td_dim d, const int64_t *symvals);
+/* "N", "2*N + 1", "16" into buf; returns buf. */
+char *td_dim_str(const td_graph *g, td_dim d, char *buf, size_t n);
+/* "f32[N, 4]" into buf. */
+char *td_type_str(const td_graph *g, td_dtype dt, int rank, const td_dim *shape,
+                  char *buf, size_t n);
+
+/* ---- building ---- */
+/* Appends a node (inputs copied); returns its id, or -1 on OOM. */
+int td_graph_add(td_graph *g, td_op op, td_dtype dt, int rank, const td_dim *shape,
+                 const int *in, int n_in, const td_attr *attr, td_span sp);
+int td_graph_add_output(td_graph *g, int node);
+
+/* ---- checking and printing ---- */
+/* Checks every invariant of this header and of ops.def's typing contract.
+ * Returns 0, or -1 with a message in err naming the node. */
+int td_graph_verify(const td_graph *g, td_err *err);
+/* Text form for --dump=ir:  %3 = add f32[N, 16] %1, %2   # model.td:7:5 */
+void td_graph_print(const td_graph *g, const td_diags *d, FILE *out);
+
+#endif

@@ -1,0 +1,154 @@
+/* fileio.c - checked reads and atomic writes for the tensor file formats.
+ *
+ * Atomic write: mkstemp("path.tmp.XXXXXX") in the target's directory, write
+ * every chunk, fsync, rename over the target, then fsync the directory
+ * (best effort).  Any failure unlinks the temporary file.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pread, mkstemp, fsync */
+#endif
+#include "fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mem.h"
+
+int td_io_open(const char *path, int *fd, uint64_t *size, td_err *err) {
+  int f = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block */
+  if (f < 0)
+    return td_err_set(err, "%s: cannot open: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(f, &st) < 0) {
+    int e = errno;
+    close(f);
+    return td_err_set(err, "%s: cannot stat: %s", path, strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(f);
+    return td_err_set(err, "%s: not a regular file", path);
+  }
+  *fd = f;
+  *size = (uint64_t)st.st_size;
+  return 0;
+}
+
+void td_io_close(int fd) {
+  if (fd >= 0)
+    close(fd);
+}
+
+int td_io_pread(int fd, void *buf, size_t n, uint64_t off) {
+  unsigned char *p = buf;
+  while (n > 0) {
+    size_t want = n > (1u << 30) ? (1u << 30) : n;
+    ssize_t r = pread(fd, p, want, (off_t)off);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0) {
+      if (r == 0)
+        errno = 0;
+      return -1;
+    }
+    p += r;
+    n -= (size_t)r;
+    off += (uint64_t)r;
+  }
+  return 0;
+}
+
+static int write_all(int fd, const void *data, size_t n) {
+  const unsigned char *p = data;
+  while (n > 0) {
+    size_t want = n > (1u << 30) ? (1u << 30) : n;
+    ssize_t w = write(fd, p, want);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* fsync of the directory holding path, so the rename itself is durable. */
+static void sync_dir(const char *path) {
+  const char *slash = strrchr(path, '/');
+  char *dir = slash ? td_malloc((size_t)(slash - path) + 2) : NULL;
+  if (slash && !dir)
+    return;
+  if (dir) {
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+  }
+  int fd = open(dir ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+  td_free(dir);
+}
+
+int td_io_write_atomic(const char *path, const td_io_chunk *chunks, int n,
+                       td_err *err) {
+  size_t plen = strlen(path);
+  char *tmp = td_malloc(plen + sizeof ".tmp.XXXXXX");
+  if (!tmp)
+    return td_err_set(err, "%s: out of memory", path);
+  memcpy(tmp, path, plen);
+  memcpy(tmp + plen, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    td_err_set(err, "%s: cannot create temporary file: %s", path, strerror(errno));
+    td_free(tmp);
+    return -1;
+  }
+  const char *what = NULL;
+  fchmod(fd, 0644); /* mkstemp makes 0600; a data file is usually shared */
+  for (int i = 0; i < n && !what; i++)
+    if (chunks[i].len && write_all(fd, chunks[i].data, chunks[i].len) < 0)
+      what = "cannot write";
+  if (!what && fsync(fd) < 0)
+    what = "cannot sync";
+  int e = errno;
+  if (close(fd) < 0 && !what) {
+    what = "cannot close";
+    e = errno;
+  }
+  if (!what && rename(tmp, path) < 0) {
+    what = "cannot rename temporary file";
+    e = errno;
+  }
+  if (what) {
+    unlink(tmp);
+    td_free(tmp);
+    return td_err_set(err, "%s: %s: %s", path, what, strerror(e));
+  }
+  td_free(tmp);
+  sync_dir(path);
+  return 0;
+}
+
+uint64_t td_io_le64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--)
+    v = (v << 8) | p[i];
+  return v;
+}
+
+uint32_t td_io_le32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+         (uint32_t)p[3] << 24;
+}
+
+void td_io_put_le64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++)
+    p[i] = (unsigned char)(v >> (8 * i));
+}

@@ -1,0 +1,76 @@
+/* tensor.h - runtime tensors shared by the interpreter and later backends.
+ *
+ * A td_tensor is a dense, C-ordered (row-major), contiguous array with a dtype
+ * and a concrete shape.  Tensors are reference counted: td_tensor_retain adds
+ * an owner, td_tensor_release drops one and frees the tensor with the last.
+ * Runtime functions never print and never exit: they return 0 on success and
+ * -1 on failure, filling a td_err with one readable sentence.
+ */
+#ifndef TD_TENSOR_H
+#define TD_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TD_MAX_RANK 8
+
+/* Element types.  The order is the promotion order (bool < ... < f64). */
+typedef enum td_dtype {
+  TD_BOOL, /* 1 byte, 0 or 1 */
+  TD_I32,  /* int32_t */
+  TD_I64,  /* int64_t */
+  TD_F32,  /* float */
+  TD_F64,  /* double */
+  TD_DTYPE_COUNT
+} td_dtype;
+
+/* An error message filled by runtime functions. */
+typedef struct td_err {
+  char msg[1024];
+} td_err;
+
+/* Formats msg into err (printf style); always returns -1 so callers can
+ * write `return td_err_set(err, ...)`.  err may be NULL. */
+int td_err_set(td_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+size_t td_dtype_size(td_dtype t);       /* bytes per element */
+const char *td_dtype_name(td_dtype t);  /* "f32", "i64", ... */
+int td_dtype_is_float(td_dtype t);      /* f32 or f64 */
+int td_dtype_from_name(const char *name, td_dtype *out); /* 0 or -1 */
+
+typedef struct td_tensor {
+  td_dtype dtype;
+  int rank;                      /* 0 .. TD_MAX_RANK */
+  int64_t shape[TD_MAX_RANK];    /* shape[0..rank-1]; each >= 0 */
+  int64_t numel;                 /* product of shape (1 for rank 0) */
+  void *data;                    /* numel * dtype size bytes, 64-byte aligned */
+  int refcount;                  /* owners; freed when it reaches 0 */
+} td_tensor;
+
+/* Largest tensor the runtime agrees to allocate (bytes); guards against
+ * absurd shapes in files.  Overridable with TDSL_MAX_TENSOR_BYTES. */
+size_t td_tensor_max_bytes(void);
+
+/* New tensor with uninitialised (td_tensor_new) or zeroed (td_tensor_zeros)
+ * data.  Fails (NULL, err filled) on overflow, on a size above
+ * td_tensor_max_bytes, or when memory runs out. */
+td_tensor *td_tensor_new(td_dtype dt, int rank, const int64_t *shape, td_err *err);
+td_tensor *td_tensor_zeros(td_dtype dt, int rank, const int64_t *shape, td_err *err);
+td_tensor *td_tensor_retain(td_tensor *t);
+void td_tensor_release(td_tensor *t); /* NULL is fine */
+
+/* Element i (flat C-order index) read as double / written from double.
+ * Slow; for tests, printing and I/O, not for kernels. */
+double td_tensor_get(const td_tensor *t, int64_t i);
+void td_tensor_set(td_tensor *t, int64_t i, double v);
+
+/* "f32[2, 3]" into buf; returns buf. */
+char *td_shape_str(td_dtype dt, int rank, const int64_t *shape, char *buf, size_t n);
+
+/* NumPy-like text of a tensor, summarised with "..." when it has more than
+ * `threshold` elements (edgeitems 3, like numpy).  Returns a malloc'd string
+ * the caller frees, or NULL when memory runs out. */
+char *td_tensor_format(const td_tensor *t, int64_t threshold);
+
+#endif

@@ -1,0 +1,146 @@
+# nn.td - neural-network building blocks, written in tdsl itself.
+#
+# Everything here is ordinary tdsl: the compiler inlines and fuses through
+# it exactly like user code.  Parameter names follow PyTorch's state_dict
+# (Linear has `weight` [out, in] and `bias` [out]; LayerNorm has `weight`
+# and `bias`), so weights exported from torch.nn load as they are.
+
+# ---- layers ----
+
+# y = x @ weight.T + bias, like torch.nn.Linear (same initialisation range).
+model Linear(in: int, out: int, has_bias: bool = true) {
+  param weight: f32[out, in] = uniform(-1 / sqrt(in), 1 / sqrt(in))
+  param bias: f32[out] = uniform(-1 / sqrt(in), 1 / sqrt(in)) if has_bias
+  fn forward(x: f32[..., in]) -> f32[..., out] {
+    let y = x @ weight.T
+    if has_bias { y + bias } else { y }
+  }
+}
+
+# Rows of `weight` selected by integer indices: [..., ] -> [..., d].
+model Embedding(n: int, d: int) {
+  param weight: f32[n, d] = normal(0.0, 1.0)
+  fn forward(idx) {
+    take(weight, idx, axis = 0)
+  }
+}
+
+# Layer normalisation over the last axis, like torch.nn.LayerNorm(d).
+model LayerNorm(d: int, eps: float = 0.00001) {
+  param weight: f32[d] = ones()
+  param bias: f32[d] = zeros()
+  fn forward(x: f32[..., d]) -> f32[..., d] {
+    layer_norm(x, weight, bias, eps)
+  }
+}
+
+# Root-mean-square normalisation over the last axis (LLaMA-style).
+model RMSNorm(d: int, eps: float = 0.000001) {
+  param weight: f32[d] = ones()
+  fn forward(x: f32[..., d]) -> f32[..., d] {
+    rms_norm(x, weight, eps)
+  }
+}
+
+# Two Linear layers with a GELU between them (a transformer's feed-forward).
+model MLP(d: int, hidden: int) {
+  fc1 = Linear(d, hidden)
+  fc2 = Linear(hidden, d)
+  fn forward(x: f32[..., d]) -> f32[..., d] {
+    fc2(gelu(fc1(x)))
+  }
+}
+
+# Multi-head self-attention over x: [B, T, d], with an optional causal mask.
+model MultiHeadAttention(d: int, heads: int, causal: bool = true) {
+  q = Linear(d, d)
+  k = Linear(d, d)
+  v = Linear(d, d)
+  o = Linear(d, d)
+  fn forward(x: f32[B, T, d]) -> f32[B, T, d] {
+    let qh = split_heads(q(x), heads)
+    let kh = split_heads(k(x), heads)
+    let vh = split_heads(v(x), heads)
+    let a = attention(qh, kh, vh, causal)
+    o(merge_heads(a))
+  }
+}
+
+# A pre-norm transformer block: x + attn(ln1(x)), then h + mlp(ln2(h)).
+model TransformerBlock(d: int, heads: int, hidden: int, causal: bool = true) {
+  ln1 = LayerNorm(d)
+  attn = MultiHeadAttention(d, heads, causal)
+  ln2 = LayerNorm(d)
+  mlp = MLP(d, hidden)
+  fn forward(x: f32[B, T, d]) -> f32[B, T, d] {
+    let h = x + attn(ln1(x))
+    h + mlp(ln2(h))
+  }
+}
+
+# ---- functions ----
+
+# exp(x) / sum(exp(x)) along `axis`, computed stably (the max is subtracted).
+fn softmax(x, axis: int = -1) {
+  let e = exp(x - max(x, axis = axis, keepdims = true))
+  e / sum(e, axis = axis, keepdims = true)
+}
+
+# log(softmax(x)) along `axis`, without forming softmax.
+fn log_softmax(x, axis: int = -1) {
+  let s = x - max(x, axis = axis, keepdims = true)
+  s - log(sum(exp(s), axis = axis, keepdims = true))
+}
+
+# (x - mean) / sqrt(var + eps) * weight + bias over the last axis
+# (biased variance, like PyTorch).
+fn layer_norm(x, weight, bias, eps: float = 0.00001) {
+  let xc = x - mean(x, axis = -1, keepdims = true)
+  let var = mean(xc * xc, axis = -1, keepdims = true)
+  xc * rsqrt(var + eps) * weight + bias
+}
+
+# x / sqrt(mean(x^2) + eps) * weight over the last axis.
+fn rms_norm(x, weight, eps: float = 0.000001) {
+  x * rsqrt(mean(x * x, axis = -1, keepdims = true) + eps) * weight
+}
+
+# GELU with the tanh approximation (PyTorch's approximate="tanh").
+fn gelu_tanh(x) {
+  0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+}
+
+fn leaky_relu(x, slope: float = 0.01) {
+  where(x >= 0, x, x * slope)
+}
+
+# A [T, T] bool mask that is true where key position <= query position.
+fn causal_mask(t) {
+  let i = arange(t)
+  unsqueeze(i, 1) >= unsqueeze(i, 0)
+}
+
+# Scaled dot-product attention: q, k, v are [..., T, dh].  With causal,
+# position i attends to positions <= i (masked scores are set to -1e30, so
+# their softmax weight is exactly 0).
+fn attention(q, k, v, causal: bool = false) {
+  let t = q.shape[-2]
+  let scores = (q @ transpose(k, -1, -2)) * (1 / sqrt(q.shape[-1]))
+  let masked = if causal { where(causal_mask(t), scores, -1e30) } else { scores }
+  softmax(masked, axis = -1) @ v
+}
+
+# [B, T, H * dh] -> [B, H, T, dh]
+fn split_heads(x: f32[B, T, D], heads: int) {
+  transpose(reshape(x, [B, T, heads, D / heads]), 1, 2)
+}
+
+# [B, H, T, dh] -> [B, T, H * dh]
+fn merge_heads(x: f32[B, H, T, E]) {
+  reshape(transpose(x, 1, 2), [B, T, H * E])
+}
+
+# Cross-entropy of logits [N, C] against integer labels [N] (mean over N).
+fn cross_entropy(logits: f32[N, C], labels) {
+  -mean(sum(log_softmax(logits) * one_hot(labels, C), axis = -1))
+}
