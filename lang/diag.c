@@ -25,9 +25,10 @@ int td_diags_add_source(td_diags *d, const char *path, const char *text, size_t 
     d->cap_files = cap;
   }
   td_source *s = td_arena_alloc(d->arena, sizeof *s);
-  char *copy = td_arena_strndup(d->arena, text, len);
+  char *copy = td_arena_alloc(d->arena, len + 1); /* zeroed: NUL-terminated */
   char *p = td_arena_strdup(d->arena, path);
   if (!s || !copy || !p) return -1;
+  memcpy(copy, text, len); /* all of it, embedded NULs included: the lexer reports them */
   s->path = p;
   s->text = copy;
   s->len = len;
@@ -137,6 +138,10 @@ static void render_snippet(const td_source *s, td_span sp, FILE *out, int color)
   while (le < (int)s->len && s->text[le] != '\n') le++;
   int end = sp.end > le ? le : sp.end;
   if (end <= sp.start) end = sp.start + 1;
+  /* very long lines: show a window around the span */
+  if (sp.start - ls > 120) ls = sp.start - 60;
+  if (le - ls > 240) le = ls + 240 > end ? ls + 240 : end;
+  if (end > le) end = le;
   fprintf(out, "%5d | ", sp.line);
   for (int i = ls; i < le; i++) fputc(s->text[i] == '\t' ? ' ' : s->text[i], out);
   fprintf(out, "\n      | ");

@@ -346,7 +346,8 @@ td_program *td_program_new(td_arena *a, td_diags *d) {
   if (!p) return NULL;
   p->arena = a;
   p->diags = d;
-  p->node_limit = 1000000;
+  p->node_limit = p->node_limit_set = 1000000;
+  p->step_limit = 10000000L;
   return p;
 }
 
@@ -360,6 +361,11 @@ void td_program_add_search_dir(td_program *p, const char *dir) {
 
 void td_program_dump_ast(td_program *p, FILE *out) {
   if (p->main) td_ast_dump(p->main->ast, out);
+}
+
+void td_program_set_node_limit(td_program *p, int n) {
+  p->node_limit = p->node_limit_set = n > 0 ? n : 1;
+  p->step_limit = 100L * p->node_limit;
 }
 
 void td_program_set_seed(td_program *p, uint64_t seed) { p->seed = seed; }
@@ -1278,6 +1284,14 @@ static td_value eval_binary(el_ctx *c, el_scope *s, const td_ast *e) {
 td_value el_eval(el_ctx *c, el_scope *s, const td_ast *e) {
   if (!e) return el_err();
   if (c->diags->max_errors > 0 && c->diags->n_errors > c->diags->max_errors) return el_err();
+  if (++c->steps > c->step_limit) {
+    if (c->steps == c->step_limit + 1) {
+      td_diag *g = td_error(c->diags, e->span, "compile-time evaluation did not finish within %ld steps", c->step_limit);
+      td_diag_help(c->diags, g, "tdsl unrolls loops and inlines every call while building the graph; "
+                   "a loop or recursion this large should be vectorised");
+    }
+    return el_err();
+  }
   switch (e->kind) {
   case TD_A_INT: return el_int(e->ival, e->span);
   case TD_A_FLOAT: return el_float(e->fval, e->span);
@@ -1456,6 +1470,8 @@ td_graph *td_program_lower(td_program *p, const char *entry) {
   p->g = td_graph_new(p->arena, entry);
   if (!p->g) return NULL;
   p->depth = 0;
+  p->node_limit = p->node_limit_set;
+  p->steps = 0;
   p->n_rand = 0;
   p->n_insts = 0;
   p->ret = NULL;

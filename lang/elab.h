@@ -43,6 +43,10 @@ void td_program_dump_ast(td_program *p, FILE *out);
 /* Seed for rand/randn without seed= (the run's --seed). */
 void td_program_set_seed(td_program *p, uint64_t seed);
 
+/* Caps the size of one graph (default 1,000,000 nodes); past it, lowering
+ * stops with an error.  Fuzzing uses a small cap to stay fast. */
+void td_program_set_node_limit(td_program *p, int n);
+
 /* Elaborates every entry point (what `tdsl check` does); returns the number
  * of errors. */
 int td_program_check(td_program *p);

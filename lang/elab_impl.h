@@ -93,7 +93,9 @@ struct td_program {
   int n_rand;                 /* random ops made so far (stream ids) */
   int n_insts;                /* instances made (param stream salt) */
   td_value *ret;              /* set by `return` while unwinding */
-  int node_limit;
+  int node_limit;              /* graph size cap for this lowering */
+  int node_limit_set;          /* the configured cap */
+  long steps, step_limit;      /* evaluation steps: bounds compile-time work */
 };
 
 typedef struct td_program el_ctx;

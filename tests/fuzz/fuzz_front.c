@@ -1,9 +1,11 @@
-/* fuzz_front.c - libFuzzer target for the front end (lexer and parser).
+/* fuzz_front.c - libFuzzer target for the front end (lexer, parser and
+ * the elaborator, i.e. the type and shape checker and the lowering to IR).
  *
- * Each input is treated as one source file: it is parsed, the AST dumped
- * and the diagnostics rendered (both to /dev/null), so every byte sequence
- * must come back without a crash, a leak or undefined behaviour.  Later
- * stages (the checker) belong in run_front too.
+ * Each input is treated as one source file: it is parsed, the AST dumped,
+ * every entry point elaborated (imports found in $TDSL_PATH, which
+ * scripts/fuzz points at stdlib/) and the diagnostics rendered (all to
+ * /dev/null), so every byte sequence must come back without a crash, a
+ * leak, a hang or undefined behaviour.
  *
  * Build and run (seed corpus in tests/fuzz/corpus/):
  *   clang -g -fsanitize=fuzzer,address,undefined -Ilang -I<build>/lang/parser \
@@ -14,7 +16,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include "ast.h"
+#include "elab.h"
 
 static FILE *sink;
 
@@ -28,6 +32,27 @@ static void run_front(const char *text) {
   if (file >= 0) {
     td_ast *module = td_parse(&diags, file);
     if (module) td_ast_dump(module, sink);
+    td_diag_render(&diags, sink, 0);
+  }
+  td_arena_free(arena);
+
+  /* the whole front end: load (parse + imports) and elaborate every entry */
+  arena = td_arena_new();
+  if (!arena) return;
+  td_diags_init(&diags, arena);
+  td_program *p = td_program_new(arena, &diags);
+  if (p) {
+    const char *dir = getenv("TDSL_PATH");
+    if (dir) td_program_add_search_dir(p, dir);
+    td_program_set_node_limit(p, 20000);
+    if (td_program_load_text(p, "fuzz.td", text) == 0) {
+      const char **names;
+      int n = td_program_entries(p, &names);
+      for (int i = 0; i < n; i++) {
+        td_graph *g = td_program_lower(p, names[i]);
+        if (g) td_graph_print(g, &diags, sink);
+      }
+    }
     td_diag_render(&diags, sink, 0);
   }
   td_arena_free(arena);

@@ -1,0 +1,619 @@
+/* interp.c - the eager interpreter: runs a td_graph node by node.
+ *
+ * td_interp_run binds the symbolic sizes from the inputs, then walks the
+ * nodes in order (their topological order), materialising each value as a
+ * td_tensor with the node's dtype and evaluated shape.  Before the walk it
+ * computes, per node, the last node that reads it; an intermediate value is
+ * released right after its last reader ran, and a RESHAPE that is the last
+ * reader of an unshared tensor takes it over instead of copying.  Outputs
+ * are kept and handed to the caller.  On any error every value is released.
+ *
+ * Random ops: element i of a RAND / RANDN node is td_rand_uniform /
+ * td_rand_normal(attr.seed, stream, i) with
+ *   stream = attr.stream                                  if call_index == 0
+ *   stream = td_hash_mix(attr.stream, opts->call_index)   otherwise,
+ * so call 0 reproduces the graph's own streams and later calls differ.
+ *
+ * PRINT builds one line: its parts joined by single spaces; a literal part
+ * is written as is, a tensor part as td_tensor_format's text, followed for
+ * rank >= 1 by " (f32[2, 3])".  A multi-line array keeps its shape: its
+ * continuation lines are indented to the column where the array started
+ * (empty lines stay empty).  The line ends with '\n' and goes to on_print.
+ *
+ * Tracing (opts->trace) sends one line per executed node to on_trace:
+ *   file:line:col  op  f32[3, 4]  min=-1 max=2.5 mean=0.25
+ * stats are over the finite elements, followed by "nan=K inf=K" when there
+ * are any; an empty tensor shows "(empty)"; PRINT shows just its location
+ * and "print".  Without opts->diags the location is "line:col".
+ *
+ * check_numerics: after each float node (inputs and parameters included)
+ * the first NaN or Inf stops the run with e.g.
+ *   op 'div' produced NaN (first at flat index 12)
+ * and *err_span set to the node's span.  Every error caused by a node sets
+ * *err_span to its span; otherwise *err_span.file is -1.
+ */
+#include "interp.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../lang/mem.h"
+#include "../runtime/philox.h"
+#include "kernels.h"
+
+/* ---- binding the inputs ------------------------------------------------- */
+
+/* The symbol of a dim that is exactly one symbol with coefficient 1, or -1. */
+static int single_sym(const td_graph *g, td_dim d) {
+  if (TD_DIM_IS_CONST(d)) return -1;
+  const td_poly *p = &g->dims[-d - 1];
+  if (p->n != 1 || p->t[0].coef != 1 || p->t[0].n != 1) return -1;
+  return p->t[0].sym[0];
+}
+
+/* The first symbol of d not yet bound, or -1. */
+static int unbound_sym(const td_graph *g, td_dim d, const int *bound_arg) {
+  if (TD_DIM_IS_CONST(d)) return -1;
+  const td_poly *p = &g->dims[-d - 1];
+  for (int i = 0; i < p->n; i++)
+    for (int k = 0; k < p->t[i].n; k++)
+      if (bound_arg[p->t[i].sym[k]] < 0) return p->t[i].sym[k];
+  return -1;
+}
+
+static const char *arg_name(const td_node *n, char *buf, size_t len) {
+  if (n->name) return n->name;
+  snprintf(buf, len, "#%lld", (long long)n->attr.i);
+  return buf;
+}
+
+/* "argument 'x': expected f32[N, 4], got f32[3, 5]: " into err, returns -1
+ * after appending the reason. */
+static int arg_error(const td_graph *g, const td_node *n, const td_tensor *t, td_err *err,
+                     const char *reason) {
+  char nb[32], want[256], got[256];
+  td_type_str(g, n->dtype, n->rank, n->shape, want, sizeof want);
+  td_shape_str(t->dtype, t->rank, t->shape, got, sizeof got);
+  return td_err_set(err, "argument '%s': expected %s, got %s: %s",
+                    arg_name(n, nb, sizeof nb), want, got, reason);
+}
+
+/* Pass 1: dtype and rank of every argument, and the symbols they bind. */
+static int bind_pass(const td_graph *g, td_tensor *const *inputs, int64_t *symvals,
+                     int *bound_arg, int *bound_dim, td_err *err) {
+  char why[256];
+  for (int k = 0; k < g->n_inputs; k++) {
+    const td_node *n = &g->nodes[g->inputs[k]];
+    const td_tensor *t = inputs[k];
+    char nb[32];
+    if (!t) return td_err_set(err, "argument '%s' is missing", arg_name(n, nb, sizeof nb));
+    if (t->dtype != n->dtype) {
+      snprintf(why, sizeof why, "dtype is %s, expected %s", td_dtype_name(t->dtype),
+               td_dtype_name(n->dtype));
+      return arg_error(g, n, t, err, why);
+    }
+    if (t->rank != n->rank) {
+      snprintf(why, sizeof why, "rank is %d, expected %d", t->rank, n->rank);
+      return arg_error(g, n, t, err, why);
+    }
+    for (int d = 0; d < n->rank; d++) {
+      int s = single_sym(g, n->shape[d]);
+      if (s >= 0 && bound_arg[s] < 0) {
+        symvals[s] = t->shape[d];
+        bound_arg[s] = k;
+        bound_dim[s] = d;
+      }
+    }
+  }
+  return 0;
+}
+
+/* Pass 2: every declared dim against the actual size. */
+static int check_pass(const td_graph *g, td_tensor *const *inputs, const int64_t *symvals,
+                      const int *bound_arg, const int *bound_dim, td_err *err) {
+  char why[512], ds[128], nb[32];
+  for (int k = 0; k < g->n_inputs; k++) {
+    const td_node *n = &g->nodes[g->inputs[k]];
+    const td_tensor *t = inputs[k];
+    for (int d = 0; d < n->rank; d++) {
+      td_dim dim = n->shape[d];
+      int u = unbound_sym(g, dim, bound_arg);
+      td_dim_str(g, dim, ds, sizeof ds);
+      if (u >= 0) {
+        snprintf(why, sizeof why, "size %s of dimension %d needs %s, which no argument "
+                 "dimension binds on its own", ds, d, g->syms[u]);
+        return arg_error(g, n, t, err, why);
+      }
+      int64_t want = td_dim_eval(g, dim, symvals);
+      if (want == t->shape[d]) continue;
+      int s = single_sym(g, dim);
+      if (TD_DIM_IS_CONST(dim))
+        snprintf(why, sizeof why, "dimension %d is %lld, expected %s", d,
+                 (long long)t->shape[d], ds);
+      else if (s >= 0)
+        snprintf(why, sizeof why, "dimension %d is %lld, expected %s = %lld (from argument "
+                 "'%s', dimension %d)", d, (long long)t->shape[d], ds, (long long)want,
+                 arg_name(&g->nodes[g->inputs[bound_arg[s]]], nb, sizeof nb), bound_dim[s]);
+      else
+        snprintf(why, sizeof why, "dimension %d is %lld, expected %s = %lld", d,
+                 (long long)t->shape[d], ds, (long long)want);
+      return arg_error(g, n, t, err, why);
+    }
+  }
+  return 0;
+}
+
+int td_bind_inputs(const td_graph *g, td_tensor *const *inputs, int n_inputs,
+                   int64_t *symvals, td_err *err) {
+  if (n_inputs != g->n_inputs)
+    return td_err_set(err, "%s takes %d argument%s, got %d", g->name && *g->name ? g->name : "the graph",
+                      g->n_inputs, g->n_inputs == 1 ? "" : "s", n_inputs);
+  int ns = g->n_syms > 0 ? g->n_syms : 1;
+  int *bound = td_malloc(2 * (size_t)ns * sizeof *bound);
+  if (!bound) return td_err_set(err, "out of memory");
+  for (int s = 0; s < g->n_syms; s++) {
+    symvals[s] = 0;
+    bound[s] = -1;
+  }
+  int rc = bind_pass(g, inputs, symvals, bound, bound + ns, err);
+  if (rc == 0) rc = check_pass(g, inputs, symvals, bound, bound + ns, err);
+  td_free(bound);
+  return rc;
+}
+
+/* ---- the run state ------------------------------------------------------ */
+
+typedef struct interp {
+  const td_graph *g;
+  td_tensor *const *inputs;
+  td_tensor *const *params;
+  const td_interp_opts *o;
+  int64_t *symvals;
+  td_tensor **vals;     /* value of each node, NULL when not (or no longer) held */
+  int *last_use;        /* last node reading each node; -1 when none */
+  char *keep;           /* node is a graph output */
+  td_err *err;
+} interp;
+
+/* Evaluates the node's shape; sizes must come out non-negative. */
+static int node_shape(interp *I, const td_node *n, int64_t *shape) {
+  for (int k = 0; k < n->rank; k++) {
+    shape[k] = td_dim_eval(I->g, n->shape[k], I->symvals);
+    if (shape[k] < 0) {
+      char ds[128];
+      return td_err_set(I->err, "size %s of axis %d evaluates to %lld",
+                        td_dim_str(I->g, n->shape[k], ds, sizeof ds), k, (long long)shape[k]);
+    }
+  }
+  return 0;
+}
+
+static td_tensor *new_out(interp *I, const td_node *n) {
+  int64_t shape[TD_MAX_RANK];
+  if (node_shape(I, n, shape) < 0) return NULL;
+  return td_tensor_new(n->dtype, n->rank, shape, I->err);
+}
+
+/* The tensor of a leaf handed in by the caller, checked against the node. */
+static int leaf_value(interp *I, const td_node *n, td_tensor **out) {
+  int is_param = n->op == TD_IR_PARAM;
+  int64_t cnt = is_param ? I->g->n_params : I->g->n_inputs;
+  int64_t idx = n->attr.i;
+  const char *what = is_param ? "parameter" : "argument";
+  if (idx < 0 || idx >= cnt || !(is_param ? I->params : I->inputs)[idx])
+    return td_err_set(I->err, "%s '%s' (slot %lld) was not supplied", what,
+                      n->name ? n->name : "?", (long long)idx);
+  td_tensor *t = (is_param ? I->params : I->inputs)[idx];
+  int64_t shape[TD_MAX_RANK];
+  if (node_shape(I, n, shape) < 0) return -1;
+  int ok = t->dtype == n->dtype && t->rank == n->rank;
+  for (int k = 0; ok && k < n->rank; k++) ok = t->shape[k] == shape[k];
+  if (!ok) {
+    char want[128], got[128];
+    return td_err_set(I->err, "%s '%s': expected %s, got %s", what, n->name ? n->name : "?",
+                      td_shape_str(n->dtype, n->rank, shape, want, sizeof want),
+                      td_shape_str(t->dtype, t->rank, t->shape, got, sizeof got));
+  }
+  *out = td_tensor_retain(t);
+  return 0;
+}
+
+/* Leaves other than INPUT/PARAM, and the random ops. */
+static int run_creation(interp *I, const td_node *n, td_tensor **out) {
+  if ((n->op == TD_IR_RAND || n->op == TD_IR_RANDN) && !td_dtype_is_float(n->dtype))
+    return td_err_set(I->err, "op '%s' must produce a float dtype, not %s",
+                      td_ops[n->op].name, td_dtype_name(n->dtype));
+  td_tensor *t = new_out(I, n);
+  if (!t) return -1;
+  const td_attr *a = &n->attr;
+  switch (n->op) {
+  case TD_IR_CONST: tdk_fill(t, a->f, a->i); break;
+  case TD_IR_DIM: {
+    int64_t v = td_dim_eval(I->g, a->dim, I->symvals);
+    tdk_fill(t, (double)v, v);
+    break;
+  }
+  case TD_IR_ARANGE: tdk_arange(t, a->f, a->f2, a->i, a->i2); break;
+  default: {
+    uint64_t call = I->o->call_index;
+    uint64_t stream = call ? td_hash_mix(a->stream, call) : a->stream;
+    tdk_random(t, n->op == TD_IR_RANDN, a->seed, stream);
+    break;
+  }
+  }
+  *out = t;
+  return 0;
+}
+
+/* ---- movement ------------------------------------------------------------ */
+
+/* RESHAPE: takes over the input when this node is its last reader and no
+ * one else holds it; otherwise copies. */
+static int run_reshape(interp *I, int id, const td_node *n, td_tensor **out) {
+  int src = n->in[0];
+  td_tensor *in = I->vals[src];
+  int64_t shape[TD_MAX_RANK], numel = 1;
+  if (node_shape(I, n, shape) < 0) return -1;
+  for (int k = 0; k < n->rank; k++) numel *= shape[k];
+  if (numel != in->numel || in->dtype != n->dtype)
+    return td_err_set(I->err, "reshape of %lld elements into %lld", (long long)in->numel,
+                      (long long)numel);
+  if (I->last_use[src] == id && !I->keep[src] && in->refcount == 1) {
+    in->rank = n->rank;
+    memcpy(in->shape, shape, sizeof shape);
+    I->vals[src] = NULL;
+    *out = in;
+    return 0;
+  }
+  td_tensor *t = td_tensor_new(n->dtype, n->rank, shape, I->err);
+  if (!t) return -1;
+  tdk_copy(in, t);
+  *out = t;
+  return 0;
+}
+
+static int run_slice(interp *I, const td_node *n, td_tensor *in, td_tensor *t) {
+  int64_t start[TD_MAX_RANK];
+  for (int k = 0; k < in->rank; k++) {
+    start[k] = td_dim_eval(I->g, n->attr.start[k], I->symvals);
+    if (n->attr.step[k] == 0) return td_err_set(I->err, "slice step 0 on axis %d", k);
+  }
+  if (t->rank != in->rank)
+    return td_err_set(I->err, "slice changes the rank from %d to %d", in->rank, t->rank);
+  return tdk_slice(start, n->attr.step, in, t, I->err);
+}
+
+static int check_concat(interp *I, const td_node *n, td_tensor *const *in, const td_tensor *t) {
+  int ax = n->attr.axis;
+  if (ax < 0 || ax >= t->rank) return td_err_set(I->err, "concat axis %d out of range", ax);
+  int64_t total = 0;
+  for (int j = 0; j < n->n_in; j++) {
+    int ok = in[j]->rank == t->rank && in[j]->dtype == t->dtype;
+    for (int k = 0; ok && k < t->rank; k++) ok = k == ax || in[j]->shape[k] == t->shape[k];
+    if (!ok) return td_err_set(I->err, "concat operand %d does not match the result", j);
+    total += in[j]->shape[ax];
+  }
+  if (total != t->shape[ax])
+    return td_err_set(I->err, "concat sizes add up to %lld, expected %lld", (long long)total,
+                      (long long)t->shape[ax]);
+  return 0;
+}
+
+static int check_permute(interp *I, const td_node *n, const td_tensor *in, const td_tensor *t) {
+  unsigned seen = 0;
+  int ok = in->rank == t->rank;
+  for (int i = 0; ok && i < t->rank; i++) {
+    int p = n->attr.perm[i];
+    ok = p >= 0 && p < in->rank && !(seen & (1u << p)) && in->shape[p] == t->shape[i];
+    if (ok) seen |= 1u << p;
+  }
+  return ok ? 0 : td_err_set(I->err, "permute: invalid permutation for rank %d", in->rank);
+}
+
+/* ---- PRINT ------------------------------------------------------------- */
+
+typedef struct strbuf {
+  char *s;
+  size_t n, cap;
+  int oom;
+} strbuf;
+
+static void sb_add(strbuf *b, const char *s, size_t n) {
+  if (b->oom) return;
+  if (b->n + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 128;
+    while (cap < b->n + n + 1) cap *= 2;
+    char *p = td_realloc(b->s, cap);
+    if (!p) {
+      b->oom = 1;
+      return;
+    }
+    b->s = p;
+    b->cap = cap;
+  }
+  memcpy(b->s + b->n, s, n);
+  b->n += n;
+  b->s[b->n] = 0;
+}
+
+static void sb_str(strbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
+
+/* Appends text, indenting its continuation lines to the current column. */
+static void sb_add_aligned(strbuf *b, const char *text) {
+  size_t col = 0;
+  while (col < b->n && b->s[b->n - col - 1] != '\n') col++;
+  for (const char *p = text; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl ? (size_t)(nl - p) : strlen(p);
+    if (p != text && len > 0)
+      for (size_t i = 0; i < col; i++) sb_add(b, " ", 1);
+    sb_add(b, p, len);
+    if (!nl) break;
+    sb_add(b, "\n", 1);
+    p = nl + 1;
+  }
+}
+
+static void print_tensor(strbuf *b, const td_tensor *t, int64_t threshold) {
+  char *s = td_tensor_format(t, threshold);
+  if (!s) {
+    b->oom = 1;
+    return;
+  }
+  sb_add_aligned(b, s);
+  td_free(s);
+  if (t->rank > 0) {
+    char shp[256];
+    sb_str(b, " (");
+    sb_str(b, td_shape_str(t->dtype, t->rank, t->shape, shp, sizeof shp));
+    sb_str(b, ")");
+  }
+}
+
+static int run_print(interp *I, const td_node *n, td_tensor *const *in) {
+  if (!I->o->on_print) return 0;
+  int64_t thr = I->o->print_threshold ? I->o->print_threshold : 1000;
+  strbuf b = {0};
+  for (int p = 0; p < n->attr.n_parts; p++) {
+    const td_print_part *part = &n->attr.parts[p];
+    if (p > 0) sb_str(&b, " ");
+    if (part->text) {
+      sb_str(&b, part->text);
+    } else if (part->input >= 0 && part->input < n->n_in) {
+      print_tensor(&b, in[part->input], thr);
+    } else {
+      td_free(b.s);
+      return td_err_set(I->err, "print part %d names input %d of %d", p, part->input, n->n_in);
+    }
+  }
+  sb_str(&b, "\n");
+  if (b.oom) {
+    td_free(b.s);
+    return td_err_set(I->err, "out of memory");
+  }
+  I->o->on_print(I->o->ud, b.s);
+  td_free(b.s);
+  return 0;
+}
+
+/* ---- one node ------------------------------------------------------------ */
+
+/* Nodes that write into a freshly allocated tensor of the node's type. */
+static int run_into(interp *I, const td_node *n, td_tensor *const *in, td_tensor *t) {
+  td_opkind kind = td_ops[n->op].kind;
+  switch (kind) {
+  case TD_K_UNARY: case TD_K_BINARY: case TD_K_COMPARE: case TD_K_TERNARY:
+    return tdk_elementwise(n->op, in, n->n_in, t, I->err);
+  case TD_K_REDUCE: return tdk_reduce(n->op, n->attr.axes, in[0], t, I->err);
+  case TD_K_MATMUL: return tdk_matmul(in[0], in[1], t, I->err);
+  case TD_K_GATHER: return tdk_gather(n->attr.axis, in[0], in[1], t, I->err);
+  default: break;
+  }
+  switch (n->op) {
+  case TD_IR_PERMUTE:
+    if (check_permute(I, n, in[0], t) < 0) return -1;
+    tdk_permute(n->attr.perm, in[0], t);
+    return 0;
+  case TD_IR_BROADCAST: return tdk_broadcast(in[0], t, I->err);
+  case TD_IR_SLICE: return run_slice(I, n, in[0], t);
+  case TD_IR_CONCAT:
+    if (check_concat(I, n, in, t) < 0) return -1;
+    tdk_concat(n->attr.axis, in, n->n_in, t);
+    return 0;
+  default: return td_err_set(I->err, "op '%s' is not supported by the interpreter", td_ops[n->op].name);
+  }
+}
+
+/* The inputs' values; fails when one is not available. */
+static int gather_inputs(interp *I, const td_node *n, td_tensor **in) {
+  if ((unsigned)n->op >= TD_IR_OP_COUNT)
+    return td_err_set(I->err, "unknown op %d", (int)n->op);
+  int arity = td_ops[n->op].arity;
+  if ((arity >= 0 && n->n_in != arity) || (n->op == TD_IR_CONCAT && n->n_in < 1))
+    return td_err_set(I->err, "op '%s' has %d inputs", td_ops[n->op].name, n->n_in);
+  for (int j = 0; j < n->n_in; j++) {
+    int src = n->in[j];
+    if (src < 0 || src >= I->g->n_nodes || !I->vals[src])
+      return td_err_set(I->err, "op '%s': input %d (node %%%d) has no value", td_ops[n->op].name,
+                        j, src);
+    in[j] = I->vals[src];
+  }
+  return 0;
+}
+
+static int run_node(interp *I, int id) {
+  const td_node *n = &I->g->nodes[id];
+  td_tensor *stack_in[4], **in = stack_in;
+  if (n->n_in > 4 && !(in = td_malloc((size_t)n->n_in * sizeof *in)))
+    return td_err_set(I->err, "out of memory");
+  int rc = gather_inputs(I, n, in);
+  td_tensor *t = NULL;
+  if (rc == 0) {
+    if (n->op == TD_IR_INPUT || n->op == TD_IR_PARAM) rc = leaf_value(I, n, &t);
+    else if (td_ops[n->op].kind == TD_K_LEAF || td_ops[n->op].kind == TD_K_RANDOM)
+      rc = run_creation(I, n, &t);
+    else if (n->op == TD_IR_PRINT) rc = run_print(I, n, in);
+    else if (n->op == TD_IR_RESHAPE) rc = run_reshape(I, id, n, &t);
+    else if (!(t = new_out(I, n))) rc = -1;
+    else rc = run_into(I, n, in, t);
+  }
+  if (rc < 0) {
+    td_tensor_release(t);
+    t = NULL;
+  }
+  if (in != stack_in) td_free(in);
+  I->vals[id] = t;
+  return rc;
+}
+
+/* ---- tracing and numerics -------------------------------------------------- */
+
+static void span_loc(const td_diags *d, td_span sp, char *buf, size_t n) {
+  const td_source *src = d && sp.file >= 0 ? td_diags_source(d, sp.file) : NULL;
+  if (src) snprintf(buf, n, "%s:%d:%d", src->path, sp.line, sp.col);
+  else if (sp.line > 0) snprintf(buf, n, "%d:%d", sp.line, sp.col);
+  else if (sp.file < 0) snprintf(buf, n, "<builtin>");
+  else snprintf(buf, n, "@%d", sp.start);
+}
+
+static void trace_node(interp *I, const td_node *n, const td_tensor *t) {
+  char line[768], loc[256], shp[256];
+  span_loc(I->o->diags, n->span, loc, sizeof loc);
+  if (!t) {
+    snprintf(line, sizeof line, "%s  %s\n", loc, td_ops[n->op].name);
+  } else {
+    td_shape_str(t->dtype, t->rank, t->shape, shp, sizeof shp);
+    tdk_stats s;
+    tdk_stats_of(t, &s);
+    int w = snprintf(line, sizeof line, "%s  %s  %s", loc, td_ops[n->op].name, shp);
+    size_t at = w < 0 ? 0 : (size_t)w < sizeof line ? (size_t)w : sizeof line - 1;
+    if (t->numel == 0)
+      snprintf(line + at, sizeof line - at, "  (empty)\n");
+    else if (s.n_nan || s.n_inf)
+      snprintf(line + at, sizeof line - at, "  min=%.6g max=%.6g mean=%.6g nan=%lld inf=%lld\n",
+               s.min, s.max, s.mean, (long long)s.n_nan, (long long)s.n_inf);
+    else
+      snprintf(line + at, sizeof line - at, "  min=%.6g max=%.6g mean=%.6g\n", s.min, s.max,
+               s.mean);
+  }
+  I->o->on_trace(I->o->ud, line);
+}
+
+static int check_numerics(interp *I, const td_node *n, const td_tensor *t) {
+  int is_nan = 0;
+  int64_t at = tdk_first_nonfinite(t, &is_nan);
+  if (at < 0) return 0;
+  const char *what = is_nan ? "NaN" : "Inf";
+  if (n->op == TD_IR_INPUT || n->op == TD_IR_PARAM)
+    return td_err_set(I->err, "%s '%s' contains %s (first at flat index %lld)",
+                      n->op == TD_IR_INPUT ? "argument" : "parameter", n->name ? n->name : "?",
+                      what, (long long)at);
+  return td_err_set(I->err, "op '%s' produced %s (first at flat index %lld)",
+                    td_ops[n->op].name, what, (long long)at);
+}
+
+/* ---- the run loop ---------------------------------------------------------- */
+
+static void release_value(interp *I, int id) {
+  td_tensor_release(I->vals[id]);
+  I->vals[id] = NULL;
+}
+
+/* Releases the values whose last reader was node id (and id itself when
+ * nothing reads it and it is not an output). */
+static void release_dead(interp *I, int id) {
+  const td_node *n = &I->g->nodes[id];
+  for (int j = 0; j < n->n_in; j++) {
+    int src = n->in[j];
+    if (I->last_use[src] == id && !I->keep[src]) release_value(I, src);
+  }
+  if (I->last_use[id] < 0 && !I->keep[id]) release_value(I, id);
+}
+
+static int state_init(interp *I, const td_graph *g, td_err *err) {
+  int nn = g->n_nodes > 0 ? g->n_nodes : 1;
+  I->symvals = td_calloc((size_t)(g->n_syms > 0 ? g->n_syms : 1), sizeof *I->symvals);
+  I->vals = td_calloc((size_t)nn, sizeof *I->vals);
+  I->last_use = td_malloc((size_t)nn * sizeof *I->last_use);
+  I->keep = td_calloc((size_t)nn, 1);
+  if (!I->symvals || !I->vals || !I->last_use || !I->keep)
+    return td_err_set(err, "out of memory");
+  for (int i = 0; i < g->n_nodes; i++) I->last_use[i] = -1;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const td_node *n = &g->nodes[i];
+    for (int j = 0; j < n->n_in; j++) {
+      if (n->in[j] < 0 || n->in[j] >= i)
+        return td_err_set(err, "node %%%d reads node %%%d, which does not come before it", i,
+                          n->in[j]);
+      I->last_use[n->in[j]] = i;
+    }
+  }
+  for (int k = 0; k < g->n_outputs; k++) {
+    if (g->outputs[k] < 0 || g->outputs[k] >= g->n_nodes)
+      return td_err_set(err, "output %d names node %%%d, which does not exist", k, g->outputs[k]);
+    I->keep[g->outputs[k]] = 1;
+  }
+  return 0;
+}
+
+static void state_free(interp *I) {
+  if (I->vals)
+    for (int i = 0; i < I->g->n_nodes; i++) td_tensor_release(I->vals[i]);
+  td_free(I->vals);
+  td_free(I->symvals);
+  td_free(I->last_use);
+  td_free(I->keep);
+}
+
+/* Runs every node; on failure *bad is the node to blame. */
+static int run_all(interp *I, int *bad) {
+  for (int id = 0; id < I->g->n_nodes; id++) {
+    const td_node *n = &I->g->nodes[id];
+    *bad = id;
+    if (run_node(I, id) < 0) return -1;
+    td_tensor *t = I->vals[id];
+    if (I->o->trace && I->o->on_trace) trace_node(I, n, t);
+    if (I->o->check_numerics && t && td_dtype_is_float(t->dtype) && check_numerics(I, n, t) < 0)
+      return -1;
+    release_dead(I, id);
+  }
+  *bad = -1;
+  return 0;
+}
+
+static int collect_outputs(interp *I, td_tensor ***outputs) {
+  int no = I->g->n_outputs;
+  td_tensor **outs = td_malloc((size_t)(no > 0 ? no : 1) * sizeof *outs);
+  if (!outs) return td_err_set(I->err, "out of memory");
+  for (int k = 0; k < no; k++) {
+    td_tensor *t = I->vals[I->g->outputs[k]];
+    if (!t) {
+      for (int j = 0; j < k; j++) td_tensor_release(outs[j]);
+      td_free(outs);
+      return td_err_set(I->err, "output %d (node %%%d) has no value", k, I->g->outputs[k]);
+    }
+    outs[k] = td_tensor_retain(t);
+  }
+  *outputs = outs;
+  return 0;
+}
+
+int td_interp_run(const td_graph *g, td_tensor *const *inputs, td_tensor *const *params,
+                  const td_interp_opts *opts, td_tensor ***outputs, td_err *err,
+                  td_span *err_span) {
+  static const td_interp_opts defaults;
+  interp I = {.g = g, .inputs = inputs, .params = params, .o = opts ? opts : &defaults,
+              .err = err};
+  td_err local;
+  if (!I.err) I.err = &local;
+  if (err_span) err_span->file = -1;
+  *outputs = NULL;
+  int bad = -1;
+  int rc = state_init(&I, g, I.err);
+  if (rc == 0) rc = td_bind_inputs(g, inputs, g->n_inputs, I.symvals, I.err);
+  if (rc == 0) rc = run_all(&I, &bad);
+  if (rc == 0) rc = collect_outputs(&I, outputs);
+  if (rc < 0 && bad >= 0 && err_span) *err_span = g->nodes[bad].span;
+  state_free(&I);
+  return rc;
+}

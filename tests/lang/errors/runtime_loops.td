@@ -1,0 +1,20 @@
+# Loops whose trip count depends on runtime values cannot be unrolled into
+# one graph (the seed's third mistake): for over a tensor, while, a range
+# with a symbolic or tensor bound.
+model Bad {
+  fn forward(x: f32[N, 16]) -> f32[N, 16] {
+    let out = x
+    for i in arange(5) {                        # error: a loop over the values of a tensor
+      out = out + i
+    }
+    for i in 0..N { out = out * 2.0 }           # error: this loop runs N times, and N is bound at call time
+    for r in x { out = out + r }                # error: a loop over the values of a tensor
+    while sum(out) > 0.0 { out = out - 1.0 }    # error: a while loop's trip count depends on runtime values
+    let s = [out for i in 0..x.shape[0]]        # error: this loop runs N times
+    for i in 0..i64(sum(x)) { out = out + 1.0 } # error: a loop bound is a tensor
+    out
+  }
+}
+# help: x + sum(arange(5))
+# help: use scan for a recurrence over an axis, or vectorise
+# help: a loop with a compile-time count is written for i in 0..n { ... }

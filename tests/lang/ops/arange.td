@@ -1,0 +1,28 @@
+# arange(n), arange(start, stop), arange(start, stop, step) with integer
+# and float arguments, negative steps, and empty ranges.
+fn main() {
+  print("arange(5)", arange(5))
+  # expect: arange(5) [0, 1, 2, 3, 4] (i64[5])
+  print("arange(2, 6)", arange(2, 6))
+  # expect: arange(2, 6) [2, 3, 4, 5] (i64[4])
+  print("arange(0, 10, 3)", arange(0, 10, 3))
+  # expect: arange(0, 10, 3) [0, 3, 6, 9] (i64[4])
+  print("arange(5, 0, -1)", arange(5, 0, -1))
+  # expect: arange(5, 0, -1) [5, 4, 3, 2, 1] (i64[5])
+  print("arange(10, 0, -3)", arange(10, 0, -3))
+  # expect: arange(10, 0, -3) [10,  7,  4,  1] (i64[4])
+  print("arange(-3, 3, 2)", arange(-3, 3, 2))
+  # expect: arange(-3, 3, 2) [-3, -1,  1] (i64[3])
+  print("arange(0.0, 1.0, 0.25)", arange(0.0, 1.0, 0.25))
+  # expect: arange(0.0, 1.0, 0.25) [0.0000, 0.2500, 0.5000, 0.7500] (f32[4])
+  print("arange(1.5, 4)", arange(1.5, 4))
+  # expect: arange(1.5, 4) [1.5000, 2.5000, 3.5000] (f32[3])
+  print("arange(3, dtype = f32)", arange(3, dtype = f32))
+  # expect: arange(3, dtype = f32) [0.0000, 1.0000, 2.0000] (f32[3])
+  print("arange(0, 2, 0.5)", arange(0, 2, 0.5))
+  # expect: arange(0, 2, 0.5) [0.0000, 0.5000, 1.0000, 1.5000] (f32[4])
+  print("arange(3, 3)", arange(3, 3))
+  # expect: arange(3, 3) [] (i64[0])
+  print("arange(4, 1)", arange(4, 1))
+  # expect: arange(4, 1) [] (i64[0])
+}
