@@ -217,7 +217,8 @@ static int run_graph(const opts *o, td_diags *d, const td_graph *g) {
     goto done;
   }
   if (td_make_params(g, o->weights ? &w : NULL, o->seed, params, &err)) {
-    fprintf(stderr, "tdsl: error: %s%s\n", o->weights ? o->weights : "parameters", err.msg);
+    if (o->weights) fprintf(stderr, "tdsl: error: %s does not fit %s:\n%s\n", o->weights, g->name, err.msg);
+    else fprintf(stderr, "tdsl: error: %s\n", err.msg);
     goto done;
   }
   td_interp_opts io;

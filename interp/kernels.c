@@ -307,22 +307,7 @@ static ew_fn pick_compare(td_op op, td_dtype dt) {
 
 /* ---- casts ---- */
 
-/* Float -> int: truncate toward zero, saturate, NaN -> 0 (C leaves these
- * undefined; every backend must match this). */
-static inline int32_t sat_i32(double x) {
-  if (x != x) return 0;
-  if (x >= 2147483647.0) return INT32_MAX;
-  if (x <= -2147483648.0) return INT32_MIN;
-  return (int32_t)x;
-}
-
-static inline int64_t sat_i64(double x) {
-  if (x != x) return 0;
-  if (x >= 9223372036854775807.0) return INT64_MAX;
-  if (x <= -9223372036854775808.0) return INT64_MIN;
-  return (int64_t)x;
-}
-
+/* Float -> int casts use td_f2i32 / td_f2i64 (truncate, saturate, NaN -> 0). */
 #define DEF_CASTS(SI, TI, TO_I32, TO_I64)                                        \
   EW1(cast_##SI##_bool, TI, uint8_t, a != 0)                                     \
   EW1(cast_##SI##_i32, TI, int32_t, TO_I32)                                      \
@@ -332,8 +317,8 @@ static inline int64_t sat_i64(double x) {
 DEF_CASTS(bool, uint8_t, a, a)
 DEF_CASTS(i32, int32_t, a, a)
 DEF_CASTS(i64, int64_t, a, a)
-DEF_CASTS(f32, float, sat_i32(a), sat_i64(a))
-DEF_CASTS(f64, double, sat_i32(a), sat_i64(a))
+DEF_CASTS(f32, float, td_f2i32(a), td_f2i64(a))
+DEF_CASTS(f64, double, td_f2i32(a), td_f2i64(a))
 
 #define CAST_ROW(SI) {cast_##SI##_bool, cast_##SI##_i32, cast_##SI##_i64, cast_##SI##_f32, cast_##SI##_f64}
 static const ew_fn cast_tab[TD_DTYPE_COUNT][TD_DTYPE_COUNT] = {
@@ -580,8 +565,8 @@ static void acc_store(const void *acc, int is_float, td_tensor *out) {
     switch (out->dtype) {
     case TD_F32: ((float *)out->data)[i] = is_float ? (float)d[i] : (float)(int64_t)u[i]; break;
     case TD_F64: ((double *)out->data)[i] = is_float ? d[i] : (double)(int64_t)u[i]; break;
-    case TD_I32: ((int32_t *)out->data)[i] = is_float ? sat_i32(d[i]) : (int32_t)(int64_t)u[i]; break;
-    case TD_I64: ((int64_t *)out->data)[i] = is_float ? sat_i64(d[i]) : (int64_t)u[i]; break;
+    case TD_I32: ((int32_t *)out->data)[i] = is_float ? td_f2i32(d[i]) : (int32_t)(int64_t)u[i]; break;
+    case TD_I64: ((int64_t *)out->data)[i] = is_float ? td_f2i64(d[i]) : (int64_t)u[i]; break;
     default: ((uint8_t *)out->data)[i] = is_float ? d[i] != 0 : u[i] != 0; break;
     }
   }

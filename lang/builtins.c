@@ -523,6 +523,20 @@ static td_value b_stack(el_ctx *c, td_value *a, td_span sp) {
   td_value ax = a[1].k == V_NONE ? el_int(0, sp) : a[1];
   td_value *xs = td_arena_alloc(c->arena, (size_t)(a[0].n + 1) * sizeof *xs);
   if (!xs) return el_err();
+  for (int i = 1; i < a[0].n; i++) { /* same shapes (checked here to name them as given) */
+    const td_value *x0 = &a[0].items[0], *xi = &a[0].items[i];
+    if (x0->k != V_TENSOR || xi->k != V_TENSOR) break; /* reported below */
+    const td_node *n0 = el_node(c, x0), *ni = el_node(c, xi);
+    if (n0->rank != ni->rank || memcmp(n0->shape, ni->shape, (size_t)n0->rank * sizeof *n0->shape)) {
+      char t0[256], ti[256];
+      td_diag *g = td_error(c->diags, sp, "stack needs tensors of one shape: %s and %s differ",
+                            td_type_str(c->g, n0->dtype, n0->rank, n0->shape, t0, sizeof t0),
+                            td_type_str(c->g, ni->dtype, ni->rank, ni->shape, ti, sizeof ti));
+      td_diag_note(c->diags, g, x0->span, "%s comes from here", t0);
+      td_diag_note(c->diags, g, xi->span, "%s comes from here", ti);
+      return el_err();
+    }
+  }
   for (int i = 0; i < a[0].n; i++) {
     xs[i] = b_unsqueeze(c, &a[0].items[i], &ax, sp);
     if (xs[i].k == V_ERR) return el_err();

@@ -524,12 +524,12 @@ static int eval_range(el_ctx *c, el_scope *s, const td_ast *it, int64_t *lo, int
       td_diag *g = td_error(c->diags, bad->span, "this loop runs %s times, and %s is bound at call time: "
                             "a loop whose trip count depends on runtime values cannot be unrolled into one graph",
                             sym_name(c, bad->dim), sym_name(c, bad->dim));
-      td_diag_help(c->diags, g, "use scan for a recurrence over an axis, or vectorise: "
-                   "operate on the whole axis at once (sum, cumulative ops, matmul)");
+      td_diag_help(c->diags, g, "vectorise: operate on the whole axis at once (reductions, matmul, "
+                   "broadcasting), or make the count a model parameter");
     } else if (bad->k == V_TENSOR) {
       td_diag *g = td_error(c->diags, bad->span, "a loop bound is a tensor: tensors never leave the graph, "
                             "so a loop over runtime values cannot be unrolled into one graph");
-      td_diag_help(c->diags, g, "use scan, or vectorise: operate on the whole tensor at once");
+      td_diag_help(c->diags, g, "vectorise: operate on the whole tensor at once instead of element by element");
     } else {
       td_error(c->diags, bad->span, "a range bound must be an integer, found %s", el_kind_name(bad));
     }
@@ -542,7 +542,7 @@ static int eval_range(el_ctx *c, el_scope *s, const td_ast *it, int64_t *lo, int
     const char *src = td_span_text(c->diags, it->span);
     td_diag *g = td_error(c->diags, it->span, "a loop over the values of a tensor: its values are known only when "
                           "the graph runs, so the loop cannot be unrolled into one graph");
-    td_diag_help(c->diags, g, "use scan, or vectorise: apply the operation to the whole tensor at once,\n"
+    td_diag_help(c->diags, g, "vectorise: apply the operation to the whole tensor at once,\n"
                  "e.g. instead of adding each i in %s to x, write x + sum(%s)", src, src);
     return -1;
   }
@@ -589,8 +589,8 @@ static void exec_stmt(el_ctx *c, el_scope *s, const td_ast *st) {
   case TD_A_WHILE: {
     td_diag *g = td_error(c->diags, st->span, "a while loop's trip count depends on runtime values, "
                           "so it cannot be part of one graph");
-    td_diag_help(c->diags, g, "use scan for a recurrence over an axis, or vectorise; "
-                 "a loop with a compile-time count is written for i in 0..n { ... }");
+    td_diag_help(c->diags, g, "vectorise (operate on whole tensors), or loop a compile-time number of "
+                 "times: for i in 0..n { ... }");
     break;
   }
   case TD_A_RETURN: {
@@ -1306,8 +1306,7 @@ td_value el_eval(el_ctx *c, el_scope *s, const td_ast *e) {
     td_value *v = el_lookup(s, e->name);
     if (v) {
       td_value r = *v;
-      /* the value is where it is used (errors point at the use) */
-      if (r.k != V_MODEL) r.span = e->span;
+      r.span = e->span; /* the value is where it is used: errors point at the use */
       return r;
     }
     int bi = el_builtin_find(e->name);

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 
 /* ---- the hook ---------------------------------------------------------- */
@@ -73,8 +74,17 @@ void *td_aligned_alloc(size_t align, size_t n) {
     return NULL;
   if (align < sizeof(void *))
     align = sizeof(void *);
+  /* Large blocks: align to 2 MiB and ask for transparent huge pages, which
+   * makes first touch of fresh memory ~10x cheaper (PERFORMANCE.md). */
+  int huge = n >= ((size_t)4 << 20);
+  if (huge && align < ((size_t)2 << 20))
+    align = (size_t)2 << 20;
   if (posix_memalign(&p, align, n ? n : 1) != 0)
     return NULL;
+#ifdef MADV_HUGEPAGE
+  if (huge)
+    (void)madvise(p, n, MADV_HUGEPAGE);
+#endif
   return p;
 }
 

@@ -21,6 +21,7 @@
  *   td_relu  max(a, 0) with NaN propagating (relu(NaN) is NaN).
  *   td_round half to even (rint under the default rounding mode).
  *   td_gelu  the exact form 0.5 * a * (1 + erf(a / sqrt(2))).
+ *   td_f2i32 / td_f2i64  float -> int CAST: truncate, saturate, NaN -> 0.
  *   td_floor/td_ceil/td_round/td_abs/td_relu/td_min/td_max also accept
  *            ints (exact); the transcendental helpers take f32 or f64 only
  *            (an integer argument selects the f64 version).
@@ -104,6 +105,21 @@ TD_SCALAR_FN double td_mod_f64(double a, double b) {
     r = copysign(0.0, b);
   }
   return r;
+}
+
+/* ---- float -> int conversion (CAST): truncate toward zero, saturate out
+ * of range, NaN -> 0 (a plain C cast is undefined there) ---- */
+TD_SCALAR_FN int32_t td_f2i32(double x) {
+  if (x != x) return 0;
+  if (x >= 2147483647.0) return INT32_MAX;
+  if (x <= -2147483648.0) return INT32_MIN;
+  return (int32_t)x;
+}
+TD_SCALAR_FN int64_t td_f2i64(double x) {
+  if (x != x) return 0;
+  if (x >= 9223372036854775807.0) return INT64_MAX;
+  if (x <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)x;
 }
 
 /* ---- integer helpers (wrap-around arithmetic, never trap) ---- */

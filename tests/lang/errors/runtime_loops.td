@@ -16,5 +16,5 @@ model Bad {
   }
 }
 # help: x + sum(arange(5))
-# help: use scan for a recurrence over an axis, or vectorise
-# help: a loop with a compile-time count is written for i in 0..n { ... }
+# help: vectorise: operate on the whole axis at once
+# help: or loop a compile-time number of times: for i in 0..n { ... }

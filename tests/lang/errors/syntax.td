@@ -8,6 +8,8 @@ fn main() {
   let z = [1, 2,, 3]                   # error@17: unexpected ','
   let ok3 = 3
   let w = 3 +* 4                       # error: unexpected '*', expected an expression
+  let ok4 = 4
+  let chained = 1 < 2 < 3              # error@23: unexpected '<'
 }
 def foo():                             # error@1: unexpected identifier 'def', expected 'model', 'fn' or 'import'
   pass
@@ -19,3 +21,4 @@ fn g(a b) { a }                        # error: unexpected identifier 'b', expec
 fn h(x) { x ) }                        # error: unexpected ')'
 # help: `=` is assignment; use `==` to compare
 # help: did you mean 'fn'?
+# help: comparisons do not chain: write `a < b and b < c`

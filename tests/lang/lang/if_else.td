@@ -28,4 +28,15 @@ fn main() {
     print("no else")
   # expect: no else
   }
+  # `}` then `else` on the next line continues the if
+  if v.ndim == 2 {
+    print("two")
+  }
+  else if v.ndim == 1 {
+    print("one")
+  # expect: one
+  }
+  else {
+    print("other")
+  }
 }

@@ -36,6 +36,8 @@ fn main() {
   let long = 1 +
     2 *
     3                   # a line ending in an operator continues
-  print("long", long)
-  # expect: long 7
+  let eq =
+    long + 1            # ... and so does one ending in =
+  print("long", long, eq)
+  # expect: long 7 8
 }

@@ -38,3 +38,8 @@ fn sizes(x: f32[N, 2]) -> (i64[N], f32[N, N], f32[N, 1], i64[]) {
 fn matmuls(a: f32[B, M, K], b: f32[K, P], v: f32[K]) -> (f32[B, M, P], f32[B, M], f32[P]) {
   (a @ b, a @ v, v @ b)
 }
+
+# a dimension can be a size expression of names bound before it
+fn halves(y: f32[D], x: f32[N, 2 * D]) -> (f32[N, D], f32[N, D]) {
+  (x[:, :D] + y, x[:, D:])
+}

@@ -19,6 +19,8 @@ fn main() {
   # expect: or [ true, false, false, false, false,  true] (bool[6])
   print("not", not (x == 0))
   # expect: not [ true,  true, false,  true,  true,  true] (bool[6])
+  print("precedence", not x == 0 and x > -2 or x == -2)
+  # expect: precedence [ true,  true, false,  true,  true,  true] (bool[6])
   print("tensor-tensor", x == -x)
   # expect: tensor-tensor [false, false,  true, false, false, false] (bool[6])
   print("count", sum(x > 0))

@@ -61,6 +61,10 @@ fn main() {
   # expect: float(2) / 4 0.5
   print("'a' == 'a'", "a" == "a")
   # expect: 'a' == 'a' true
+  print("true or false and false", true or false and false)
+  # expect: true or false and false true
+  print("not 1 < 2", not 1 < 2)
+  # expect: not 1 < 2 false
   print("[10, 20, 30][-1]", [10, 20, 30][-1])
   # expect: [10, 20, 30][-1] 30
   print("([1, 2] + [3])[2]", ([1, 2] + [3])[2])

@@ -1,0 +1,353 @@
+/* test_cli.c - the `tdsl` command end to end: entry points on .npy files,
+ * safetensors weights, outputs, and every kind of bad input.
+ *
+ * Each test writes a small program and its input files into a fresh
+ * temporary directory (inputs are written with the runtime's own writers,
+ * whose byte format test_io.c checks against hand-built files), runs the
+ * built binary as a subprocess, and checks the exit status, the messages
+ * and the output files.  Expected numbers are computed by hand here.
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "io.h"
+
+#ifndef TDSL_BUILDDIR
+#define TDSL_BUILDDIR "."
+#endif
+#ifndef TDSL_SRCDIR
+#define TDSL_SRCDIR "."
+#endif
+
+static char dir[256];
+
+static void setup(void) {
+  strcpy(dir, "/tmp/tdsl_cli_XXXXXX");
+  cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd)) { /* best effort */ }
+}
+
+TestSuite(cli, .init = setup, .fini = teardown, .timeout = 60);
+
+static const char *path(const char *name) {
+  static char buf[8][512];
+  static int k;
+  k = (k + 1) % 8;
+  snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+  return buf[k];
+}
+
+static void write_text(const char *name, const char *text) {
+  FILE *f = fopen(path(name), "w");
+  cr_assert_not_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static char *read_text(const char *p) {
+  FILE *f = fopen(p, "r");
+  if (!f) return strdup("");
+  static char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  return strdup(buf);
+}
+
+typedef struct result {
+  int status;
+  char *out, *err;
+} result;
+
+/* Runs tdsl with argv (NULL-terminated, without argv[0]). */
+static result tdsl(const char *const *args) {
+  const char *argv[32];
+  int n = 0;
+  argv[n++] = TDSL_BUILDDIR "/tdsl";
+  while (*args && n < 31) argv[n++] = *args++;
+  argv[n] = NULL;
+  const char *o = path("stdout.txt"), *e = path("stderr.txt");
+  pid_t pid = fork();
+  cr_assert_neq(pid, -1);
+  if (pid == 0) {
+    int fo = open(o, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(e, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fi = open("/dev/null", O_RDONLY);
+    dup2(fo, 1);
+    dup2(fe, 2);
+    dup2(fi, 0);
+    setenv("NO_COLOR", "1", 1);
+    setenv("TDSL_PATH", TDSL_SRCDIR "/stdlib", 1);
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  int st;
+  waitpid(pid, &st, 0);
+  result r;
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  r.out = read_text(o);
+  r.err = read_text(e);
+  return r;
+}
+
+static void drop(result *r) {
+  free(r->out);
+  free(r->err);
+}
+
+static void write_npy(const char *name, td_dtype dt, int rank, const int64_t *shape, const double *vals) {
+  td_err err;
+  td_tensor *t = td_tensor_new(dt, rank, shape, &err);
+  cr_assert_not_null(t, "%s", err.msg);
+  for (int64_t i = 0; i < t->numel; i++) td_tensor_set(t, i, vals[i]);
+  cr_assert_eq(td_npy_write(path(name), t, &err), 0, "%s", err.msg);
+  td_tensor_release(t);
+}
+
+static const char *MODEL =
+    "import nn\n"
+    "model M {\n"
+    "  fc = nn.Linear(3, 2)\n"
+    "  fn forward(x: f32[N, 3]) -> f32[N, 2] {\n"
+    "    relu(fc(x))\n"
+    "  }\n"
+    "}\n";
+
+/* fc.weight = [[1, 2, 3], [-1, 0, 2]], fc.bias = [0.5, -1] (optionally
+ * broken: a missing bias, an extra tensor, a wrong shape). */
+static void write_weights(const char *name, int broken) {
+  td_err err;
+  td_tensor_map m;
+  td_tensor_map_init(&m);
+  int64_t ws[2] = {2, 3}, wbad[2] = {3, 2}, bs[1] = {2};
+  td_tensor *w = td_tensor_new(TD_F32, 2, broken ? wbad : ws, &err), *b = td_tensor_new(TD_F32, 1, bs, &err);
+  float wv[6] = {1, 2, 3, -1, 0, 2}, bv[2] = {0.5f, -1};
+  memcpy(w->data, wv, sizeof wv);
+  memcpy(b->data, bv, sizeof bv);
+  td_tensor_map_put(&m, "fc.weight", w, &err);
+  if (broken) td_tensor_map_put(&m, "fc.extra", b, &err);
+  else td_tensor_map_put(&m, "fc.bias", b, &err);
+  cr_assert_eq(td_safetensors_write(path(name), &m, &err), 0, "%s", err.msg);
+  td_tensor_release(w);
+  td_tensor_release(b);
+  td_tensor_map_free(&m);
+}
+
+Test(cli, entry_point_with_weights_writes_the_output) {
+  write_text("m.td", MODEL);
+  write_weights("w.safetensors", 0);
+  int64_t xs[2] = {2, 3};
+  double xv[6] = {1, 1, 1, 2, 0, -1};
+  write_npy("x.npy", TD_F32, 2, xs, xv);
+  result r = tdsl((const char *[]){"run", path("m.td"), "--entry", "M.forward", "--in", "x=" , NULL});
+  drop(&r); /* "x=" alone is a usage error; checked below */
+  char in[600];
+  snprintf(in, sizeof in, "x=%s", path("x.npy"));
+  r = tdsl((const char *[]){"run", path("m.td"), "--entry", "M.forward", "--in", in, "--weights",
+                            path("w.safetensors"), "--out", path("y.npy"), NULL});
+  cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+  td_tensor *y;
+  td_err err;
+  cr_assert_eq(td_npy_read(path("y.npy"), &y, &err), 0, "%s", err.msg);
+  /* relu(x @ W.T + b): row 0 = relu([6.5, 0]), row 1 = relu([-0.5, -5]) */
+  cr_assert_eq(y->rank, 2);
+  cr_expect_eq(y->shape[0], 2);
+  cr_expect_eq(y->shape[1], 2);
+  float want[4] = {6.5f, 0, 0, 0};
+  for (int i = 0; i < 4; i++) cr_expect_float_eq(((float *)y->data)[i], want[i], 1e-6, "element %d", i);
+  td_tensor_release(y);
+  drop(&r);
+}
+
+Test(cli, one_program_serves_every_batch_size) {
+  write_text("m.td", MODEL);
+  write_weights("w.safetensors", 0);
+  for (int n = 1; n <= 5; n += 2) {
+    int64_t xs[2] = {n, 3};
+    double xv[15];
+    for (int i = 0; i < 3 * n; i++) xv[i] = 1;
+    write_npy("x.npy", TD_F32, 2, xs, xv);
+    char in[600];
+    snprintf(in, sizeof in, "x=%s", path("x.npy"));
+    result r = tdsl((const char *[]){"run", path("m.td"), "--entry", "M.forward", "--in", in, "--weights",
+                                     path("w.safetensors"), "--out", path("y.npy"), NULL});
+    cr_assert_eq(r.status, 0, "N=%d: %s", n, r.err);
+    td_tensor *y;
+    td_err err;
+    cr_assert_eq(td_npy_read(path("y.npy"), &y, &err), 0);
+    cr_expect_eq(y->shape[0], n);
+    /* each row: relu([1+2+3+0.5, -1+0+2-1]) = [6.5, 0] */
+    for (int i = 0; i < n; i++) cr_expect_float_eq(((float *)y->data)[2 * i], 6.5f, 1e-6);
+    td_tensor_release(y);
+    drop(&r);
+  }
+}
+
+Test(cli, weights_errors_list_every_problem) {
+  write_text("m.td", MODEL);
+  write_weights("w.safetensors", 1);
+  int64_t xs[2] = {1, 3};
+  double xv[3] = {1, 2, 3};
+  write_npy("x.npy", TD_F32, 2, xs, xv);
+  char in[600];
+  snprintf(in, sizeof in, "x=%s", path("x.npy"));
+  result r = tdsl((const char *[]){"run", path("m.td"), "--entry", "M.forward", "--in", in, "--weights",
+                                   path("w.safetensors"), "--out", path("y.npy"), NULL});
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "fc.bias") != NULL, "missing tensor not named: %s", r.err);
+  cr_expect(strstr(r.err, "fc.extra") != NULL, "extra tensor not named: %s", r.err);
+  cr_expect(strstr(r.err, "fc.weight") != NULL, "wrong shape not named: %s", r.err);
+  cr_expect_eq(access(path("y.npy"), F_OK), -1, "an output was written despite the error");
+  drop(&r);
+}
+
+Test(cli, truncated_and_wrong_shaped_inputs_are_rejected_at_entry) {
+  write_text("m.td", MODEL);
+  int64_t xs[2] = {2, 4};
+  double xv[8] = {0};
+  write_npy("x.npy", TD_F32, 2, xs, xv);
+  char in[600];
+  snprintf(in, sizeof in, "x=%s", path("x.npy"));
+  result r = tdsl((const char *[]){"run", path("m.td"), "--entry", "M.forward", "--in", in, NULL});
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "'x'") != NULL && strstr(r.err, "f32[N, 3]") != NULL && strstr(r.err, "f32[2, 4]") != NULL,
+            "shape mismatch message should name the argument and both types: %s", r.err);
+  drop(&r);
+
+  /* i64 data for an f32 argument */
+  int64_t s3[2] = {1, 3};
+  double v3[3] = {1, 2, 3};
+  write_npy("xi.npy", TD_I64, 2, s3, v3);
+  snprintf(in, sizeof in, "x=%s", path("xi.npy"));
+  r = tdsl((const char *[]){"run", path("m.td"), "--entry", "M.forward", "--in", in, NULL});
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "i64") != NULL, "dtype mismatch should name the dtype: %s", r.err);
+  drop(&r);
+
+  /* truncate a valid file */
+  write_npy("t.npy", TD_F32, 2, s3, v3);
+  cr_assert_eq(truncate(path("t.npy"), 130), 0);
+  snprintf(in, sizeof in, "x=%s", path("t.npy"));
+  r = tdsl((const char *[]){"run", path("m.td"), "--entry", "M.forward", "--in", in, "--out", path("y.npy"), NULL});
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "truncated") != NULL, "%s", r.err);
+  cr_expect_eq(access(path("y.npy"), F_OK), -1);
+  drop(&r);
+
+  /* a file that is not .npy at all */
+  write_text("bad.npy", "hello");
+  snprintf(in, sizeof in, "x=%s", path("bad.npy"));
+  r = tdsl((const char *[]){"run", path("m.td"), "--entry", "M.forward", "--in", in, NULL});
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "bad.npy") != NULL, "the message should name the file: %s", r.err);
+  drop(&r);
+}
+
+Test(cli, missing_and_unknown_arguments) {
+  write_text("m.td", MODEL);
+  result r = tdsl((const char *[]){"run", path("m.td"), "--entry", "M.forward", NULL});
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "--in x=") != NULL, "should say how to pass x: %s", r.err);
+  drop(&r);
+  r = tdsl((const char *[]){"run", path("m.td"), "--entry", "M.backward", NULL});
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "M.forward") != NULL, "should list the entry points: %s", r.err);
+  drop(&r);
+  r = tdsl((const char *[]){"run", path("m.td"), NULL});
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "main") != NULL, "%s", r.err);
+  drop(&r);
+  r = tdsl((const char *[]){"run", path("m.td"), "--bogus", NULL});
+  cr_expect_eq(r.status, 2);
+  drop(&r);
+  r = tdsl((const char *[]){"frobnicate", NULL});
+  cr_expect_eq(r.status, 2);
+  drop(&r);
+  r = tdsl((const char *[]){"run", path("nonexistent.td"), NULL});
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "nonexistent.td") != NULL, "%s", r.err);
+  drop(&r);
+}
+
+Test(cli, output_count_must_match) {
+  write_text("p.td", "fn f(x: f32[N]) -> (f32[N], f32[]) { (x * 2, sum(x)) }\n");
+  int64_t s[1] = {3};
+  double v[3] = {1, 2, 3};
+  write_npy("x.npy", TD_F32, 1, s, v);
+  char in[600];
+  snprintf(in, sizeof in, "x=%s", path("x.npy"));
+  result r = tdsl((const char *[]){"run", path("p.td"), "--entry", "f", "--in", in, "--out", path("a.npy"), NULL});
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "2 values") != NULL, "%s", r.err);
+  cr_expect_eq(access(path("a.npy"), F_OK), -1);
+  drop(&r);
+  r = tdsl((const char *[]){"run", path("p.td"), "--entry", "f", "--in", in, "--out", path("a.npy"), "--out",
+                            path("b.npy"), NULL});
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  td_tensor *a, *b;
+  td_err err;
+  cr_assert_eq(td_npy_read(path("a.npy"), &a, &err), 0);
+  cr_assert_eq(td_npy_read(path("b.npy"), &b, &err), 0);
+  cr_expect_float_eq(((float *)a->data)[2], 6.0f, 1e-6);
+  cr_expect_eq(b->rank, 0);
+  cr_expect_float_eq(((float *)b->data)[0], 6.0f, 1e-6);
+  td_tensor_release(a);
+  td_tensor_release(b);
+  drop(&r);
+}
+
+Test(cli, check_numerics_names_the_line) {
+  write_text("n.td", "fn main() {\n  let x = arange(4) - 2.0\n  let y = log(x)\n  print(y)\n}\n");
+  result r = tdsl((const char *[]){"run", path("n.td"), "--check-numerics", NULL});
+  cr_expect_eq(r.status, 1);
+  char want[600];
+  snprintf(want, sizeof want, "%s:3:", path("n.td"));
+  cr_expect(strstr(r.err, want) != NULL, "should point at line 3 (log): %s", r.err);
+  cr_expect(strstr(r.err, "NaN") != NULL || strstr(r.err, "nan") != NULL, "%s", r.err);
+  cr_expect(strstr(r.out, "nan") == NULL, "nothing after the failing op runs: %s", r.out);
+  drop(&r);
+  /* without the flag the NaNs are printed */
+  r = tdsl((const char *[]){"run", path("n.td"), NULL});
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "nan") != NULL, "%s", r.out);
+  drop(&r);
+}
+
+Test(cli, trace_reports_every_op_with_location) {
+  write_text("t.td", "fn main() {\n  let x = ones([2, 3])\n  print(sum(x * 2))\n}\n");
+  result r = tdsl((const char *[]){"run", path("t.td"), "--trace", NULL});
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  char want[600];
+  snprintf(want, sizeof want, "%s:3:", path("t.td"));
+  cr_expect(strstr(r.err, want) != NULL, "trace lines name their source: %s", r.err);
+  cr_expect(strstr(r.err, "mul") != NULL && strstr(r.err, "sum") != NULL, "%s", r.err);
+  cr_expect(strstr(r.err, "f32[2, 3]") != NULL, "%s", r.err);
+  cr_expect(strstr(r.out, "12") != NULL, "sum(ones*2) over 6 elements is 12: %s", r.out);
+  drop(&r);
+}
+
+Test(cli, check_reports_errors_with_location_and_exit_status) {
+  write_text("e.td", "fn f(x: f32[N, 3]) -> f32[N, 3] {\n  relus(x)\n}\n");
+  result r = tdsl((const char *[]){"check", path("e.td"), NULL});
+  cr_expect_eq(r.status, 1);
+  char want[600];
+  snprintf(want, sizeof want, "%s:2:3: error: unknown name 'relus'", path("e.td"));
+  cr_expect(strstr(r.err, want) != NULL, "%s", r.err);
+  cr_expect(strstr(r.err, "did you mean 'relu'?") != NULL, "%s", r.err);
+  drop(&r);
+  write_text("ok.td", "fn f(x: f32[N, 3]) -> f32[N, 3] {\n  relu(x)\n}\n");
+  r = tdsl((const char *[]){"check", path("ok.td"), NULL});
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.err, "");
+  drop(&r);
+}
