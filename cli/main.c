@@ -26,7 +26,7 @@
 #define MAX_ARGS 64
 
 typedef struct opts {
-  const char *cmd, *file, *entry, *weights;
+  const char *cmd, *file, *entry, *weights, *save_weights;
   const char *in_name[MAX_ARGS], *in_path[MAX_ARGS];
   int n_in;
   const char *out[MAX_ARGS];
@@ -37,7 +37,8 @@ typedef struct opts {
 
 static void usage(FILE *f) {
   fputs("usage: tdsl run FILE [--entry NAME] [--in ARG=FILE.npy]... [--weights W.safetensors]\n"
-        "                     [--out FILE.npy]... [--seed N] [--trace] [--check-numerics] [--dump=ast,ir]\n"
+        "                     [--out FILE.npy]... [--save-weights W.safetensors] [--seed N]\n"
+        "                     [--trace] [--check-numerics] [--dump=ast,ir]\n"
         "       tdsl check FILE [--dump=ast,ir]\n"
         "       tdsl --help | --version\n"
         "\n"
@@ -47,6 +48,7 @@ static void usage(FILE *f) {
         "\n"
         "--trace            print every op as it runs: location, op, shape, dtype, min/max/mean\n"
         "--check-numerics   stop at the first op that produces NaN or Inf and name its source line\n"
+        "--save-weights W   write the parameters used (loaded or initialised) to a safetensors file\n"
         "--seed N           seed for rand/randn without seed= and for parameter initialisation (default 0)\n"
         "--dump=ast,ir      print the syntax tree and/or the Graph IR of each entry point\n"
         "\n"
@@ -77,12 +79,13 @@ static int parse_opts(int argc, char **argv, opts *o) {
         else return bad_usage("unknown --dump stage in '%s' (stages: ast, ir)", a);
         p += n + (p[n] == ',');
       }
-    } else if (!strcmp(a, "--entry") || !strcmp(a, "--in") || !strcmp(a, "--weights") ||
+    } else if (!strcmp(a, "--entry") || !strcmp(a, "--in") || !strcmp(a, "--weights") || !strcmp(a, "--save-weights") ||
                !strcmp(a, "--out") || !strcmp(a, "--seed")) {
       if (!val) return bad_usage("%s needs a value", a);
       i++;
       if (!strcmp(a, "--entry")) o->entry = val;
       else if (!strcmp(a, "--weights")) o->weights = val;
+      else if (!strcmp(a, "--save-weights")) o->save_weights = val;
       else if (!strcmp(a, "--seed")) {
         char *end;
         o->seed = strtoull(val, &end, 10);
@@ -200,6 +203,23 @@ static int write_outputs(const opts *o, const td_graph *g, td_tensor **outs) {
   return 0;
 }
 
+/* Writes the graph's parameters, named by their state_dict paths. */
+static int save_params(const char *path, const td_graph *g, td_tensor **params) {
+  td_tensor_map m;
+  td_tensor_map_init(&m);
+  td_err err;
+  int rc = 0;
+  for (int i = 0; i < g->n_params && !rc; i++) {
+    const char *name = g->nodes[g->params[i]].name;
+    if (td_tensor_map_get(&m, name)) continue; /* the same weight reached twice */
+    rc = td_tensor_map_put(&m, name, params[i], &err);
+  }
+  if (!rc) rc = td_safetensors_write(path, &m, &err);
+  if (rc) fprintf(stderr, "tdsl: error: %s\n", err.msg);
+  td_tensor_map_free(&m);
+  return rc;
+}
+
 /* Runs one graph with the interpreter; returns the exit code. */
 static int run_graph(const opts *o, td_diags *d, const td_graph *g) {
   td_tensor **inputs = calloc((size_t)g->n_inputs + 1, sizeof *inputs);
@@ -221,6 +241,7 @@ static int run_graph(const opts *o, td_diags *d, const td_graph *g) {
     else fprintf(stderr, "tdsl: error: %s\n", err.msg);
     goto done;
   }
+  if (o->save_weights && save_params(o->save_weights, g, params)) goto done;
   td_interp_opts io;
   memset(&io, 0, sizeof io);
   io.on_print = on_print;

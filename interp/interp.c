@@ -569,6 +569,10 @@ static void state_free(interp *I) {
 static int run_all(interp *I, int *bad) {
   for (int id = 0; id < I->g->n_nodes; id++) {
     const td_node *n = &I->g->nodes[id];
+    if (I->o->interrupt && *I->o->interrupt) {
+      *bad = -1; /* no node is to blame */
+      return td_err_set(I->err, "interrupted");
+    }
     *bad = id;
     if (run_node(I, id) < 0) return -1;
     td_tensor *t = I->vals[id];

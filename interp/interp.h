@@ -9,6 +9,7 @@
 #ifndef TD_INTERP_H
 #define TD_INTERP_H
 
+#include <signal.h>
 #include <stdio.h>
 #include "../lang/ir.h"
 #include "../runtime/io.h"
@@ -25,6 +26,9 @@ typedef struct td_interp_opts {
   int64_t print_threshold; /* elements above which prints summarise (1000) */
   /* Sources for trace locations ("file:line:col"); NULL prints "line:col". */
   const td_diags *diags;
+  /* Optional: when *interrupt becomes non-zero (a SIGINT handler sets it),
+   * the run stops before the next node with the error "interrupted". */
+  volatile sig_atomic_t *interrupt;
 } td_interp_opts;
 
 /* Binds the graph's symbolic sizes from the shapes of `inputs` (one tensor

@@ -108,4 +108,12 @@ void td_ast_dump(const td_ast *n, FILE *out);
  * errors in diags: check diags->n_errors. */
 td_ast *td_parse(td_diags *diags, int file_id);
 
+/* Parses one REPL input: items and statements in any order, appended in
+ * order to the list of the MODULE node returned.  first_line is the line
+ * number of the text's first line (messages count the session's lines).
+ * When the text is a correct beginning that needs more lines (an open
+ * bracket, a trailing operator) it returns NULL with *incomplete = 1 and
+ * leaves no diagnostic.  Otherwise like td_parse. */
+td_ast *td_parse_repl(td_diags *diags, int file_id, int first_line, int *incomplete);
+
 #endif

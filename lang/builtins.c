@@ -204,7 +204,7 @@ static td_value b_unary(el_ctx *c, const builtin *b, td_value *a, td_span sp) {
     td_op op = (td_op)b->op;
     int keep_int = a->k == V_INT && (op == TD_IR_ABS || op == TD_IR_NEG || op == TD_IR_RELU ||
                                     op == TD_IR_FLOOR || op == TD_IR_CEIL || op == TD_IR_ROUND);
-    if (keep_int) return el_int((int64_t)const_unary(op, (double)a->i), sp);
+    if (keep_int) return el_int(el_f2i(const_unary(op, (double)a->i)), sp);
     return el_float(const_unary(op, a->k == V_INT ? (double)a->i : a->f), sp);
   }
   return el_unary_op(c, (td_op)b->op, a, sp);
@@ -363,8 +363,8 @@ static td_value b_arange(el_ctx *c, td_value *a, td_span sp) {
   }
   at.f = lo.k == V_FLOAT ? lo.f : (double)lo.i;
   at.f2 = st.k == V_FLOAT ? st.f : (double)st.i;
-  at.i = (int64_t)at.f;
-  at.i2 = (int64_t)at.f2;
+  at.i = el_f2i(at.f);
+  at.i2 = el_f2i(at.f2);
   return tensor_of(el_emit(c, TD_IR_ARANGE, dt, 1, &n, NULL, 0, &at, sp), sp);
 }
 

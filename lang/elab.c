@@ -373,53 +373,63 @@ void td_program_set_seed(td_program *p, uint64_t seed) { p->seed = seed; }
 static el_module *load_module(td_program *p, const char *name, const char *path,
                               const char *text, size_t len);
 
+/* Finds, or loads and binds, the module that `import` item `it` of module m
+ * names; NULL after a diagnostic, or with *oom set when memory ran out. */
+static el_module *import_module(td_program *p, el_module *m, const td_ast *it, int *oom) {
+  el_module *im = NULL;
+  for (int k = 0; k < p->n_mods; k++)
+    if (!strcmp(p->mods[k]->name, it->name)) im = p->mods[k];
+  if (im && im->loading) {
+    td_error(p->diags, it->span, "import cycle: '%s' imports itself through its imports", it->name);
+    return NULL;
+  }
+  if (im) return im;
+  const char *dirs[66];
+  int nd = 0;
+  dirs[nd++] = m->dir;
+  for (int k = 0; k < p->n_dirs && nd < 66; k++) dirs[nd++] = p->dirs[k];
+  for (int k = 0; k < nd && !im; k++) {
+    char *path = td_arena_printf(p->arena, "%s/%s.td", dirs[k], it->name);
+    size_t l;
+    char *txt = path ? read_file(path, &l) : NULL;
+    if (!txt) continue;
+    im = load_module(p, it->name, path, txt, l);
+    td_free(txt);
+    if (!im) { *oom = 1; return NULL; }
+  }
+  if (!im) {
+    td_diag *g = td_error(p->diags, it->span, "cannot find module '%s'", it->name);
+    td_diag_help(p->diags, g, "looked for %s.td next to this file, in $TDSL_PATH and in the installed stdlib", it->name);
+  }
+  return im;
+}
+
+int el_bind_item(td_program *p, el_module *m, const td_ast *it, int redefine) {
+  td_value v = el_none(it->span);
+  if (it->kind == TD_A_IMPORT) {
+    int oom = 0;
+    el_module *im = import_module(p, m, it, &oom);
+    if (!im) return oom ? -1 : 0;
+    v.k = V_MODULE;
+    v.mod = im;
+    return el_bind(p, m->globals, it->name, v);
+  }
+  if (it->kind != TD_A_MODEL && it->kind != TD_A_FN) return 0;
+  const td_value *old = el_lookup(m->globals, it->name);
+  if (!redefine && old && old->k != V_MODULE) {
+    td_error(p->diags, it->span, "'%s' is defined twice in this file", it->name);
+    return 0;
+  }
+  v.k = it->kind == TD_A_MODEL ? V_MODELDEF : V_FUNC;
+  v.def = it;
+  v.mod = m;
+  return el_bind(p, m->globals, it->name, v);
+}
+
 /* Binds every item of a module in its globals (imports load the module). */
 static int bind_items(td_program *p, el_module *m) {
-  for (int i = 0; i < m->ast->n; i++) {
-    td_ast *it = m->ast->list[i];
-    td_value v = el_none(it->span);
-    if (it->kind == TD_A_IMPORT) {
-      el_module *im = NULL;
-      for (int k = 0; k < p->n_mods; k++)
-        if (!strcmp(p->mods[k]->name, it->name)) im = p->mods[k];
-      if (im && im->loading) {
-        td_error(p->diags, it->span, "import cycle: '%s' imports itself through its imports", it->name);
-        continue;
-      }
-      if (!im) {
-        const char *dirs[66];
-        int nd = 0;
-        dirs[nd++] = m->dir;
-        for (int k = 0; k < p->n_dirs && nd < 66; k++) dirs[nd++] = p->dirs[k];
-        for (int k = 0; k < nd && !im; k++) {
-          char *path = td_arena_printf(p->arena, "%s/%s.td", dirs[k], it->name);
-          size_t l;
-          char *txt = path ? read_file(path, &l) : NULL;
-          if (!txt) continue;
-          im = load_module(p, it->name, path, txt, l);
-          td_free(txt);
-          if (!im) return -1;
-        }
-        if (!im) {
-          td_diag *g = td_error(p->diags, it->span, "cannot find module '%s'", it->name);
-          td_diag_help(p->diags, g, "looked for %s.td next to this file, in $TDSL_PATH and in the installed stdlib", it->name);
-          continue;
-        }
-      }
-      v.k = V_MODULE;
-      v.mod = im;
-      el_bind(p, m->globals, it->name, v);
-    } else if (it->kind == TD_A_MODEL || it->kind == TD_A_FN) {
-      if (el_lookup(m->globals, it->name) && el_lookup(m->globals, it->name)->k != V_MODULE) {
-        td_error(p->diags, it->span, "'%s' is defined twice in this file", it->name);
-        continue;
-      }
-      v.k = it->kind == TD_A_MODEL ? V_MODELDEF : V_FUNC;
-      v.def = it;
-      v.mod = m;
-      el_bind(p, m->globals, it->name, v);
-    }
-  }
+  for (int i = 0; i < m->ast->n; i++)
+    if (el_bind_item(p, m, m->ast->list[i], 0)) return -1;
   return 0;
 }
 
@@ -1458,6 +1468,18 @@ static void entry_not_found(td_program *p, const char *entry) {
   }
 }
 
+td_graph *el_graph_begin(td_program *p, td_arena *a, const char *name) {
+  p->g = td_graph_new(a, name);
+  p->depth = 0;
+  p->node_limit = p->node_limit_set;
+  p->steps = 0;
+  p->n_rand = 0;
+  p->n_insts = 0;
+  p->ret = NULL;
+  p->inst_prefix = NULL;
+  return p->g;
+}
+
 td_graph *td_program_lower(td_program *p, const char *entry) {
   if (!p->main) return NULL;
   const td_ast *model, *fn;
@@ -1466,15 +1488,7 @@ td_graph *td_program_lower(td_program *p, const char *entry) {
     return NULL;
   }
   int before = p->diags->n_errors;
-  p->g = td_graph_new(p->arena, entry);
-  if (!p->g) return NULL;
-  p->depth = 0;
-  p->node_limit = p->node_limit_set;
-  p->steps = 0;
-  p->n_rand = 0;
-  p->n_insts = 0;
-  p->ret = NULL;
-  p->inst_prefix = NULL;
+  if (!el_graph_begin(p, p->arena, entry)) return NULL;
   el_scope *env = p->main->globals;
   el_inst *inst = NULL;
   if (model) {

@@ -114,6 +114,8 @@ int el_bind(el_ctx *c, el_scope *s, const char *name, td_value v);
 td_value *el_lookup(el_scope *s, const char *name);
 
 /* ---- the graph (shapes.c) ---- */
+/* double -> int64 saturating (NaN -> 0), like the runtime's casts. */
+int64_t el_f2i(double f);
 const td_node *el_node(el_ctx *c, const td_value *v);
 int el_emit(el_ctx *c, td_op op, td_dtype dt, int rank, const td_dim *shape,
             const int *in, int n_in, const td_attr *attr, td_span sp);
@@ -155,8 +157,22 @@ td_value el_builtin_call(el_ctx *c, int bi, td_value *args, const char **kwnames
 int el_builtin_dtype(const td_value *v);
 
 /* ---- evaluation (elab.c) ---- */
+/* Evaluates an expression, or executes a statement (LET, ASSIGN, FOR, ...)
+ * in scope s and returns V_NONE. */
 td_value el_eval(el_ctx *c, el_scope *s, const td_ast *e);
 td_value el_call_value(el_ctx *c, const td_value *callee, td_value *args,
                        const char **kwnames, int n, td_span sp, const td_ast *call);
+
+/* ---- hooks for the REPL session (lang/session.c) ---- */
+/* Starts a new graph named `name` in arena a as the graph being built, and
+ * resets the per-lowering state (call depth, node and step budgets, random
+ * and instance counters).  NULL when memory runs out. */
+td_graph *el_graph_begin(td_program *p, td_arena *a, const char *name);
+/* Binds one item (import, model or fn) in module m's globals; an import
+ * loads its module (searched next to m->dir, then in the search path).
+ * redefine != 0 lets a model or fn replace an earlier binding of its name,
+ * as the REPL does; otherwise that is an error.  -1 only when memory runs
+ * out (every other problem is a diagnostic). */
+int el_bind_item(td_program *p, el_module *m, const td_ast *it, int redefine);
 
 #endif

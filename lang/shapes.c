@@ -9,6 +9,7 @@
  * dtype, reductions keep dims, matmul sees operands of rank >= 2.
  */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 #include "elab_impl.h"
 
@@ -46,6 +47,13 @@ int el_value_dtype(const td_value *v, td_dtype *dt, int *weak) {
   }
 }
 
+int64_t el_f2i(double f) {
+  if (f != f) return 0;
+  if (f >= 9223372036854775807.0) return INT64_MAX;
+  if (f <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)f;
+}
+
 int el_as_tensor(el_ctx *c, const td_value *v, td_dtype dt, td_span sp) {
   td_attr at;
   memset(&at, 0, sizeof at);
@@ -62,7 +70,7 @@ int el_as_tensor(el_ctx *c, const td_value *v, td_dtype dt, td_span sp) {
     return el_emit(c, TD_IR_CONST, dt, 0, NULL, NULL, 0, &at, sp);
   case V_FLOAT:
     at.f = v->f;
-    at.i = (int64_t)v->f;
+    at.i = el_f2i(v->f);
     if (dt == TD_BOOL) at.i = v->f != 0;
     return el_emit(c, TD_IR_CONST, dt, 0, NULL, NULL, 0, &at, sp);
   case V_SIZE: {
@@ -148,7 +156,7 @@ static td_value ew_binary(el_ctx *c, td_op op, const td_value *a, const td_value
   td_dtype t = promote(da, wa, db, wb);
   int logical = op == TD_IR_AND || op == TD_IR_OR;
   if (logical) t = TD_BOOL;
-  /* `/` on integer tensors is floor division (docs/language.md, td_div) */
+  if (op == TD_IR_DIV && !td_dtype_is_float(t)) t = TD_F32; /* true division (docs/language.md) */
   if (op == TD_IR_POW && !td_dtype_is_float(t) && b->k == V_INT && b->i < 0) t = TD_F32;
   if (t == TD_BOOL && !logical && td_ops[op].kind != TD_K_COMPARE && op != TD_IR_MIN && op != TD_IR_MAX) {
     td_diag *g = td_error(c->diags, sp, "arithmetic on bool values");
@@ -433,6 +441,20 @@ td_value el_matmul(el_ctx *c, const td_value *a, const td_value *b, td_span sp) 
   ba.dtype = bb.dtype = t;
   ba.span = na->span;
   bb.span = nb->span;
+  for (int i = 1; i <= ba.rank && i <= bb.rank; i++) {
+    td_dim da = ba.shape[ba.rank - i], db = bb.shape[bb.rank - i];
+    if (da != db && da != 1 && db != 1) {
+      char t1[256], t2[256], d1[64], d2[64];
+      td_diag *g = td_error(c->diags, sp, "matmul of %s and %s: the batch dimensions %s and %s differ",
+                            tstr(c, el_node(c, a), t1, sizeof t1), tstr(c, el_node(c, b), t2, sizeof t2),
+                            td_dim_str(c->g, da, d1, sizeof d1), td_dim_str(c->g, db, d2, sizeof d2));
+      td_diag_note(c->diags, g, el_node(c, a)->span, "the left operand's shape %s comes from here", t1);
+      td_diag_note(c->diags, g, el_node(c, b)->span, "the right operand's shape %s comes from here", t2);
+      td_diag_help(c->diags, g, "the dimensions before the last two broadcast like elementwise operands "
+                   "(equal or 1, aligned from the right)");
+      return el_err();
+    }
+  }
   int br;
   td_dim shape[TD_MAX_RANK];
   if (el_broadcast_shapes(c, &ba, &bb, a->span, b->span, sp, &br, shape)) return el_err();

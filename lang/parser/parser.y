@@ -13,8 +13,12 @@
  * well-formed tree: a dropped statement is left out, a broken expression
  * becomes `()`, a broken parameter or argument list an empty one.
  *
- * Both pull (td_parse) and push (tdyypush_parse, for the REPL: YYPUSH_MORE
- * asks for more tokens) interfaces are generated.
+ * Both pull (td_parse) and push (tdyypush_parse) interfaces are generated.
+ * The REPL uses the push parser (td_parse_repl): a REPL_START token, which
+ * the lexer never produces, selects the `repl` grammar (items and
+ * statements in any order), and an input that ends while the parser still
+ * answers YYPUSH_MORE inside an open bracket or after an operator is
+ * reported as incomplete, so the REPL reads another line.
  */
 
 %require "3.8"
@@ -96,6 +100,9 @@ static td_ast *finish_block(td_parser *tp, td_ast *b, td_ast *last, td_span sp);
        TRUE "'true'" FALSE "'false'"
 %token POW "'**'" EQ "'=='" NE "'!='" LE "'<='" GE "'>='"
        DOTDOT "'..'" ELLIPSIS "'...'" ARROW "'->'"
+/* Selects the REPL grammar: td_parse_repl pushes it first; the lexer never
+ * produces it. */
+%token REPL_START "start of a REPL input"
 
 %type <str> name
 %type <node> item import model mparams model_body members member fn ret
@@ -116,13 +123,31 @@ static td_ast *finish_block(td_parser *tp, td_ast *b, td_ast *last, td_span sp);
 
 %%
 
+/* ---- files and REPL inputs ---- */
+
+input
+  : module
+  | REPL_START repl
+  | REPL_START repl stmt    { PUSH(tp->module, $3); }
+  ;
+
+/* A REPL input: items and statements in any order, appended to the module
+ * node as they are parsed (see td_parse_repl). */
+repl
+  : %empty
+  | repl ';'
+  | repl item           { PUSH(tp->module, $2); }
+  | repl stmt ';'       { PUSH(tp->module, $2); }
+  | repl error ';'      { yyerrok; }
+  ;
+
 /* ---- items ---- */
 
 module
   : %empty
   | module ';'
   | module item         { PUSH(tp->module, $2); }
-  | module error ';'
+  | module error ';'     { yyerrok; }
   ;
 
 item: import | model | fn ;
@@ -159,7 +184,7 @@ members
   | members ';'
   | members member ';'      { $$ = $1; PUSH($$, $2); }
   | members fn              { $$ = $1; PUSH($$, $2); }
-  | members error ';'
+  | members error ';'       { $$ = $1; yyerrok; }
   ;
 
 member
@@ -252,7 +277,7 @@ stmts
   : %empty                  { NODE($$, TD_A_BLOCK, @$, NULL, NULL, NULL, NULL); }
   | stmts ';'
   | stmts stmt ';'          { $$ = $1; PUSH($$, $2); }
-  | stmts error ';'
+  | stmts error ';'         { $$ = $1; yyerrok; }
   ;
 
 stmt
@@ -666,9 +691,52 @@ td_ast *td_parse(td_diags *diags, int file_id) {
   td_lexer_init(&lx, diags, file_id);
   td_parser tp = {diags, diags->arena, &lx, NULL, 0, 0};
   td_span whole = {file_id, 0, (int)src->len, 1, 1};
-  tp.module = td_ast_new(diags->arena, TD_A_MODULE, whole);
+  /* through mk, like every node: the height header it keeps must exist */
+  tp.module = mk(&tp, TD_A_MODULE, whole, NULL, NULL, NULL, NULL);
   if (!tp.module) return NULL;
   tdyyparse(&tp);
   if (lx.oom && !tp.oom) td_error(diags, lx.last_span, "out of memory while parsing");
   return tp.oom || lx.oom ? NULL : tp.module;
+}
+
+/* The REPL's answer for text that ends before its last statement does: an
+ * open bracket, or a last token after which a newline does not end a
+ * statement (an operator, ',', '=', `else`).  Only a text with no error so
+ * far counts: more lines cannot fix a mistake already made. */
+static int needs_more(const td_lexer *lx, int last_tok, int errors_before) {
+  if (lx->diags->n_errors > errors_before || lx->oom) return 0;
+  return lx->nest > 0 || (last_tok != 0 && last_tok != ';');
+}
+
+td_ast *td_parse_repl(td_diags *diags, int file_id, int first_line, int *incomplete) {
+  const td_source *src = td_diags_source(diags, file_id);
+  *incomplete = 0;
+  if (!src) return NULL;
+  td_lexer lx;
+  td_lexer_init(&lx, diags, file_id);
+  lx.line = first_line > 0 ? first_line : 1;
+  td_parser tp = {diags, diags->arena, &lx, NULL, 0, 0};
+  td_span whole = {file_id, 0, (int)src->len, lx.line, 1};
+  /* through mk, like every node: the height header it keeps must exist */
+  tp.module = mk(&tp, TD_A_MODULE, whole, NULL, NULL, NULL, NULL);
+  tdyypstate *ps = tp.module ? tdyypstate_new() : NULL;
+  if (!ps) return NULL;
+  int before = diags->n_errors, last = 0, tok = TDT_REPL_START;
+  TDYYSTYPE val;
+  td_span loc = whole;
+  memset(&val, 0, sizeof val);
+  loc.end = 0;
+  int status = tdyypush_parse(ps, tok, &val, &loc, &tp);
+  while (status == YYPUSH_MORE) {
+    tok = td_lex(&lx, &val, &loc);
+    if (tok == TDT_YYEOF && needs_more(&lx, last, before)) {
+      *incomplete = 1;
+      break;
+    }
+    last = tok;
+    status = tdyypush_parse(ps, tok, &val, &loc, &tp);
+  }
+  tdyypstate_delete(ps);
+  if (lx.oom && !tp.oom) td_error(diags, lx.last_span, "out of memory while parsing");
+  return tp.oom || lx.oom || *incomplete ? NULL : tp.module;
 }

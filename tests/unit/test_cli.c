@@ -351,3 +351,36 @@ Test(cli, check_reports_errors_with_location_and_exit_status) {
   cr_expect_str_eq(r.err, "");
   drop(&r);
 }
+
+Test(cli, saved_weights_load_back_and_give_the_same_result) {
+  write_text("m.td", MODEL);
+  int64_t xs[2] = {2, 3};
+  double xv[6] = {0.5, -1, 2, 1, 1, 1};
+  write_npy("x.npy", TD_F32, 2, xs, xv);
+  char in[600];
+  snprintf(in, sizeof in, "x=%s", path("x.npy"));
+  /* initialised from seed 3, saved, then loaded explicitly */
+  result r = tdsl((const char *[]){"run", path("m.td"), "--entry", "M.forward", "--in", in, "--seed", "3",
+                                   "--save-weights", path("w.safetensors"), "--out", path("a.npy"), NULL});
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  drop(&r);
+  td_tensor_map m;
+  td_tensor_map_init(&m);
+  td_err err;
+  cr_assert_eq(td_safetensors_read(path("w.safetensors"), &m, &err), 0, "%s", err.msg);
+  cr_expect_eq(m.n, 2);
+  td_tensor *w = td_tensor_map_get(&m, "fc.weight");
+  cr_assert_not_null(w);
+  cr_expect(w->rank == 2 && w->shape[0] == 2 && w->shape[1] == 3);
+  td_tensor_map_free(&m);
+  r = tdsl((const char *[]){"run", path("m.td"), "--entry", "M.forward", "--in", in, "--weights",
+                            path("w.safetensors"), "--out", path("b.npy"), NULL});
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  drop(&r);
+  td_tensor *a, *b;
+  cr_assert_eq(td_npy_read(path("a.npy"), &a, &err), 0);
+  cr_assert_eq(td_npy_read(path("b.npy"), &b, &err), 0);
+  cr_expect_eq(memcmp(a->data, b->data, 4 * sizeof(float)), 0, "same weights must give bit-identical results");
+  td_tensor_release(a);
+  td_tensor_release(b);
+}

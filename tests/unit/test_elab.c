@@ -268,7 +268,7 @@ Test(elab, dtype_rules) {
       "}\n";
   td_graph *g = lower_ok(src, "f");
   const char *want[] = {"f32[N]", "i64[N]", "f32[N]", "i64[N]", "i32[N]", "bool[N]", "bool[N]",
-                        "f32[]", "i64[]", "i64[]", "i32[N]", "f64[N]", "i64[N]", "i64[N]"};
+                        "f32[]", "i64[]", "i64[]", "i32[N]", "f64[N]", "f32[N]", "i64[N]"};
   int nw = (int)(sizeof want / sizeof want[0]);
   cr_assert_eq(g->n_outputs, nw);
   for (int i = 0; i < nw; i++) cr_expect_str_eq(out_type(g, i), want[i], "output %d", i);

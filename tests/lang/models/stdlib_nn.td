@@ -13,7 +13,7 @@ fn main() {
   # expect: log_softmax [[-2.4938, -1.4938, -0.4938, -2.4938],
   # expect:              [-1.6265, -0.6265, -2.6265, -1.6265]] (f32[2, 4])
   let w = f32(arange(4) % 2) + 1.0
-  let b = f32(arange(4) / 2)
+  let b = floor(f32(arange(4)) / 2.0)
   print("layer_norm", nn.layer_norm(s, w, b))
   # expect: layer_norm [[-0.9045,  0.6030,  2.5075, -0.8091],
   # expect:             [ 0.0000,  2.8284, -0.4142,  1.0000]] (f32[2, 4])

@@ -1,6 +1,6 @@
 # NaN and infinities: printed as nan/inf/-inf; relu, maximum, minimum, max
-# and min propagate NaN (as in PyTorch); integer division by zero gives 0
-# (runtime/scalar.h).
+# and min propagate NaN (as in PyTorch); integer `%` by zero gives 0 (runtime/scalar.h) and
+# `/` is true division, so an integer divided by 0 is inf or nan.
 fn main() {
   let z = f32(arange(3)) - 1.0                # -1 0 1
   let lz = log(z)
@@ -27,5 +27,5 @@ fn main() {
   print("exp", exp(f32(arange(3)) * 50.0))
   # expect: exp [1.0000e+00, 5.1847e+21,        inf] (f32[3])
   print("idiv0", arange(3) / 0, arange(3) % 0)
-  # expect: idiv0 [0, 0, 0] (i64[3]) [0, 0, 0] (i64[3])
+  # expect: idiv0 [nan, inf, inf] (f32[3]) [0, 0, 0] (i64[3])
 }
