@@ -2,6 +2,9 @@
  *
  *   tdsl run FILE [options]     run main, or an entry point on .npy inputs
  *   tdsl check FILE             type- and shape-check every entry point
+ *   tdsl explain FILE           kernels the compiler makes (cli/explain_cmd.c)
+ *   tdsl repl [FILE]            interactive eager session (cli/repl.c); also
+ *                               `tdsl` alone when stdin is a terminal
  *   tdsl --help | --version
  *
  * This is the only place that prints diagnostics and chooses exit codes:
@@ -17,6 +20,8 @@
 #include "../lang/elab.h"
 #include "../interp/interp.h"
 #include "../runtime/io.h"
+#include "explain_cmd.h"
+#include "repl.h"
 
 #ifndef TDSL_VERSION
 #define TDSL_VERSION "0.1.0"
@@ -32,25 +37,37 @@ typedef struct opts {
   const char *out[MAX_ARGS];
   int n_out;
   int trace, check_numerics, dump_ast, dump_ir, color;
+  int compiled;            /* --compiled: through the compiler (cli/compile_cmd.c) */
+  unsigned dump_compiler;  /* --dump= stages of the compiler */
   uint64_t seed;
 } opts;
 
 static void usage(FILE *f) {
   fputs("usage: tdsl run FILE [--entry NAME] [--in ARG=FILE.npy]... [--weights W.safetensors]\n"
         "                     [--out FILE.npy]... [--save-weights W.safetensors] [--seed N]\n"
-        "                     [--trace] [--check-numerics] [--dump=ast,ir]\n"
+        "                     [--trace] [--check-numerics] [--compiled] [--dump=STAGES]\n"
         "       tdsl check FILE [--dump=ast,ir]\n"
+        "       tdsl explain FILE [--entry NAME] [--json | --dot] [--size SYM=N]...\n"
+        "                         [--dump=fold,cse,simplify,dce,fused]\n"
+        "       tdsl repl [FILE.td]... [--seed N]\n"
         "       tdsl --help | --version\n"
         "\n"
         "run     runs fn main() of FILE, or with --entry an entry point (\"Model.method\" or \"fn\")\n"
         "        on inputs from .npy files; outputs go to --out files in order, or are printed\n"
         "check   type- and shape-checks every entry point of FILE without running anything\n"
+        "explain prints, per entry point, the kernels the compiler fuses its ops into, with\n"
+        "        source lines, bytes moved, FLOPs and peak memory (--size N=8 evaluates sizes)\n"
+        "repl    an interactive eager session (the default when stdin is a terminal); it reads\n"
+        "        statements from stdin when that is not a terminal (docs/repl.md)\n"
         "\n"
         "--trace            print every op as it runs: location, op, shape, dtype, min/max/mean\n"
         "--check-numerics   stop at the first op that produces NaN or Inf and name its source line\n"
         "--save-weights W   write the parameters used (loaded or initialised) to a safetensors file\n"
         "--seed N           seed for rand/randn without seed= and for parameter initialisation (default 0)\n"
+        "--compiled         compile the graph (fusion, libgccjit) and run the native code\n"
         "--dump=ast,ir      print the syntax tree and/or the Graph IR of each entry point\n"
+        "                   with --compiled also fold, cse, simplify, dce (the graph after a\n"
+        "                   pass), fused (the kernel plan), c (the kernels as C-like code)\n"
         "\n"
         "Imports are searched next to FILE, then in $TDSL_PATH (colon-separated), then in the stdlib.\n", f);
 }
@@ -70,13 +87,15 @@ static int parse_opts(int argc, char **argv, opts *o) {
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--trace")) o->trace = 1;
     else if (!strcmp(a, "--check-numerics")) o->check_numerics = 1;
+    else if (!strcmp(a, "--compiled")) o->compiled = 1;
     else if (!strncmp(a, "--dump=", 7)) {
       const char *d = a + 7;
       for (const char *p = d; *p;) {
         size_t n = strcspn(p, ",");
         if (n == 3 && !strncmp(p, "ast", 3)) o->dump_ast = 1;
         else if (n == 2 && !strncmp(p, "ir", 2)) o->dump_ir = 1;
-        else return bad_usage("unknown --dump stage in '%s' (stages: ast, ir)", a);
+        else if (td_cli_compiler_stage(p, n)) o->dump_compiler |= td_cli_compiler_stage(p, n);
+        else return bad_usage("unknown --dump stage in '%s' (stages: ast, ir, fold, cse, simplify, dce, fused, c)", a);
         p += n + (p[n] == ',');
       }
     } else if (!strcmp(a, "--entry") || !strcmp(a, "--in") || !strcmp(a, "--weights") || !strcmp(a, "--save-weights") ||
@@ -250,7 +269,8 @@ static int run_graph(const opts *o, td_diags *d, const td_graph *g) {
   io.check_numerics = o->check_numerics;
   io.print_threshold = 1000;
   io.diags = d;
-  if (td_interp_run(g, inputs, params, &io, &outs, &err, &sp)) {
+  if (o->compiled ? td_cli_run_compiled(g, d, inputs, params, &io, o->dump_compiler, &outs, &err, &sp)
+                  : td_interp_run(g, inputs, params, &io, &outs, &err, &sp)) {
     char loc[512];
     fflush(stdout);
     fprintf(stderr, "%s: error: %s\n", span_loc(d, sp, loc, sizeof loc), err.msg);
@@ -276,6 +296,8 @@ static int finish(td_diags *d, int color) {
 }
 
 int main(int argc, char **argv) {
+  if ((argc < 2 && isatty(0)) || (argc >= 2 && !strcmp(argv[1], "repl")))
+    return td_repl_main(argc, argv);
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
@@ -284,8 +306,9 @@ int main(int argc, char **argv) {
     printf("tdsl %s\n", TDSL_VERSION);
     return 0;
   }
+  if (!strcmp(argv[1], "explain")) return td_cli_explain(argc, argv);
   if (strcmp(argv[1], "run") && strcmp(argv[1], "check"))
-    return bad_usage("unknown command '%s' (commands: run, check)", argv[1]);
+    return bad_usage("unknown command '%s' (commands: run, check, explain, repl)", argv[1]);
   opts o;
   int rc = parse_opts(argc, argv, &o);
   if (rc) return rc;

@@ -2,8 +2,10 @@
  *
  * Without weights every PARAM node gets a fresh tensor built from its
  * recipe (attr.init), reproducibly: element i of a random initialiser uses
- * the run's seed, the stream td_hash_str(name) (the state_dict path) and
- * the counter i, so the same name gets the same values in every backend:
+ * the run's seed, the stream td_hash_str(name) (the state_dict path; mixed
+ * with td_hash_mix when attr.stream, the instance salt, is not 0: the 2nd,
+ * 3rd... top-level instance of a program) and the counter i, so the same
+ * parameter gets the same values in every backend:
  *   ZEROS / ONES / FULL   0, 1, init_a
  *   UNIFORM               lo + (hi - lo) * td_rand_uniform(seed, h, i),
  *                         lo = init_a, hi = init_b
@@ -57,7 +59,10 @@ static td_tensor *init_param(const td_graph *g, const td_node *n, uint64_t seed,
   td_tensor *t = td_tensor_new(n->dtype, n->rank, shape, err);
   if (!t) return NULL;
   const td_attr *a = &n->attr;
+  /* attr.stream salts the stream of the 2nd, 3rd... top-level instance of
+   * a program, so two instances of one model get different weights */
   uint64_t stream = td_hash_str(n->name ? n->name : "");
+  if (n->attr.stream) stream = td_hash_mix(stream, n->attr.stream);
   switch (a->init) {
   case TD_INIT_ZEROS: tdk_fill(t, 0.0, 0); break;
   case TD_INIT_ONES: tdk_fill(t, 1.0, 1); break;

@@ -111,9 +111,10 @@ td_ast *td_parse(td_diags *diags, int file_id);
 /* Parses one REPL input: items and statements in any order, appended in
  * order to the list of the MODULE node returned.  first_line is the line
  * number of the text's first line (messages count the session's lines).
- * When the text is a correct beginning that needs more lines (an open
- * bracket, a trailing operator) it returns NULL with *incomplete = 1 and
- * leaves no diagnostic.  Otherwise like td_parse. */
+ * With incomplete != NULL, a text that is a correct beginning needing more
+ * lines (an open bracket, a trailing operator) gives NULL, *incomplete = 1
+ * and no diagnostic; with NULL the text is final and such an ending is a
+ * syntax error.  Otherwise like td_parse. */
 td_ast *td_parse_repl(td_diags *diags, int file_id, int first_line, int *incomplete);
 
 #endif

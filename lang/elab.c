@@ -203,6 +203,13 @@ void el_err_host_read(el_ctx *c, const td_value *v, const char *what) {
 }
 
 static void err_symbolic_branch(el_ctx *c, td_span sp, const char *name) {
+  int simple = name[0] && strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == strlen(name);
+  if (!simple) {
+    td_diag *g = td_error(c->diags, sp, "%s depends on sizes bound at call time, so this condition is not known "
+                          "when the graph is built", name);
+    td_diag_help(c->diags, g, "make those sizes model parameters, or write the computation for any size");
+    return;
+  }
   td_diag *g = td_error(c->diags, sp, "%s is bound at call time, so this condition is not known when the graph is built", name);
   td_diag_help(c->diags, g, "make %s a model parameter (model M(%s: int) { ... }) so each value gets its own model, "
                "or write the computation for any %s", name, name, name);
@@ -447,6 +454,7 @@ static el_module *load_module(td_program *p, const char *name, const char *path,
   m->dir = dir_of(p->arena, path);
   m->ast = ast;
   m->globals = el_scope_new(p, NULL);
+  if (!m->name || !m->path || !m->dir || !m->globals) return NULL;
   if (p->n_mods) memcpy(nm, p->mods, (size_t)p->n_mods * sizeof *nm);
   nm[p->n_mods++] = m;
   p->mods = nm;
@@ -1009,7 +1017,7 @@ static void declare_param(el_ctx *c, el_inst *in, const td_ast *m) {
   if (k == 1) a[0] = 1;
   at.init_a = a[0];
   at.init_b = a[1];
-  at.stream = (uint64_t)c->n_insts;
+  at.stream = in->salt;
   int id = el_emit(c, TD_IR_PARAM, dt, rank, shape, NULL, 0, &at, m->span);
   if (id < 0) return;
   c->g->nodes[id].name = param_path(c, in, m->name);
@@ -1028,7 +1036,10 @@ static td_value instantiate(el_ctx *c, const td_value *def, td_value *args, cons
   in->def = d;
   in->mod = def->mod;
   in->prefix = c->inst_prefix ? c->inst_prefix : "";
+  in->salt = c->inst_prefix ? c->cur_salt : c->n_roots++;
   c->inst_prefix = NULL;
+  uint64_t saved_salt = c->cur_salt;
+  c->cur_salt = in->salt;
   in->env = el_scope_new(c, def->mod->globals);
   if (!in->env) return el_err();
   if (bind_args(c, d, in->env, def->mod->globals, args, kw, n, sp, 0)) return el_err();
@@ -1058,6 +1069,7 @@ static td_value instantiate(el_ctx *c, const td_value *def, td_value *args, cons
     }
   }
   c->depth--;
+  c->cur_salt = saved_salt;
   td_value v = el_none(sp);
   v.k = V_MODEL;
   v.inst = in;
@@ -1489,6 +1501,7 @@ td_graph *td_program_lower(td_program *p, const char *entry) {
   }
   int before = p->diags->n_errors;
   if (!el_graph_begin(p, p->arena, entry)) return NULL;
+  p->n_roots = 0; /* each entry point initialises its models alike */
   el_scope *env = p->main->globals;
   el_inst *inst = NULL;
   if (model) {

@@ -75,6 +75,9 @@ typedef struct el_inst {      /* an instantiated model */
   el_module *mod;
   el_scope *env;              /* model params and members */
   const char *prefix;         /* state_dict prefix: "", "fc.", "layers.0." */
+  uint64_t salt;              /* parameter-init stream salt: 0 for the first
+                                 top-level instance, k for the k-th; sub-models
+                                 share their root's (their names differ) */
 } el_inst;
 
 struct td_program {
@@ -91,7 +94,10 @@ struct td_program {
   const char *inst_prefix;    /* prefix for the next model instantiated */
   int depth;                  /* call depth (inlining) */
   int n_rand;                 /* random ops made so far (stream ids) */
-  int n_insts;                /* instances made (param stream salt) */
+  int n_insts;                /* instances made */
+  uint64_t n_roots;           /* top-level instances made (salts); kept across
+                                 the graphs of one REPL session */
+  uint64_t cur_salt;          /* salt of the instance being built */
   td_value *ret;              /* set by `return` while unwinding */
   int node_limit;              /* graph size cap for this lowering */
   int node_limit_set;          /* the configured cap */

@@ -710,7 +710,7 @@ static int needs_more(const td_lexer *lx, int last_tok, int errors_before) {
 
 td_ast *td_parse_repl(td_diags *diags, int file_id, int first_line, int *incomplete) {
   const td_source *src = td_diags_source(diags, file_id);
-  *incomplete = 0;
+  int more = 0;
   if (!src) return NULL;
   td_lexer lx;
   td_lexer_init(&lx, diags, file_id);
@@ -729,8 +729,8 @@ td_ast *td_parse_repl(td_diags *diags, int file_id, int first_line, int *incompl
   int status = tdyypush_parse(ps, tok, &val, &loc, &tp);
   while (status == YYPUSH_MORE) {
     tok = td_lex(&lx, &val, &loc);
-    if (tok == TDT_YYEOF && needs_more(&lx, last, before)) {
-      *incomplete = 1;
+    if (tok == TDT_YYEOF && incomplete && needs_more(&lx, last, before)) {
+      more = 1;
       break;
     }
     last = tok;
@@ -738,5 +738,6 @@ td_ast *td_parse_repl(td_diags *diags, int file_id, int first_line, int *incompl
   }
   tdyypstate_delete(ps);
   if (lx.oom && !tp.oom) td_error(diags, lx.last_span, "out of memory while parsing");
-  return tp.oom || lx.oom || *incomplete ? NULL : tp.module;
+  if (incomplete) *incomplete = more;
+  return tp.oom || lx.oom || more ? NULL : tp.module;
 }

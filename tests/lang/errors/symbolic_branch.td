@@ -11,7 +11,7 @@ model M(d: int = 16) {
     e
   }
   fn two(x: f32[B, T, 16]) -> f32[B, T, 16] {
-    if B * T != 64 { x } else { x + 1.0 }              # error: B*T is bound at call time
+    if B * T != 64 { x } else { x + 1.0 }              # error: B*T depends on sizes bound at call time
   }
 }
 # help: make N a model parameter (model M(N: int) { ... }) so each value gets its own model, or write the computation for any N

@@ -1,0 +1,724 @@
+"""driver.py - the body of bench/run: tdsl beside numpy, PyTorch and the C floors.
+
+One run, on one machine, per thread count T:
+  1. measures the machine's limits (floors.c: copy bandwidth, FMA peak,
+     clock, fresh-page cost),
+  2. then, workload by workload (W1..W6), runs tdsl eager through
+     harness.c (in-process timing of td_interp_run, checked against float64),
+     tdsl compiled (reported "not available" until compiler/ can build), the
+     hand-written C floor where there is one, and the peers (peers.py: numpy,
+     PyTorch eager and TorchScript; the GEMM peer with OPENBLAS_CORETYPE and
+     OPENBLAS_L2_SIZE unset), so that drift of the machine hits all of them
+     alike;
+  3. W7 (compile time): the front end's time today; compiled: not available.
+Writes bench/results/<UTC timestamp>/: results.json (every record and the
+machine), tables.md (one table per workload case), chart.png, and the logs.
+Installs nothing: a missing peer is reported with the command that would
+install it, and the rest still runs.
+
+usage: bench/run [--quick] [--threads 1,2] [--workloads w1,w3] [--build DIR]
+                 [--out DIR] [--no-peers]
+"""
+import argparse
+import datetime
+import glob
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(BENCH)
+EX = os.path.join(ROOT, "examples")
+STDLIB = os.path.join(ROOT, "stdlib")
+# The interpreter that runs the peers: Debian's sees python3-numpy/-torch.
+SYS_PY = os.environ.get("TDSL_BENCH_PYTHON") or (
+    "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else (shutil.which("python3") or sys.executable))
+N2 = 16 * 1024 * 1024
+MLP_FLOP_ROW = 2.0 * (784 * 512 + 512 * 512 + 512 * 10)
+W6_FLOP = 2.0 * 1024 * (256 * 768 + 256 * 256 + 256 * 1024 * 2) + 2 * (2.0 * 8 * 4 * 128 * 128 * 64)
+
+WL_TITLES = {
+    "W1": "W1 - seed models, per-call latency",
+    "W2": "W2 - y = gelu_tanh(x*w + b) over 16M f32",
+    "W3": "W3 - square f32 GEMM",
+    "W4": "W4 - MLP 784-512-512-10 (relu)",
+    "W5": "W5 - softmax / layer_norm over the last axis of [4096,4096]",
+    "W6": "W6 - pre-norm transformer block, B=8 S=128 d=256, 4 heads, MLP 1024 (exact gelu)",
+    "W7": "W7 - compile time",
+}
+LIMIT_TEXT = {
+    "W1": "limit = the hand-written C floor (one non-inlined call, T=1)",
+    "W2": "limit = bytes (inputs read + output written) / copy bandwidth measured at T",
+    "W3": "limit = 2n^3 FLOP / FMA peak measured at T",
+    "W4": "limit = matmul FLOP / FMA peak measured at T",
+    "W5": "limit = 2 x 64 MiB / copy bandwidth measured at T",
+    "W6": "limit = matmul FLOP (%.3f GFLOP) / FMA peak measured at T" % (W6_FLOP / 1e9),
+}
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+# --------------------------------------------------------------------- cases
+def seed(name):
+    return os.path.join(EX, "seed", name)
+
+
+def bench_file(name):
+    return os.path.join(BENCH, name)
+
+
+def tdsl_cases(quick):
+    """(workload, case, file, entry, [--in specs], check, heavy, divisor)."""
+    c = [
+        ("W1", "Simple[1,4]", seed("simple.td"), "Simple.forward", ["x=f32[1,4]"], "linear:fc:relu"),
+        ("W1", "GoodWhere[4,16]", seed("good_where.td"), "GoodWhere.forward", ["x=f32[4,16]"], "where_pm1:h"),
+        ("W1", "ReturnTensorForLog[8,16]", bench_file("w1_seed.td"), "ReturnTensorForLog.forward",
+         ["x=f32[8,16]"], "linear_mean:h"),
+        ("W1", "GoodVectorized[32,16]", seed("good_vectorized.td"), "GoodVectorized.forward", ["x=f32[32,16]"],
+         "add_const:10"),
+        ("W1", "GoodDynamic[8,16]", seed("good_dynamic.td"), "GoodDynamic.forward", ["x=f32[8,16]"], "linear:h"),
+        ("W1", "GoodDynamic[16,16]", seed("good_dynamic.td"), "GoodDynamic.forward", ["x=f32[16,16]"], "linear:h"),
+        ("W1", "per-op: x + 1 [4,16]", bench_file("w1_seed.td"), "op_chain", ["x=f32[4,16]"], "add_const:100",
+         False, 100),
+        ("W2", "gelu(x*w+b) scalar w,b", bench_file("w2_gelu.td"), "gelu_s", ["x=f32[%d]:uniform:-4:4" % N2],
+         "gelu_tanh:1.25:0.1", True),
+        ("W2", "gelu(x*w+b) array w,b", bench_file("w2_gelu.td"), "gelu_a",
+         ["x=f32[%d]:uniform:-4:4" % N2, "w=f32[%d]:uniform:0.5:1.5" % N2, "b=f32[%d]:uniform:-0.5:0.5" % N2],
+         "gelu_tanh", True),
+    ]
+    if not quick:
+        c.append(("W2", "gelu_erf(x*w+b) scalar w,b", bench_file("w2_gelu.td"), "gelu_erf_s",
+                  ["x=f32[%d]:uniform:-4:4" % N2], "gelu_erf:1.25:0.1", True))
+    for n in (256, 1024, 2048):
+        c.append(("W3", "sgemm n=%d" % n, bench_file("w3_gemm.td"), "gemm", ["a=f32[%d,%d]" % (n, n),
+                  "b=f32[%d,%d]" % (n, n)], "gemm", n >= 2048))
+    for b in (1, 32, 256):
+        c.append(("W4", "MLP B=%d" % b, os.path.join(EX, "mlp.td"), "MLP.forward", ["x=f32[%d,784]" % b], "mlp"))
+    c += [
+        ("W5", "softmax [4096,4096]", bench_file("w5_norm.td"), "softmax_last", ["x=f32[4096,4096]:normal:0:3"],
+         "softmax", True),
+        ("W5", "layer_norm [4096,4096]", bench_file("w5_norm.td"), "layernorm_last",
+         ["x=f32[4096,4096]:normal:0:3", "g=f32[4096]:uniform:0.5:1.5", "b=f32[4096]:uniform:-0.5:0.5"],
+         "layernorm:1e-5", True),
+        ("W6", "block B=8 S=128 d=256", bench_file("w6_block.td"), "Block.forward", ["x=f32[8,128,256]"], "block"),
+    ]
+    out = []
+    for t in c:
+        t = tuple(t) + (False, 1)[len(t) - 6:]
+        out.append(t[:8])
+    return out
+
+
+FLOOR_NAMES = {("w2", "scalar w,b"): ("W2", "gelu(x*w+b) scalar w,b"),
+               ("w2", "array w,b"): ("W2", "gelu(x*w+b) array w,b"),
+               ("w5", "softmax"): ("W5", "softmax [4096,4096]"),
+               ("w5", "layernorm"): ("W5", "layer_norm [4096,4096]")}
+FLOOR_SYSTEM = "C floor (hand-written)"
+
+
+# --------------------------------------------------------------------- build
+def makefile_vars(build):
+    vals = {}
+    try:
+        with open(os.path.join(build, "Makefile")) as f:
+            for line in f:
+                m = re.match(r"^(GCCJIT_LIBS|LIBS|PTHREAD_CFLAGS|CC)\s*=\s*(.*)$", line.rstrip("\n"))
+                if m:
+                    vals[m.group(1)] = m.group(2).strip()
+    except OSError:
+        pass
+    return vals
+
+
+def find_build(arg):
+    cands = [arg] if arg else [os.environ.get("TDSL_BUILD"), os.path.join(ROOT, "build"), ROOT]
+    for c in cands:
+        if c and os.path.exists(os.path.join(c, "libtdsl.a")):
+            return os.path.abspath(c)
+    return None
+
+
+def stale_warning(build):
+    lib = os.path.getmtime(os.path.join(build, "libtdsl.a"))
+    newest = max((os.path.getmtime(p) for d in ("lang", "interp", "runtime")
+                  for p in glob.glob(os.path.join(ROOT, d, "**", "*.[ch]"), recursive=True)), default=0)
+    if newest > lib:
+        log("warning: %s/libtdsl.a is older than the sources; run `make -C %s` for current numbers" % (build, build))
+
+
+def run_cmd(cmd, logf, env=None):
+    logf.write("$ %s\n" % " ".join(cmd))
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    logf.write(p.stdout + p.stderr)
+    logf.flush()
+    return p
+
+
+def build_tools(build, bindir, logf):
+    mv = makefile_vars(build)
+    cc = os.environ.get("CC") or mv.get("CC") or "gcc"
+    cc = cc.split()[0]
+    harness = os.path.join(bindir, "harness")
+    libs = " ".join(x for x in (mv.get("GCCJIT_LIBS", ""), mv.get("LIBS", "")) if x).split()
+    cmd = [cc, "-O2", "-std=gnu11", "-I" + ROOT, "-o", harness, os.path.join(BENCH, "harness.c"),
+           os.path.join(build, "libtdsl.a")] + libs + ["-lm", "-pthread"]
+    p = run_cmd(cmd, logf)
+    if p.returncode:
+        sys.exit("bench/run: building the harness failed:\n%s%s" % (p.stdout, p.stderr))
+    floors = os.path.join(bindir, "floors")
+    fcmd = [cc, "-O3", "-march=native", "-fopenmp", "-ffp-contract=fast", "-o", floors,
+            os.path.join(BENCH, "floors.c"), "-lm"]
+    p = run_cmd(fcmd, logf)
+    if p.returncode:
+        log("bench/run: building the C floors failed (limits and floors will be missing):\n" + p.stderr[-2000:])
+        floors = None
+    return harness, floors, " ".join(cmd), " ".join(fcmd)
+
+
+# --------------------------------------------------------------------- machine
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              text=True).stdout.strip()
+    except OSError:
+        return ""
+
+
+def machine_info():
+    lscpu = sh("lscpu")
+    get = lambda k: (re.search(r"^%s:\s*(.*)$" % re.escape(k), lscpu, re.M) or [None, ""])[1].strip()
+    flags = sh("grep -m1 '^flags' /proc/cpuinfo").split()
+    simd = [f for f in ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512dq", "avx512bw", "avx512vl",
+                        "avx512_bf16", "avx512_vnni", "avx512vbmi", "avx512ifma", "avx_vnni", "amx_tile", "neon",
+                        "asimd", "sve") if f in flags]
+    mhz = sh("grep -m1 'cpu MHz' /proc/cpuinfo | awk '{print $4}'")
+    return {
+        "cpu_model": get("Model name") or platform.processor(),
+        "vendor": get("Vendor ID"), "family": get("CPU family"), "model": get("Model"),
+        "cpus": get("CPU(s)") or str(os.cpu_count()), "threads_per_core": get("Thread(s) per core"),
+        "caches": ", ".join("%s %s" % (k, get(k)) for k in ("L1d cache", "L2 cache", "L3 cache") if get(k)),
+        "hypervisor": get("Hypervisor vendor"),
+        "simd_flags": " ".join(simd),
+        "nominal_mhz": mhz,
+        "memory": sh("free -g | awk '/Mem:/{print $2\" GiB\"}'"),
+        "thp": sh("cat /sys/kernel/mm/transparent_hugepage/enabled"),
+        "kernel": platform.release(),
+        "os": sh("cat /etc/debian_version") and "Debian " + sh("cat /etc/debian_version"),
+        "gcc": sh("gcc --version | head -1"),
+        "python_for_peers": "%s (%s)" % (SYS_PY, sh(SYS_PY + " --version")),
+        "env": " ".join("%s=%s" % (v, os.environ.get(v, "<unset>")) for v in
+                        ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+                         "ATEN_CPU_CAPABILITY", "LD_PRELOAD")),
+        "loadavg_start": sh("cat /proc/loadavg"),
+    }
+
+
+def check_python_module(mod):
+    p = subprocess.run([SYS_PY, "-c", "import %s" % mod], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return p.returncode == 0
+
+
+# --------------------------------------------------------------------- runners
+class PeerServer:
+    """One peers.py --serve process (one thread count, one environment)."""
+
+    def __init__(self, threads, quick, env, errlog, tag):
+        cmd = [SYS_PY, os.path.join(BENCH, "peers.py"), "--threads", str(threads), "--serve"]
+        if quick:
+            cmd.append("--quick")
+        self.tag = tag
+        self.cmd = cmd
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog,
+                                  text=True, env=env, bufsize=1)
+        self.hello = []
+        self.read_until("hello", self.hello)
+
+    def read_until(self, name, out):
+        for line in self.p.stdout:
+            try:
+                d = json.loads(line)
+            except ValueError:
+                continue
+            if d.get("done") == name:
+                return True
+            d["peer_env"] = self.tag
+            out.append(d)
+        return False
+
+    def run(self, name):
+        out = []
+        try:
+            self.p.stdin.write(name + "\n")
+            self.p.stdin.flush()
+        except (BrokenPipeError, OSError):
+            return [dict(workload=name.upper(), case="*", system="peers", status="failed",
+                         reason="the peer process died (see peers_*.log)")]
+        if not self.read_until(name, out):
+            out.append(dict(workload=name.upper(), case="*", system="peers", status="failed",
+                            reason="the peer process died (see peers_*.log)"))
+        return out
+
+    def close(self):
+        try:
+            self.p.stdin.write("quit\n")
+            self.p.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+        try:
+            self.p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+
+
+def run_floors(floors, threads, parts, quick, logf):
+    if not floors:
+        return []
+    cmd = [floors, str(threads)] + (["--quick"] if quick else []) + parts
+    p = run_cmd(cmd, logf, env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
+    recs = []
+    for line in p.stdout.splitlines():
+        try:
+            recs.append(json.loads(line))
+        except ValueError:
+            pass
+    return recs
+
+
+def run_harness(harness, case, threads, quick, mode, logf):
+    wl, name, path, entry, ins, check, heavy, div = case
+    cmd = [harness, path, "--entry", entry, "--check", check, "--search", STDLIB, "--label", name, "--mode", mode]
+    for s in ins:
+        cmd += ["--in", s]
+    if quick:
+        cmd += ["--warmup", "1", "--runs", "3" if heavy else "5", "--target-ms", "5"]
+    else:
+        cmd += ["--warmup", "2", "--runs", "7" if heavy else "15", "--target-ms", "20"]
+    p = run_cmd(cmd, logf, env=dict(os.environ, TDSL_NUM_THREADS=str(threads)))
+    try:
+        d = json.loads(p.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return dict(workload=wl, case=name, system="tdsl " + mode, status="failed", threads=threads,
+                    reason=(p.stderr.strip().splitlines() or ["no output"])[-1][:300])
+    d.update(workload=wl, case=name, system="tdsl " + mode, threads=threads)
+    if d.get("status") == "ok" and div != 1:
+        for k in ("median_s", "min_s", "max_s"):
+            d[k] /= div
+        d["note"] = "time of %d chained ops / %d" % (div, div)
+    return d
+
+
+# --------------------------------------------------------------------- limits
+def limit_rate(limits, threads, key):
+    """The machine's capability at `threads`: the best run (a busy neighbour
+    only slows runs down), and never less than at fewer threads."""
+    rates = [limits[t][key].get("rate_best") for t in limits if t <= threads and key in limits[t]]
+    rates = [r for r in rates if r]
+    return max(rates) if rates else None
+
+
+def limit_of(wl, case, threads, limits, floors_w1):
+    bw = limit_rate(limits, threads, "copy")
+    peak = limit_rate(limits, threads, "fma_peak")
+    if wl == "W1":
+        t = floors_w1.get(case)
+        return (t, "C floor") if t else (None, None)
+    if wl == "W2" and bw:
+        nbytes = (4 if "array" in case else 2) * N2 * 4
+        return nbytes / 1e9 / bw, "%.0f MB / %.1f GB/s" % (nbytes / 1e6, bw)
+    if wl == "W5" and bw:
+        return 2 * 4096 * 4096 * 4 / 1e9 / bw, "134 MB / %.1f GB/s" % bw
+    if not peak:
+        return None, None
+    if wl == "W3":
+        n = int(case.split("=")[1])
+        return 2.0 * n ** 3 / 1e9 / peak, "%.2f GFLOP / %.0f GFLOP/s" % (2.0 * n ** 3 / 1e9, peak)
+    if wl == "W4":
+        b = int(case.split("=")[1])
+        return b * MLP_FLOP_ROW / 1e9 / peak, "%.4f GFLOP / %.0f GFLOP/s" % (b * MLP_FLOP_ROW / 1e9, peak)
+    if wl == "W6":
+        return W6_FLOP / 1e9 / peak, "%.3f GFLOP / %.0f GFLOP/s" % (W6_FLOP / 1e9, peak)
+    return None, None
+
+
+# --------------------------------------------------------------------- formatting
+def ft(s):
+    if s is None:
+        return "-"
+    if s < 1e-6:
+        return "%.1f ns" % (s * 1e9)
+    if s < 1e-3:
+        return "%.2f µs" % (s * 1e6)
+    if s < 1:
+        return "%.2f ms" % (s * 1e3)
+    return "%.2f s" % s
+
+
+def fr(x):
+    if x is None:
+        return "-"
+    return "%.3g×" % x if x < 100 else "%.0f×" % x
+
+
+def fe(e):
+    return "-" if e is None else "%.1e" % e
+
+
+def ok_records(recs):
+    return [r for r in recs if r.get("status") == "ok" and r.get("median_s")]
+
+
+def is_peer(r):
+    return not r["system"].startswith("tdsl") and r["system"] != FLOOR_SYSTEM
+
+
+def build_tables(recs, limits, floors_w1, threads_list, wls):
+    good = ok_records(recs)
+    md, summary = [], []
+    summary.append("| workload | case | T | tdsl eager | best peer | tdsl ÷ best peer | C floor | tdsl ÷ floor "
+                   "| limit | tdsl ÷ limit | rel. error | correct |")
+    summary.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for wl in wls:
+        if wl == "W7":
+            continue
+        cases = []
+        for r in good:
+            if r["workload"] == wl and r["case"] not in cases:
+                cases.append(r["case"])
+        if not cases:
+            continue
+        md.append("\n## %s\n\n%s.  \"tdsl eager ÷ this\" > 1: tdsl eager is that many times slower than the row; "
+                  "\"÷ limit\": the row's median over the limit.\n" % (WL_TITLES[wl], LIMIT_TEXT.get(wl, "")))
+        for case in cases:
+            md.append("\n**%s**\n\n| T | system | median | min | max | tdsl eager ÷ this | ÷ limit | rel. error |"
+                      % case)
+            md.append("|---|---|---|---|---|---|---|---|")
+            for t in threads_list:
+                rows = [r for r in good if r["workload"] == wl and r["case"] == case and r["threads"] == t]
+                if wl == "W1":  # the C floors run at T=1 only
+                    rows += [r for r in good if r["workload"] == wl and r["case"] == case and r["threads"] == 1
+                             and r["system"] == FLOOR_SYSTEM and t != 1]
+                rows.sort(key=lambda r: (not r["system"].startswith("tdsl"), r["median_s"]))
+                td = next((r for r in rows if r["system"] == "tdsl eager"), None)
+                lim, limdesc = limit_of(wl, case, t, limits, floors_w1)
+                for r in rows:
+                    ratio = td["median_s"] / r["median_s"] if td else None
+                    name = r["system"] + (" [%s]" % r["peer_env"] if r.get("peer_env") not in (None, "default")
+                                          else "")
+                    if r.get("note"):
+                        name += " (%s)" % r["note"]
+                    md.append("| %d | %s | %s | %s | %s | %s | %s | %s |" % (
+                        t, name, ft(r["median_s"]), ft(r["min_s"]), ft(r["max_s"]), fr(ratio),
+                        fr(r["median_s"] / lim) if lim else "-", fe(r.get("relerr"))))
+                if lim and wl != "W1":
+                    md.append("| %d | *limit: %s* | %s | | | %s | 1× | |" % (
+                        t, limdesc, ft(lim), fr(td["median_s"] / lim) if td else "-"))
+                if td:
+                    peers = [r for r in rows if is_peer(r)]
+                    best = min(peers, key=lambda r: r["median_s"]) if peers else None
+                    fl = next((r for r in rows if r["system"] == FLOOR_SYSTEM), None)
+                    summary.append("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                        wl, case, t, ft(td["median_s"]),
+                        "%s (%s)" % (ft(best["median_s"]), best["system"]) if best else "-",
+                        fr(td["median_s"] / best["median_s"]) if best else "-",
+                        ft(fl["median_s"]) if fl else "-",
+                        fr(td["median_s"] / fl["median_s"]) if fl else "-",
+                        ft(lim), fr(td["median_s"] / lim) if lim else "-", fe(td.get("relerr")),
+                        "yes" if td.get("correct") else "**NO**"))
+    return md, summary
+
+
+def w7_table(recs):
+    rows = ["\n## %s\n" % WL_TITLES["W7"], "| what | entry | median | min | max | graph nodes |",
+            "|---|---|---|---|---|---|"]
+    for r in recs:
+        if r.get("workload") != "W7":
+            continue
+        if r.get("status") == "ok":
+            rows.append("| %s | %s | %s | %s | %s | %s |" % (r["system"], r.get("entry", ""), ft(r["median_s"]),
+                                                            ft(r["min_s"]), ft(r["max_s"]), r.get("nodes", "")))
+        else:
+            rows.append("| %s | %s | %s | | | |" % (r["system"], r.get("case", ""), r.get("status", "") + ": " +
+                                                    r.get("reason", "")))
+    return rows
+
+
+def missing_lines(recs):
+    out, seen = [], set()
+    for r in recs:
+        if r.get("status") in ("not available", "failed"):
+            key = (r.get("system"), r.get("reason"))
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append("- %s %s %s: %s — %s" % (r.get("workload", ""), r.get("case", ""), r.get("system", ""),
+                                                 r["status"], r.get("reason", "")))
+    return out
+
+
+# --------------------------------------------------------------------- chart
+def chart(path, recs, limits, floors_w1, threads_list, wls):
+    """One panel per workload and thread count: median ÷ limit (log) per case
+    for tdsl eager, the best numpy, the best torch and the C floor."""
+    groups = [("tdsl eager", lambda s: s == "tdsl eager"), ("numpy (best)", lambda s: s.startswith("numpy")),
+              ("torch (best)", lambda s: not s.startswith(("numpy", "tdsl")) and s != FLOOR_SYSTEM),
+              ("C floor", lambda s: s == FLOOR_SYSTEM)]
+    good = ok_records(recs)
+    data = {}
+    for wl in [w for w in wls if w != "W7"]:
+        for t in threads_list:
+            cases = []
+            for r in good:
+                if r["workload"] == wl and r["case"] not in cases:
+                    cases.append(r["case"])
+            vals = {}
+            for case in cases:
+                lim, _ = limit_of(wl, case, t, limits, floors_w1)
+                if not lim:
+                    continue
+                for g, pred in groups:
+                    ts = [r["median_s"] for r in good if r["workload"] == wl and r["case"] == case
+                          and (r["threads"] == t or (wl == "W1" and r["system"] == FLOOR_SYSTEM)) and pred(r["system"])]
+                    if ts:
+                        vals[(case, g)] = min(ts) / lim
+            if vals:
+                data[(wl, t)] = ([c for c in cases if any((c, g) in vals for g, _ in groups)], vals)
+    if not data:
+        return "no data to chart"
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return chart_gnuplot(path, data, groups)
+    keys = sorted(data)
+    wlist = sorted({k[0] for k in keys})
+    fig, axes = plt.subplots(len(wlist), len(threads_list), figsize=(7 * len(threads_list), 3.2 * len(wlist)),
+                             squeeze=False)
+    for i, wl in enumerate(wlist):
+        for j, t in enumerate(threads_list):
+            ax = axes[i][j]
+            if (wl, t) not in data:
+                ax.set_visible(False)
+                continue
+            cases, vals = data[(wl, t)]
+            width = 0.8 / len(groups)
+            for k, (g, _) in enumerate(groups):
+                xs = [ci + k * width for ci, c in enumerate(cases) if (c, g) in vals]
+                ys = [vals[(c, g)] for c in cases if (c, g) in vals]
+                ax.bar(xs, ys, width, label=g)
+            ax.set_yscale("log")
+            ax.axhline(1.0, color="black", linewidth=0.8)
+            ax.set_xticks([ci + 0.4 - width / 2 for ci in range(len(cases))])
+            ax.set_xticklabels(cases, fontsize=7, rotation=15)
+            ax.set_title("%s, T=%d" % (WL_TITLES[wl][:60], t), fontsize=8)
+            ax.set_ylabel("median ÷ limit", fontsize=8)
+            if i == 0 and j == 0:
+                ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    return "chart: %s (matplotlib)" % path
+
+
+def chart_gnuplot(path, data, groups):
+    gp = shutil.which("gnuplot")
+    if not gp:
+        return ("no chart: neither matplotlib (for %s: apt-get install python3-matplotlib) nor gnuplot "
+                "(apt-get install gnuplot-nox) is installed" % SYS_PY)
+    dat = path[:-4] + ".dat"
+    with open(dat, "w") as f:
+        f.write("case " + " ".join('"%s"' % g for g, _ in groups) + "\n")
+        for (wl, t), (cases, vals) in sorted(data.items()):
+            for c in cases:
+                f.write('"%s %s T=%d" ' % (wl, c.replace('"', ""), t) +
+                        " ".join(("%g" % vals[(c, g)]) if (c, g) in vals else "?" for g, _ in groups) + "\n")
+    script = ("set terminal png size 1400,700; set output '%s'; set style data histograms; set style fill solid; "
+              "set logscale y; set ylabel 'median / limit'; set xtics rotate by -45 font ',7'; set key autotitle "
+              "columnhead; plot for [i=2:%d] '%s' using i:xtic(1)\n" % (path, len(groups) + 1, dat))
+    subprocess.run([gp], input=script, text=True)
+    return "chart: %s (gnuplot)" % path
+
+
+# --------------------------------------------------------------------- main
+def main():
+    ap = argparse.ArgumentParser(prog="bench/run", description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repeats (whole run < 2 min on 2 cores)")
+    ap.add_argument("--threads", default="1,2", help="thread counts, e.g. 1,2")
+    ap.add_argument("--workloads", default="w1,w2,w3,w4,w5,w6,w7")
+    ap.add_argument("--build", help="configured build dir holding libtdsl.a (default: $TDSL_BUILD, ./build, .)")
+    ap.add_argument("--out", help="results dir (default bench/results/<UTC timestamp>)")
+    ap.add_argument("--no-peers", action="store_true", help="skip numpy/PyTorch")
+    a = ap.parse_args()
+    t_start = time.time()
+    threads_list = [int(x) for x in a.threads.split(",") if x.strip()]
+    wls = [w.strip().upper() for w in a.workloads.split(",") if w.strip()]
+    build = find_build(a.build)
+    if not build:
+        sys.exit("bench/run: no libtdsl.a found (looked in --build, $TDSL_BUILD, ./build, .).\n"
+                 "Build first, out of tree:  mkdir -p build && cd build && ../configure && make\n"
+                 "then:  bench/run --build build")
+    stale_warning(build)
+    stamp = datetime.datetime.utcnow().strftime("%Y%m%dT%H%M%SZ")
+    out = a.out or os.path.join(BENCH, "results", stamp)
+    bindir = os.path.join(out, "bin")
+    os.makedirs(bindir, exist_ok=True)
+    logf = open(os.path.join(out, "commands.log"), "w")
+    harness, floors, hcmd, fcmd = build_tools(build, bindir, logf)
+    mach = machine_info()
+    log("bench/run: results in %s" % out)
+    log("machine: %s (%s cores, %s), SIMD %s; %s; %s" % (mach["cpu_model"], mach["cpus"], mach["caches"],
+                                                        mach["simd_flags"], mach["os"], mach["gcc"]))
+    log("env: %s; load average at start: %s" % (mach["env"], mach["loadavg_start"]))
+    try:
+        load1 = float(mach["loadavg_start"].split()[0])
+    except (ValueError, IndexError):
+        load1 = 0.0
+    if load1 > 0.5:
+        log("warning: load average %.2f: other processes are running; medians (T=2 above all) will be noisy" %
+            load1)
+
+    have_np = not a.no_peers and check_python_module("numpy")
+    have_torch = have_np and check_python_module("torch")
+    notes = []
+    if not a.no_peers and not have_np:
+        notes.append("numpy is not importable by %s: peers skipped (install: apt-get install python3-numpy)" % SYS_PY)
+    if have_np and not have_torch:
+        notes.append("torch is not importable by %s: torch rows skipped (install: apt-get install python3-torch)"
+                     % SYS_PY)
+    for n in notes:
+        log("note: " + n)
+    unset_env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+    separate_blas_env = len(unset_env) != len(os.environ)
+
+    cases = [c for c in tdsl_cases(a.quick) if c[0] in wls]
+    recs, limits, floors_w1, peer_hello = [], {}, {}, []
+    # The compiled path: one probe; until compiler/ builds artifacts the
+    # harness answers "not available" and no compiled rows are run.
+    compiled = bool(cases)
+    if cases:
+        probe = run_harness(harness, cases[0], threads_list[0], a.quick, "compiled", logf)
+        if probe.get("status") == "not available":
+            compiled = False
+            recs.append(dict(probe, workload="all", case="*"))
+            log("tdsl compiled: %s" % probe.get("reason"))
+    for t in threads_list:
+        servers = {}
+        if have_np:
+            errlog = open(os.path.join(out, "peers_T%d.log" % t), "w")
+            servers["default"] = PeerServer(t, a.quick, dict(os.environ), errlog, "default")
+            peer_hello += servers["default"].hello
+            if separate_blas_env and "W3" in wls:
+                servers["blas"] = PeerServer(t, a.quick, unset_env, errlog, "OPENBLAS_CORETYPE/L2_SIZE unset")
+        log("[T=%d] limits" % t)
+        for r in run_floors(floors, t, ["limits"], a.quick, logf):
+            limits.setdefault(t, {})[r["name"]] = r
+            recs.append(dict(r, workload="W0", case=r["name"], system="limit"))
+            log("  %-14s %s" % (r["name"], ("%.1f %s" % (r["rate"], r["unit"])) if "rate" in r else ft(r["median_s"])))
+        for wl in wls:
+            if wl == "W7":
+                continue
+            for c in [c for c in cases if c[0] == wl]:
+                r = run_harness(harness, c, t, a.quick, "eager", logf)
+                recs.append(r)
+                log("[T=%d] %s %-26s tdsl eager %s%s" % (t, wl, c[1], ft(r.get("median_s")) if r.get("status") ==
+                    "ok" else r.get("status") + ": " + r.get("reason", ""),
+                    "" if r.get("correct", True) else "  WRONG (rel. error %s)" % fe(r.get("relerr"))))
+                if compiled:
+                    rc = run_harness(harness, c, t, a.quick, "compiled", logf)
+                    recs.append(rc)
+                    log("[T=%d] %s %-26s tdsl compiled %s" % (t, wl, c[1], ft(rc.get("median_s"))
+                        if rc.get("status") == "ok" else rc.get("status") + ": " + rc.get("reason", "")))
+            part = {"W1": "w1", "W2": "w2", "W5": "w5"}.get(wl)
+            if part and (wl != "W1" or t == 1):
+                for r in run_floors(floors, t, [part], a.quick, logf):
+                    wlc = ("W1", r["name"]) if part == "w1" else FLOOR_NAMES.get((part, r["name"]))
+                    if not wlc:
+                        continue
+                    recs.append(dict(r, workload=wlc[0], case=wlc[1], system=FLOOR_SYSTEM, status="ok"))
+                    if part == "w1":
+                        floors_w1[r["name"]] = r["median_s"]
+            if servers:
+                srv = servers["blas"] if wl == "W3" and "blas" in servers else servers["default"]
+                got = srv.run(wl.lower())
+                recs += got
+                n_ok = sum(1 for r in got if r.get("status") == "ok")
+                log("[T=%d] %s peers: %d results%s" % (t, wl, n_ok, "".join(
+                    "; %s: %s" % (r["system"], r.get("reason", "")) for r in got
+                    if r.get("status") in ("failed", "not available"))))
+                for r in got:
+                    if r.get("system") == "openblas":
+                        log("[T=%d] W3 OpenBLAS kernel: %s (%s)" % (t, r.get("openblas_core"), r.get("env")))
+        if "W7" in wls and t == threads_list[0]:
+            for c in [c for c in tdsl_cases(a.quick) if c[1] in ("MLP B=1", "block B=8 S=128 d=256")]:
+                cmd = [harness, c[2], "--entry", c[3], "--search", STDLIB, "--frontend-only", "--runs",
+                       "5" if a.quick else "20", "--label", c[1]]
+                p = run_cmd(cmd, logf)
+                try:
+                    d = json.loads(p.stdout.strip().splitlines()[-1])
+                    d.update(workload="W7", case=c[1], system="tdsl front end (parse + elaborate + verify), cold",
+                             threads=t)
+                except (ValueError, IndexError):
+                    d = dict(workload="W7", case=c[1], system="tdsl front end", status="failed", reason=p.stderr[-300:])
+                recs.append(d)
+            recs.append(dict(workload="W7", case="W4, W6", system="tdsl compiled (cold / cached)",
+                             status="not available", reason="compiled: not available yet (no code generator)"))
+            if servers:
+                recs += servers["default"].run("w7")
+        for s in servers.values():
+            s.close()
+
+    mach["loadavg_end"] = sh("cat /proc/loadavg")
+    clock = limits.get(threads_list[0], {}).get("clock", {}).get("rate")
+    mach["measured_clock_ghz"] = round(clock, 2) if clock else None
+    for h in peer_hello:
+        if h.get("system") == "peers":
+            mach["numpy"], mach["torch"] = h.get("numpy"), h.get("torch")
+    md_tables, summary = build_tables(recs, limits, floors_w1, threads_list, wls)
+    lim_lines = ["Median run (best run).  The limits used below are the best run, and at T=2 never less "
+                 "than at T=1.", "",
+                 "| T | copy | copy (non-temporal) | FMA peak | fresh 64 MiB, 4 KiB pages | same, THP |",
+                 "|---|---|---|---|---|---|"]
+    for t in threads_list:
+        L = limits.get(t, {})
+        g = lambda k: ("%.1f (%.1f) %s" % (L[k]["rate"], L[k]["rate_best"], L[k]["unit"])) \
+            if k in L and "rate" in L[k] else "-"
+        lim_lines.append("| %d | %s | %s | %s | %s | %s |" % (t, g("copy"), g("copy_nt"), g("fma_peak"),
+                         ft(L.get("fault64M_4k", {}).get("median_s")), ft(L.get("fault64M_thp", {}).get("median_s"))))
+    head = ["# tdsl bench %s%s" % (stamp, " (--quick)" if a.quick else ""), "",
+            "Machine: %s, %s CPUs (%s threads/core), %s; SIMD: %s; nominal %s MHz, measured clock %s GHz; "
+            "%s RAM; THP %s; %s, kernel %s; %s." % (
+                mach["cpu_model"], mach["cpus"], mach["threads_per_core"], mach["caches"], mach["simd_flags"],
+                mach["nominal_mhz"], mach["measured_clock_ghz"], mach["memory"], mach["thp"], mach["os"],
+                mach["kernel"], mach["gcc"]),
+            "Peers: %s numpy %s, torch %s.  Environment: %s.  Load average start / end: %s / %s." % (
+                mach["python_for_peers"], mach.get("numpy"), mach.get("torch"), mach["env"],
+                mach["loadavg_start"], mach["loadavg_end"]),
+            "tdsl eager is the interpreter (single-threaded: its T=2 rows run the same code as T=1).",
+            "", "## Limits measured in this run", ""] + lim_lines + ["", "## Summary", ""] + summary
+    miss = missing_lines(recs)
+    tail = w7_table(recs) + ["", "## Not available / failed", ""] + (miss or ["- nothing"]) + \
+        ([""] + ["- " + n for n in notes] if notes else [])
+    text = "\n".join(head + md_tables + tail) + "\n"
+    with open(os.path.join(out, "tables.md"), "w") as f:
+        f.write(text)
+    chart_msg = chart(os.path.join(out, "chart.png"), recs, limits, floors_w1, threads_list, wls)
+    res = {"meta": dict(mach, stamp=stamp, quick=a.quick, threads=threads_list, workloads=wls, build=build,
+                        harness_build=hcmd, floors_build=fcmd, seconds=round(time.time() - t_start, 1),
+                        notes=notes, chart=chart_msg),
+           "limits": {str(k): v for k, v in limits.items()}, "records": recs}
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    log("")
+    log(text)
+    log(chart_msg)
+    log("bench/run: done in %.0f s; %s/{results.json,tables.md,chart.png}" % (time.time() - t_start, out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,334 @@
+/* codegen_cpu.c - kernels as libgccjit functions (the CPU backend).
+ *
+ * One gccjit context per compilation; one exported function per kernel of
+ * the plan, named after the kernel ("k3_matmul_add_relu").  Every function
+ * has an entry block that stays open while the body is built: sizes read
+ * from the runtime table dv and typed buffer pointers are hoisted there on
+ * first use, so loops see loop-invariant locals.
+ *
+ * Loop nests (all counted loops over int64 indices, innermost over the
+ * last axis, written so GCC's vectoriser sees plain strided loops):
+ *
+ *   POINTWISE  for every index of the output: out[ix] = value(root, ix).
+ *   REDUCE     row kernels: codegen_reduce.c.
+ *   MATMUL     codegen_gemm.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../runtime/philox.h"
+#include "jit_impl.h"
+
+/* ---- building blocks ------------------------------------------------------------ */
+
+gcc_jit_lvalue *cg_local(cg *c, gcc_jit_type *t, const char *hint) {
+  char name[48];
+  snprintf(name, sizeof name, "%s%d", hint, c->n_names++);
+  return gcc_jit_function_new_local(c->fn, NULL, t, name);
+}
+
+gcc_jit_block *cg_block(cg *c, const char *hint) {
+  char name[48];
+  snprintf(name, sizeof name, "%s%d", hint, c->n_names++);
+  return gcc_jit_function_new_block(c->fn, name);
+}
+
+void cg_assign(cg *c, gcc_jit_lvalue *l, gcc_jit_rvalue *r) {
+  gcc_jit_block_add_assignment(c->blk, NULL, l, r);
+}
+
+gcc_jit_rvalue *cg_i64(cg *c, int64_t v) {
+  return gcc_jit_context_new_rvalue_from_long(c->ctx, c->t_i64, (long)v);
+}
+
+/* Index of a dims-table entry, added when new. */
+static int dim_entry(cg *c, td_dim d, int rand_node) {
+  for (int i = 0; i < c->n_dims; i++)
+    if (c->dims[i].rand_node == rand_node && (rand_node >= 0 || c->dims[i].dim == d)) return i;
+  if (c->n_dims == c->cap_dims) {
+    int cap = c->cap_dims ? 2 * c->cap_dims : 32;
+    cg_dimref *nd = td_arena_alloc(c->arena, (size_t)cap * sizeof *nd);
+    gcc_jit_lvalue **nl = td_arena_alloc(c->arena, (size_t)cap * sizeof *nl);
+    if (!nd || !nl) return -1;
+    if (c->n_dims) {
+      memcpy(nd, c->dims, (size_t)c->n_dims * sizeof *nd);
+      memcpy(nl, c->dimloc, (size_t)c->n_dims * sizeof *nl);
+    }
+    c->dims = nd;
+    c->dimloc = nl;
+    c->cap_dims = cap;
+  }
+  c->dims[c->n_dims] = (cg_dimref){d, rand_node};
+  c->dimloc[c->n_dims] = NULL;
+  return c->n_dims++;
+}
+
+static gcc_jit_rvalue *dim_local(cg *c, int j) {
+  if (j < 0) { td_err_set(c->err, "out of memory"); return cg_i64(c, 0); }
+  if (!c->dimloc[j]) {
+    gcc_jit_lvalue *l = cg_local(c, c->t_i64, "d");
+    gcc_jit_rvalue *e = gcc_jit_lvalue_as_rvalue(
+        gcc_jit_context_new_array_access(c->ctx, NULL, c->p_dv, cg_i64(c, j)));
+    gcc_jit_block_add_assignment(c->entry, NULL, l, e);
+    c->dimloc[j] = l;
+  }
+  return gcc_jit_lvalue_as_rvalue(c->dimloc[j]);
+}
+
+gcc_jit_rvalue *cg_dim(cg *c, td_dim d) {
+  if (TD_DIM_IS_CONST(d)) return cg_i64(c, d);
+  return dim_local(c, dim_entry(c, d, -1));
+}
+
+gcc_jit_rvalue *cg_rand_stream(cg *c, int n) { return dim_local(c, dim_entry(c, 0, n)); }
+
+gcc_jit_rvalue *cg_bufptr(cg *c, int node) {
+  int bi = c->p->buf_of[node];
+  if (!c->bufptr[bi]) {
+    gcc_jit_type *pt = gcc_jit_type_get_pointer(c->st[c->g->nodes[node].dtype]);
+    gcc_jit_lvalue *l = cg_local(c, pt, "buf");
+    gcc_jit_rvalue *raw = gcc_jit_lvalue_as_rvalue(
+        gcc_jit_context_new_array_access(c->ctx, NULL, c->p_bufs, cg_i64(c, bi)));
+    gcc_jit_block_add_assignment(c->entry, NULL, l, gcc_jit_context_new_cast(c->ctx, NULL, raw, pt));
+    c->bufptr[bi] = l;
+  }
+  return gcc_jit_lvalue_as_rvalue(c->bufptr[bi]);
+}
+
+cg_ix *cg_ix_new(cg *c, int rank) {
+  cg_ix *ix = td_arena_alloc(c->arena, sizeof *ix);
+  if (!ix) {
+    static cg_ix dummy;  /* arena exhausted: td_err is set by the caller's next alloc */
+    td_err_set(c->err, "out of memory");
+    return &dummy;
+  }
+  ix->rank = rank;
+  return ix;
+}
+
+gcc_jit_rvalue *cg_select(cg *c, gcc_jit_rvalue *cond, gcc_jit_rvalue *a, gcc_jit_rvalue *b,
+                          gcc_jit_type *t) {
+  gcc_jit_lvalue *r = cg_local(c, t, "sel");
+  cg_assign(c, r, b);
+  gcc_jit_block *then = cg_block(c, "then"), *join = cg_block(c, "join");
+  gcc_jit_block_end_with_conditional(c->blk, NULL, cond, then, join);
+  gcc_jit_block_add_assignment(then, NULL, r, a);
+  gcc_jit_block_end_with_jump(then, NULL, join);
+  c->blk = join;
+  return gcc_jit_lvalue_as_rvalue(r);
+}
+
+long cg_memo_mark(const cg *c) { return (long)c->n_memo << 32 | (long)c->n_ixmemo; }
+
+void cg_memo_release(cg *c, long mark) {
+  c->n_memo = (int)(mark >> 32);
+  c->n_ixmemo = (int)(mark & 0xffffffffL);
+}
+
+/* ---- loops ---------------------------------------------------------------------- */
+
+gcc_jit_rvalue *cg_loop_open(cg *c, cloop *L, gcc_jit_rvalue *n) {
+  return cg_loop_range(c, L, cg_i64(c, 0), n, 1);
+}
+
+gcc_jit_rvalue *cg_loop_range(cg *c, cloop *L, gcc_jit_rvalue *lo, gcc_jit_rvalue *n, int64_t step) {
+  L->i = cg_local(c, c->t_i64, "i");
+  L->step = step;
+  L->cond = cg_block(c, "loop");
+  L->after = cg_block(c, "done");
+  gcc_jit_block *body = cg_block(c, "body");
+  cg_assign(c, L->i, lo);
+  gcc_jit_block_end_with_jump(c->blk, NULL, L->cond);
+  gcc_jit_block_end_with_conditional(
+      L->cond, NULL,
+      gcc_jit_context_new_comparison(c->ctx, NULL, GCC_JIT_COMPARISON_LT, gcc_jit_lvalue_as_rvalue(L->i), n),
+      body, L->after);
+  c->blk = body;
+  return gcc_jit_lvalue_as_rvalue(L->i);
+}
+
+void cg_loop_close(cg *c, cloop *L) {
+  gcc_jit_block_add_assignment_op(c->blk, NULL, L->i, GCC_JIT_BINARY_OP_PLUS, cg_i64(c, L->step));
+  gcc_jit_block_end_with_jump(c->blk, NULL, L->cond);
+  c->blk = L->after;
+}
+
+/* Loops over the axes of `shape` selected by mask (bit k = axis k), in
+ * order, writing the loop variables into ix; returns how many opened. */
+int cg_nest_open(cg *c, cloop *L, const td_dim *shape, int rank, uint32_t mask, cg_ix *ix) {
+  int n = 0;
+  for (int k = 0; k < rank; k++) {
+    if (!(mask >> k & 1)) continue;
+    if (shape[k] == 1) {
+      ix->v[k] = cg_i64(c, 0);
+      ix->zero[k] = 1;
+      continue;
+    }
+    if (k == c->par_axis) ix->v[k] = cg_loop_range(c, &L[n++], c->p_lo, c->p_hi, 1);
+    else ix->v[k] = cg_loop_open(c, &L[n++], cg_dim(c, shape[k]));
+    ix->zero[k] = 0;
+  }
+  return n;
+}
+
+void cg_nest_close(cg *c, cloop *L, int n) {
+  while (n > 0) cg_loop_close(c, &L[--n]);
+}
+
+/* ---- kernels ---------------------------------------------------------------------------- */
+
+int cg_failed(const cg *c) { return c->err->msg[0] ? -1 : 0; }
+
+static int emit_pointwise(cg *c) {
+  const td_kernel *k = c->k;
+  cloop L[TD_MAX_RANK];
+  cg_ix *ix = cg_ix_new(c, k->rank);
+  int n = cg_nest_open(c, L, k->space, k->rank, ~0u, ix);
+  gcc_jit_rvalue *v = cg_eval(c, k->root, ix);
+  if (!v) return -1;
+  cg_store(c, k->root, ix, v);
+  cg_nest_close(c, L, n);
+  return cg_failed(c);
+}
+
+/* ---- functions and the context ------------------------------------------------------------ */
+
+static void init_types(cg *c) {
+  gcc_jit_context *x = c->ctx;
+  c->t_void = gcc_jit_context_get_type(x, GCC_JIT_TYPE_VOID);
+  c->t_bool = gcc_jit_context_get_type(x, GCC_JIT_TYPE_BOOL);
+  /* named C types rather than gcc_jit_context_get_int_type: that one may
+   * answer `long` or `long long` depending on earlier compilations, which
+   * would change the dump text the compile cache is keyed on */
+  c->t_u8 = gcc_jit_context_get_type(x, GCC_JIT_TYPE_UNSIGNED_CHAR);
+  c->t_i32 = gcc_jit_context_get_type(x, GCC_JIT_TYPE_INT);
+  c->t_u32 = gcc_jit_context_get_type(x, GCC_JIT_TYPE_UNSIGNED_INT);
+  c->t_i64 = gcc_jit_context_get_type(x, GCC_JIT_TYPE_LONG_LONG);
+  c->t_u64 = gcc_jit_context_get_type(x, GCC_JIT_TYPE_UNSIGNED_LONG_LONG);
+  c->t_f32 = gcc_jit_context_get_type(x, GCC_JIT_TYPE_FLOAT);
+  c->t_f64 = gcc_jit_context_get_type(x, GCC_JIT_TYPE_DOUBLE);
+  c->t_vp = gcc_jit_context_get_type(x, GCC_JIT_TYPE_VOID_PTR);
+  c->t_vpp = gcc_jit_type_get_pointer(c->t_vp);
+  c->t_i64p = gcc_jit_type_get_pointer(gcc_jit_type_get_const(c->t_i64));
+  c->t_i32p = gcc_jit_type_get_pointer(c->t_i32);
+  gcc_jit_type *vt[] = {c->t_bool, c->t_i32, c->t_i64, c->t_f32, c->t_f64};
+  gcc_jit_type *st[] = {c->t_u8, c->t_i32, c->t_i64, c->t_f32, c->t_f64};
+  memcpy(c->vt, vt, sizeof vt);
+  memcpy(c->st, st, sizeof st);
+}
+
+/* Starts function `name` with the kernel signature. */
+static void begin_function(cg *c, const char *name) {
+  gcc_jit_param *ps[7] = {
+      gcc_jit_context_new_param(c->ctx, NULL, c->t_vpp, "bufs"),
+      gcc_jit_context_new_param(c->ctx, NULL, c->t_i64p, "dv"),
+      gcc_jit_context_new_param(c->ctx, NULL, c->t_vp, "scratch"),
+      gcc_jit_context_new_param(c->ctx, NULL, c->t_i32p, "status"),
+      gcc_jit_context_new_param(c->ctx, NULL, c->t_vpp, "rt"),
+      gcc_jit_context_new_param(c->ctx, NULL, c->t_i64, "lo"),
+      gcc_jit_context_new_param(c->ctx, NULL, c->t_i64, "hi")};
+  c->fn = gcc_jit_context_new_function(c->ctx, NULL, GCC_JIT_FUNCTION_EXPORTED, c->t_void, name, 7, ps, 0);
+  c->p_rt = gcc_jit_param_as_rvalue(ps[4]);
+  c->p_lo = gcc_jit_param_as_rvalue(ps[5]);
+  c->p_hi = gcc_jit_param_as_rvalue(ps[6]);
+  c->p_bufs = gcc_jit_param_as_rvalue(ps[0]);
+  c->p_dv = gcc_jit_param_as_rvalue(ps[1]);
+  c->p_scratch = gcc_jit_param_as_rvalue(ps[2]);
+  c->p_status = gcc_jit_param_as_rvalue(ps[3]);
+  c->entry = gcc_jit_function_new_block(c->fn, "entry");
+  c->blk = gcc_jit_function_new_block(c->fn, "start");
+  for (int i = 0; i < c->p->n_bufs; i++) c->bufptr[i] = NULL;
+  for (int i = 0; i < c->n_dims; i++) c->dimloc[i] = NULL;
+  c->n_memo = c->n_ixmemo = 0;
+}
+
+/* The parallel loop of kernel k: the first axis of its space that is not
+ * a literal 1 (for a row kernel, the first kept axis; for a matmul, its
+ * rows), or -1. */
+static int parallel_axis(const td_graph *g, const td_kernel *k) {
+  if (k->kind == TD_KERN_MATMUL) {
+    const td_node *m = &g->nodes[k->matmul];
+    return m->shape[m->rank - 2] != 1 ? m->rank - 2 : -1;
+  }
+  for (int a = 0; a < k->rank; a++)
+    if (k->space[a] != 1 && !(k->kind == TD_KERN_REDUCE && (k->red_axes >> a & 1))) return a;
+  return -1;
+}
+
+static int emit_kernel(cg *c, int ki, tdc_kinfo *info) {
+  const td_kernel *k = &c->p->kernels[ki];
+  c->k = k;
+  c->kidx = ki;
+  c->par_axis = parallel_axis(c->g, k);
+  info->parallel = c->par_axis >= 0;
+  info->extent = c->par_axis < 0 ? 1
+               : k->kind == TD_KERN_MATMUL ? c->g->nodes[k->matmul].shape[c->par_axis] : k->space[c->par_axis];
+  memset(c->in_k, 0, (size_t)c->g->n_nodes);
+  for (int i = 0; i < k->n_nodes; i++) c->in_k[k->nodes[i]] = 1;
+  gcc_jit_block *start;
+  begin_function(c, k->name);
+  start = c->blk;
+  int rc = k->kind == TD_KERN_MATMUL ? tdc_emit_matmul(c) : k->kind == TD_KERN_REDUCE ? tdc_emit_reduce(c)
+                                                                                   : emit_pointwise(c);
+  if (rc) return -1;
+  gcc_jit_block_end_with_void_return(c->blk, NULL);
+  gcc_jit_block_end_with_jump(c->entry, NULL, start);
+  const char *e = gcc_jit_context_get_first_error(c->ctx);
+  if (e) return td_err_set(c->err, "internal compiler error in kernel %s: %s", k->name, e);
+  return 0;
+}
+
+void *const *tdc_runtime_table(void) {
+  static void *const table[TDC_RT_COUNT] = {(void *)td_rand_uniform, (void *)td_rand_normal,
+                                            (void *)tdc_pow_i32, (void *)tdc_pow_i64};
+  return table;
+}
+
+gcc_jit_rvalue *cg_rt_call(cg *c, int which, gcc_jit_type *ret, int n, gcc_jit_type **types,
+                           gcc_jit_rvalue **args) {
+  gcc_jit_type *ft = gcc_jit_context_new_function_ptr_type(c->ctx, NULL, ret, n, types, 0);
+  gcc_jit_rvalue *fp = gcc_jit_lvalue_as_rvalue(gcc_jit_context_new_array_access(c->ctx, NULL, c->p_rt, cg_i64(c, which)));
+  return gcc_jit_context_new_call_through_ptr(c->ctx, NULL, gcc_jit_context_new_cast(c->ctx, NULL, fp, ft), n, args);
+}
+
+gcc_jit_context *tdc_codegen(const td_plan *p, const char *march, int opt, td_arena *a, cg_dimref **dims,
+                             int *n_dims, tdc_kinfo *info, td_err *err) {
+  cg c;
+  memset(&c, 0, sizeof c);
+  c.p = p;
+  c.g = p->g;
+  c.err = err;
+  c.arena = a;
+  err->msg[0] = 0;
+  c.bufptr = td_arena_alloc(a, (size_t)(p->n_bufs + 1) * sizeof *c.bufptr);
+  c.red_val = td_arena_alloc(a, (size_t)(p->g->n_nodes + 1) * sizeof *c.red_val);
+  c.in_k = td_arena_alloc(a, (size_t)p->g->n_nodes + 1);
+  c.ctx = gcc_jit_context_acquire();
+  if (c.ctx) gcc_jit_context_set_bool_print_errors_to_stderr(c.ctx, 0);
+  if (!c.bufptr || !c.red_val || !c.in_k || !c.ctx) {
+    if (c.ctx) gcc_jit_context_release(c.ctx);
+    td_err_set(err, "out of memory");
+    return NULL;
+  }
+  char opt_march[64];
+  snprintf(opt_march, sizeof opt_march, "-march=%s", march);
+  gcc_jit_context_set_int_option(c.ctx, GCC_JIT_INT_OPTION_OPTIMIZATION_LEVEL, opt);
+  gcc_jit_context_add_command_line_option(c.ctx, opt_march);
+  gcc_jit_context_add_command_line_option(c.ctx, "-fno-math-errno");
+  gcc_jit_context_add_command_line_option(c.ctx, "-fwrapv");
+  /* -O2 with the vectoriser and its full cost model: as fast as -O3 on
+   * these loops here, and about a quarter quicker to compile */
+  gcc_jit_context_add_command_line_option(c.ctx, "-ftree-vectorize");
+  gcc_jit_context_add_command_line_option(c.ctx, "-fvect-cost-model=dynamic");
+  if (!strcmp(march, "x86-64-v4")) gcc_jit_context_add_command_line_option(c.ctx, "-mprefer-vector-width=512");
+  c.isa = !strcmp(march, "x86-64-v4") ? 2 : !strcmp(march, "x86-64-v3") ? 1 : 0;
+  init_types(&c);
+  for (int k = 0; k < p->n_kernels; k++)
+    if (emit_kernel(&c, k, &info[k])) {
+      gcc_jit_context_release(c.ctx);
+      return NULL;
+    }
+  *dims = c.dims;
+  *n_dims = c.n_dims;
+  return c.ctx;
+}

@@ -1,0 +1,606 @@
+/* codegen_expr.c - the value of one IR node at one index, in libgccjit.
+ *
+ * cg_eval(n, ix) returns node n's value at index ix of its shape, emitting
+ * the code into the current block.  A node outside the current kernel (an
+ * input, a parameter, another kernel's root) is a load from its buffer at
+ * the flat offset of ix; anything inside is computed from its inputs'
+ * values at derived indices:
+ *
+ *   elementwise   each input at the broadcast of ix (axes where the input
+ *                 has size 1 become the constant 0);
+ *   permute       input axis perm[i] gets ix[i];
+ *   broadcast     like elementwise;
+ *   slice         start[k] + step[k] * ix[k];
+ *   reshape       axes are matched in groups of equal size, and each group
+ *                 re-linearised (a merge is affine, a split is one division
+ *                 and one modulo by the split size); when no grouping exists
+ *                 the whole index is re-linearised;
+ *   concat        a branch per operand on ix[axis];
+ *   gather        the index value is read, wrapped when negative, checked
+ *                 (an out-of-range index sets *status) and used on the axis;
+ *   creation      const, dim, arange as formulas; rand/randn call the
+ *                 runtime's Philox functions with the element's flat index.
+ *
+ * Every computed value is kept in a local and memoised by (node, index
+ * object); derived indices are memoised too, so a value read twice at the
+ * same index (x * x, a shared subexpression) is computed once.  The op
+ * formulas follow runtime/scalar.h and interp/kernels.c exactly (NaN
+ * propagation of min/max/relu, Python's floor division and modulo, wrap-
+ * around integers under -fwrapv, saturating float-to-int casts).
+ */
+#include <string.h>
+
+#include "../runtime/scalar.h"
+#include "jit_impl.h"
+
+static const td_node *ND(const cg *c, int n) { return &c->g->nodes[n]; }
+
+static gcc_jit_rvalue *as_rv(gcc_jit_lvalue *l) { return gcc_jit_lvalue_as_rvalue(l); }
+
+static gcc_jit_rvalue *bin(cg *c, enum gcc_jit_binary_op op, gcc_jit_type *t, gcc_jit_rvalue *a,
+                           gcc_jit_rvalue *b) {
+  return gcc_jit_context_new_binary_op(c->ctx, NULL, op, t, a, b);
+}
+
+static gcc_jit_rvalue *cmp(cg *c, enum gcc_jit_comparison op, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  return gcc_jit_context_new_comparison(c->ctx, NULL, op, a, b);
+}
+
+static gcc_jit_rvalue *cast(cg *c, gcc_jit_rvalue *a, gcc_jit_type *t) {
+  return gcc_jit_context_new_cast(c->ctx, NULL, a, t);
+}
+
+static gcc_jit_rvalue *land(cg *c, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  return bin(c, GCC_JIT_BINARY_OP_LOGICAL_AND, c->t_bool, a, b);
+}
+
+static gcc_jit_rvalue *lor(cg *c, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  return bin(c, GCC_JIT_BINARY_OP_LOGICAL_OR, c->t_bool, a, b);
+}
+
+/* A value kept in a fresh local, so later uses read a variable. */
+static gcc_jit_rvalue *keep(cg *c, gcc_jit_rvalue *v, gcc_jit_type *t) {
+  gcc_jit_lvalue *l = cg_local(c, t, "v");
+  cg_assign(c, l, v);
+  return as_rv(l);
+}
+
+gcc_jit_rvalue *cg_const(cg *c, td_dtype dt, double f, int64_t i) {
+  switch (dt) {
+  case TD_F32: case TD_F64: return gcc_jit_context_new_rvalue_from_double(c->ctx, c->vt[dt], f);
+  case TD_BOOL: return cmp(c, GCC_JIT_COMPARISON_NE, cg_i64(c, i != 0), cg_i64(c, 0));
+  default: return gcc_jit_context_new_rvalue_from_long(c->ctx, c->vt[dt], (long)i);
+  }
+}
+
+gcc_jit_rvalue *cg_builtin(cg *c, const char *name, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  gcc_jit_function *f = gcc_jit_context_get_builtin_function(c->ctx, name);
+  gcc_jit_rvalue *args[2] = {a, b};
+  return gcc_jit_context_new_call(c->ctx, NULL, f, b ? 2 : 1, args);
+}
+
+/* "__builtin_expf" / "__builtin_exp" for dtype dt. */
+static gcc_jit_rvalue *fcall(cg *c, const char *base, td_dtype dt, gcc_jit_rvalue *a,
+                             gcc_jit_rvalue *b) {
+  char name[64];
+  snprintf(name, sizeof name, "__builtin_%s%s", base, dt == TD_F32 ? "f" : "");
+  return cg_builtin(c, name, a, b);
+}
+
+/* ---- exp ------------------------------------------------------------------- */
+
+static gcc_jit_rvalue *f32c(cg *c, double v) {
+  return gcc_jit_context_new_rvalue_from_double(c->ctx, c->t_f32, v);
+}
+
+/* exp for f32 without a libm call, so loops using it vectorise: Cody-Waite
+ * reduction x = n ln2 + r (|r| <= ln2/2), Cephes' degree-6 polynomial for
+ * e^r (about 1 ulp), and 2^n built in the exponent bits.  Below -87.34 the
+ * result (a subnormal in libm) is 0; above 88.72 it is +inf; NaN stays
+ * NaN.  Measured against expf over its range: relative error <= 1.2e-7
+ * (tests/unit/test_compiled.c checks 4e-7). */
+static gcc_jit_rvalue *exp_f32(cg *c, gcc_jit_rvalue *x) {
+  gcc_jit_type *f = c->t_f32;
+  const double hi = 88.72283935546875, lo = -87.33654022216797;
+  x = keep(c, x, f);
+  gcc_jit_rvalue *xc = cg_select(c, cmp(c, GCC_JIT_COMPARISON_GT, x, f32c(c, hi)), f32c(c, hi), x, f);
+  xc = keep(c, cg_select(c, cmp(c, GCC_JIT_COMPARISON_LT, xc, f32c(c, lo)), f32c(c, lo), xc, f), f);
+  gcc_jit_rvalue *n = keep(c, cg_builtin(c, "__builtin_rintf", bin(c, GCC_JIT_BINARY_OP_MULT, f, xc, f32c(c, 1.44269504088896341)), NULL), f);
+  gcc_jit_rvalue *r = bin(c, GCC_JIT_BINARY_OP_MINUS, f, xc, bin(c, GCC_JIT_BINARY_OP_MULT, f, n, f32c(c, 0.693359375)));
+  r = keep(c, bin(c, GCC_JIT_BINARY_OP_MINUS, f, r, bin(c, GCC_JIT_BINARY_OP_MULT, f, n, f32c(c, -2.12194440e-4))), f);
+  static const double cf[] = {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
+                              1.6666665459e-1, 5.0000001201e-1};
+  gcc_jit_rvalue *p = f32c(c, cf[0]);
+  for (int i = 1; i < 6; i++) p = bin(c, GCC_JIT_BINARY_OP_PLUS, f, bin(c, GCC_JIT_BINARY_OP_MULT, f, p, r), f32c(c, cf[i]));
+  p = bin(c, GCC_JIT_BINARY_OP_MULT, f, p, bin(c, GCC_JIT_BINARY_OP_MULT, f, r, r));
+  p = bin(c, GCC_JIT_BINARY_OP_PLUS, f, bin(c, GCC_JIT_BINARY_OP_PLUS, f, p, r), f32c(c, 1.0));
+  /* 2^n as 2^h * 2^(n-h), h = n/2, so both exponents stay normal (n is
+   * in [-126, 128]) */
+  gcc_jit_rvalue *ni = keep(c, cast(c, n, c->t_i32), c->t_i32);
+  gcc_jit_rvalue *one_i = gcc_jit_context_new_rvalue_from_int(c->ctx, c->t_i32, 1);
+  gcc_jit_rvalue *h = keep(c, bin(c, GCC_JIT_BINARY_OP_RSHIFT, c->t_i32, ni, one_i), c->t_i32);
+  gcc_jit_rvalue *parts[2] = {h, bin(c, GCC_JIT_BINARY_OP_MINUS, c->t_i32, ni, h)};
+  gcc_jit_rvalue *res = p;
+  for (int i = 0; i < 2; i++) {
+    gcc_jit_rvalue *e = bin(c, GCC_JIT_BINARY_OP_PLUS, c->t_i32, parts[i],
+                            gcc_jit_context_new_rvalue_from_int(c->ctx, c->t_i32, 127));
+    e = bin(c, GCC_JIT_BINARY_OP_LSHIFT, c->t_i32, e, gcc_jit_context_new_rvalue_from_int(c->ctx, c->t_i32, 23));
+    res = bin(c, GCC_JIT_BINARY_OP_MULT, f, res, gcc_jit_context_new_bitcast(c->ctx, NULL, e, f));
+  }
+  res = cg_select(c, cmp(c, GCC_JIT_COMPARISON_GT, x, f32c(c, hi)), f32c(c, __builtin_inff()), res, f);
+  res = cg_select(c, cmp(c, GCC_JIT_COMPARISON_LT, x, f32c(c, lo)), f32c(c, 0.0), res, f);
+  return cg_select(c, cmp(c, GCC_JIT_COMPARISON_NE, x, x), x, res, f);
+}
+
+gcc_jit_rvalue *cg_exp(cg *c, td_dtype dt, gcc_jit_rvalue *a) {
+  return dt == TD_F32 ? exp_f32(c, a) : fcall(c, "exp", dt, a, NULL);
+}
+
+/* ---- conversions ------------------------------------------------------------ */
+
+/* Float -> int: truncation toward zero, saturating, NaN -> 0. */
+static gcc_jit_rvalue *float_to_int(cg *c, gcc_jit_rvalue *a, td_dtype to) {
+  gcc_jit_type *t = c->vt[to];
+  gcc_jit_rvalue *x = keep(c, cast(c, a, c->t_f64), c->t_f64);
+  double hi = to == TD_I32 ? 2147483647.0 : 9223372036854775807.0;
+  double lo = to == TD_I32 ? -2147483648.0 : -9223372036854775808.0;
+  gcc_jit_rvalue *dhi = gcc_jit_context_new_rvalue_from_double(c->ctx, c->t_f64, hi);
+  gcc_jit_rvalue *dlo = gcc_jit_context_new_rvalue_from_double(c->ctx, c->t_f64, lo);
+  gcc_jit_rvalue *imax = gcc_jit_context_new_rvalue_from_long(c->ctx, t, to == TD_I32 ? INT32_MAX : INT64_MAX);
+  gcc_jit_rvalue *imin = gcc_jit_context_new_rvalue_from_long(c->ctx, t, to == TD_I32 ? INT32_MIN : INT64_MIN);
+  gcc_jit_rvalue *xc = cg_select(c, cmp(c, GCC_JIT_COMPARISON_GT, x, dlo), x, dlo, c->t_f64);
+  gcc_jit_rvalue *r = cg_select(c, cmp(c, GCC_JIT_COMPARISON_LT, xc, dhi), cast(c, xc, t), imax, t);
+  r = cg_select(c, cmp(c, GCC_JIT_COMPARISON_LE, x, dlo), imin, r, t);
+  return cg_select(c, cmp(c, GCC_JIT_COMPARISON_NE, x, x), cg_const(c, to, 0, 0), r, t);
+}
+
+gcc_jit_rvalue *cg_convert(cg *c, gcc_jit_rvalue *a, td_dtype from, td_dtype to) {
+  if (from == to) return a;
+  if (to == TD_BOOL) return cmp(c, GCC_JIT_COMPARISON_NE, a, cg_const(c, from, 0, 0));
+  if (from == TD_BOOL) return cast(c, cast(c, a, c->t_i32), c->vt[to]);
+  if (td_dtype_is_float(from) && !td_dtype_is_float(to)) return float_to_int(c, a, to);
+  return cast(c, a, c->vt[to]);
+}
+
+/* ---- op formulas -------------------------------------------------------------- */
+
+static gcc_jit_rvalue *float_unary(cg *c, td_op op, td_dtype dt, gcc_jit_rvalue *a) {
+  gcc_jit_type *t = c->vt[dt];
+  gcc_jit_rvalue *one = cg_const(c, dt, 1, 1), *zero = cg_const(c, dt, 0, 0);
+  switch (op) {
+  case TD_IR_NEG: return gcc_jit_context_new_unary_op(c->ctx, NULL, GCC_JIT_UNARY_OP_MINUS, t, a);
+  case TD_IR_ABS: return fcall(c, "fabs", dt, a, NULL);
+  case TD_IR_EXP: return cg_exp(c, dt, a);
+  case TD_IR_LOG: return fcall(c, "log", dt, a, NULL);
+  case TD_IR_SQRT: return fcall(c, "sqrt", dt, a, NULL);
+  case TD_IR_RSQRT: return bin(c, GCC_JIT_BINARY_OP_DIVIDE, t, one, fcall(c, "sqrt", dt, a, NULL));
+  case TD_IR_SIN: return fcall(c, "sin", dt, a, NULL);
+  case TD_IR_COS: return fcall(c, "cos", dt, a, NULL);
+  case TD_IR_TANH: return fcall(c, "tanh", dt, a, NULL);
+  case TD_IR_ERF: return fcall(c, "erf", dt, a, NULL);
+  case TD_IR_FLOOR: return fcall(c, "floor", dt, a, NULL);
+  case TD_IR_CEIL: return fcall(c, "ceil", dt, a, NULL);
+  case TD_IR_ROUND: return fcall(c, "rint", dt, a, NULL);
+  case TD_IR_RELU: return cg_select(c, cmp(c, GCC_JIT_COMPARISON_LT, a, zero), zero, a, t);
+  case TD_IR_SIGMOID: case TD_IR_SILU: {
+    gcc_jit_rvalue *e = cg_exp(c, dt, gcc_jit_context_new_unary_op(c->ctx, NULL, GCC_JIT_UNARY_OP_MINUS, t, a));
+    gcc_jit_rvalue *den = bin(c, GCC_JIT_BINARY_OP_PLUS, t, one, e);
+    return bin(c, GCC_JIT_BINARY_OP_DIVIDE, t, op == TD_IR_SIGMOID ? one : a, den);
+  }
+  case TD_IR_GELU: {
+    gcc_jit_rvalue *s = bin(c, GCC_JIT_BINARY_OP_MULT, t, a,
+                            cg_const(c, dt, dt == TD_F32 ? (double)0.70710678118654752f : 0.70710678118654752440, 0));
+    gcc_jit_rvalue *h = bin(c, GCC_JIT_BINARY_OP_MULT, t, cg_const(c, dt, 0.5, 0), a);
+    return bin(c, GCC_JIT_BINARY_OP_MULT, t, h,
+               bin(c, GCC_JIT_BINARY_OP_PLUS, t, one, fcall(c, "erf", dt, s, NULL)));
+  }
+  default: return NULL;
+  }
+}
+
+static gcc_jit_rvalue *int_unary(cg *c, td_op op, td_dtype dt, gcc_jit_rvalue *a) {
+  gcc_jit_type *t = c->vt[dt];
+  gcc_jit_rvalue *zero = cg_const(c, dt, 0, 0);
+  gcc_jit_rvalue *neg = bin(c, GCC_JIT_BINARY_OP_MINUS, t, zero, a);
+  switch (op) {
+  case TD_IR_NEG: return neg;
+  case TD_IR_ABS: return cg_select(c, cmp(c, GCC_JIT_COMPARISON_LT, a, zero), neg, a, t);
+  case TD_IR_RELU: return cg_select(c, cmp(c, GCC_JIT_COMPARISON_LT, a, zero), zero, a, t);
+  case TD_IR_FLOOR: case TD_IR_CEIL: case TD_IR_ROUND: return a;
+  default: return NULL;
+  }
+}
+
+/* Python's floor division and modulo on integers, never trapping. */
+static gcc_jit_rvalue *int_divmod(cg *c, int is_mod, td_dtype dt, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  gcc_jit_type *t = c->vt[dt];
+  gcc_jit_rvalue *zero = cg_const(c, dt, 0, 0), *one = cg_const(c, dt, 1, 1);
+  gcc_jit_rvalue *b0 = cmp(c, GCC_JIT_COMPARISON_EQ, b, zero);
+  gcc_jit_rvalue *bm1 = cmp(c, GCC_JIT_COMPARISON_EQ, b, cg_const(c, dt, -1, -1));
+  gcc_jit_rvalue *special = keep(c, lor(c, b0, bm1), c->t_bool);
+  gcc_jit_rvalue *bs = cg_select(c, special, one, b, t);
+  gcc_jit_rvalue *r = keep(c, bin(c, GCC_JIT_BINARY_OP_MODULO, t, a, bs), t);
+  gcc_jit_rvalue *nz = cmp(c, GCC_JIT_COMPARISON_NE, r, zero);
+  if (is_mod) {
+    gcc_jit_rvalue *adj = land(c, nz, cmp(c, GCC_JIT_COMPARISON_NE, cmp(c, GCC_JIT_COMPARISON_LT, r, zero),
+                                          cmp(c, GCC_JIT_COMPARISON_LT, b, zero)));
+    r = cg_select(c, adj, bin(c, GCC_JIT_BINARY_OP_PLUS, t, r, b), r, t);
+    return cg_select(c, special, zero, r, t);
+  }
+  gcc_jit_rvalue *q = bin(c, GCC_JIT_BINARY_OP_DIVIDE, t, a, bs);
+  gcc_jit_rvalue *adj = land(c, nz, cmp(c, GCC_JIT_COMPARISON_NE, cmp(c, GCC_JIT_COMPARISON_LT, a, zero),
+                                        cmp(c, GCC_JIT_COMPARISON_LT, b, zero)));
+  q = cg_select(c, adj, bin(c, GCC_JIT_BINARY_OP_MINUS, t, q, one), q, t);
+  q = cg_select(c, bm1, bin(c, GCC_JIT_BINARY_OP_MINUS, t, zero, a), q, t);
+  return cg_select(c, b0, zero, q, t);
+}
+
+/* Python's float modulo: fmod moved into the divisor's sign. */
+static gcc_jit_rvalue *float_mod(cg *c, td_dtype dt, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  gcc_jit_type *t = c->vt[dt];
+  gcc_jit_rvalue *zero = cg_const(c, dt, 0, 0);
+  gcc_jit_rvalue *r = keep(c, fcall(c, "fmod", dt, a, b), t);
+  gcc_jit_rvalue *adj = cmp(c, GCC_JIT_COMPARISON_NE, cmp(c, GCC_JIT_COMPARISON_LT, r, zero),
+                            cmp(c, GCC_JIT_COMPARISON_LT, b, zero));
+  gcc_jit_rvalue *r1 = cg_select(c, adj, bin(c, GCC_JIT_BINARY_OP_PLUS, t, r, b), r, t);
+  return cg_select(c, cmp(c, GCC_JIT_COMPARISON_NE, r, zero), r1, fcall(c, "copysign", dt, zero, b), t);
+}
+
+int64_t tdc_pow_i64(int64_t a, int64_t b) { return td_pow_i64(a, b); }
+int32_t tdc_pow_i32(int32_t a, int32_t b) { return td_pow_i32(a, b); }
+
+/* Integer power through a runtime helper (rare; exact with wrap-around). */
+static gcc_jit_rvalue *int_pow(cg *c, td_dtype dt, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  gcc_jit_type *t = c->vt[dt], *ps[2] = {t, t};
+  gcc_jit_rvalue *args[2] = {a, b};
+  return cg_rt_call(c, dt == TD_I32 ? TDC_RT_POW_I32 : TDC_RT_POW_I64, t, 2, ps, args);
+}
+
+static gcc_jit_rvalue *minmax(cg *c, int is_max, td_dtype dt, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  if (dt == TD_BOOL) return is_max ? lor(c, a, b) : land(c, a, b);
+  gcc_jit_rvalue *better = cmp(c, is_max ? GCC_JIT_COMPARISON_GT : GCC_JIT_COMPARISON_LT, a, b);
+  if (td_dtype_is_float(dt)) better = lor(c, better, cmp(c, GCC_JIT_COMPARISON_NE, a, a));
+  return cg_select(c, better, a, b, c->vt[dt]);
+}
+
+static gcc_jit_rvalue *binary(cg *c, td_op op, td_dtype dt, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  gcc_jit_type *t = c->vt[dt];
+  int fl = td_dtype_is_float(dt);
+  switch (op) {
+  case TD_IR_ADD: return bin(c, GCC_JIT_BINARY_OP_PLUS, t, a, b);
+  case TD_IR_SUB: return bin(c, GCC_JIT_BINARY_OP_MINUS, t, a, b);
+  case TD_IR_MUL: return bin(c, GCC_JIT_BINARY_OP_MULT, t, a, b);
+  case TD_IR_DIV: return fl ? bin(c, GCC_JIT_BINARY_OP_DIVIDE, t, a, b) : int_divmod(c, 0, dt, a, b);
+  case TD_IR_MOD: return fl ? float_mod(c, dt, a, b) : int_divmod(c, 1, dt, a, b);
+  case TD_IR_POW: return fl ? fcall(c, "pow", dt, a, b) : int_pow(c, dt, a, b);
+  case TD_IR_MIN: return minmax(c, 0, dt, a, b);
+  case TD_IR_MAX: return minmax(c, 1, dt, a, b);
+  case TD_IR_AND: return land(c, a, b);
+  case TD_IR_OR: return lor(c, a, b);
+  default: return NULL;
+  }
+}
+
+static gcc_jit_rvalue *compare(cg *c, td_op op, td_dtype dt, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  static const enum gcc_jit_comparison ops[] = {GCC_JIT_COMPARISON_LT, GCC_JIT_COMPARISON_LE,
+                                                GCC_JIT_COMPARISON_GT, GCC_JIT_COMPARISON_GE,
+                                                GCC_JIT_COMPARISON_EQ, GCC_JIT_COMPARISON_NE};
+  if (dt == TD_BOOL) {
+    a = cast(c, a, c->t_i32);
+    b = cast(c, b, c->t_i32);
+  }
+  return cmp(c, ops[op - TD_IR_LT], a, b);
+}
+
+/* ---- indices ---------------------------------------------------------------------- */
+
+gcc_jit_rvalue *cg_offset(cg *c, int n, const cg_ix *ix) {
+  const td_node *nd = ND(c, n);
+  gcc_jit_rvalue *off = NULL;
+  td_dim stride = 1;
+  for (int k = nd->rank - 1; k >= 0; k--) {
+    if (!ix->zero[k] && nd->shape[k] != 1) {
+      gcc_jit_rvalue *term = stride == 1 ? ix->v[k]
+                           : bin(c, GCC_JIT_BINARY_OP_MULT, c->t_i64, ix->v[k], cg_dim(c, stride));
+      off = off ? bin(c, GCC_JIT_BINARY_OP_PLUS, c->t_i64, off, term) : term;
+    }
+    stride = td_dim_mul(c->g, stride, nd->shape[k]);
+  }
+  return off ? off : cg_i64(c, 0);
+}
+
+static void set_zero(cg *c, cg_ix *ix, int k) {
+  ix->v[k] = cg_i64(c, 0);
+  ix->zero[k] = 1;
+}
+
+/* ix of node n (shape `out`) read as an operand of shape x, broadcast. */
+static const cg_ix *bcast_ix(cg *c, const td_node *x, const td_node *out, const cg_ix *ix) {
+  int same = x->rank == out->rank;
+  for (int k = 0; same && k < x->rank; k++) same = x->shape[k] == out->shape[k];
+  if (same) return ix;
+  cg_ix *r = cg_ix_new(c, x->rank);
+  int off = out->rank - x->rank;
+  for (int k = 0; k < x->rank; k++) {
+    if (x->shape[k] == 1 && (k + off < 0 || out->shape[k + off] != 1)) set_zero(c, r, k);
+    else { r->v[k] = ix->v[k + off]; r->zero[k] = ix->zero[k + off]; }
+  }
+  return r;
+}
+
+/* Groups of axes of equal total size for a reshape (from, to); returns the
+ * number of groups or -1.  Group g covers input axes gi[g]..gi[g+1] and
+ * output axes go[g]..go[g+1]; size-1 axes join the following group. */
+static int reshape_groups(cg *c, const td_node *x, const td_node *n, int *gi, int *go) {
+  int i = 0, o = 0, ng = 0;
+  while (i < x->rank || o < n->rank) {
+    gi[ng] = i;
+    go[ng] = o;
+    while (i < x->rank && x->shape[i] == 1) i++;
+    while (o < n->rank && n->shape[o] == 1) o++;
+    if (i == x->rank && o == n->rank) break;
+    if (i == x->rank || o == n->rank) return -1;
+    td_dim pin = x->shape[i++], pout = n->shape[o++], q;
+    while (pin != pout) {
+      if (td_dim_div(c->g, pout, pin, &q) == 0 && i < x->rank) pin = td_dim_mul(c->g, pin, x->shape[i++]);
+      else if (td_dim_div(c->g, pin, pout, &q) == 0 && o < n->rank) pout = td_dim_mul(c->g, pout, n->shape[o++]);
+      else return -1;
+    }
+    ng++;
+  }
+  gi[ng] = x->rank;
+  go[ng] = n->rank;
+  return ng;
+}
+
+/* Linear index of ix over axes [a, b) of shape; NULL when it is 0. */
+static gcc_jit_rvalue *lin_part(cg *c, const td_node *nd, const cg_ix *ix, int a, int b) {
+  gcc_jit_rvalue *lin = NULL;
+  td_dim stride = 1;
+  for (int k = b - 1; k >= a; k--) {
+    if (!ix->zero[k] && nd->shape[k] != 1) {
+      gcc_jit_rvalue *t = stride == 1 ? ix->v[k] : bin(c, GCC_JIT_BINARY_OP_MULT, c->t_i64, ix->v[k], cg_dim(c, stride));
+      lin = lin ? bin(c, GCC_JIT_BINARY_OP_PLUS, c->t_i64, lin, t) : t;
+    }
+    stride = td_dim_mul(c->g, stride, nd->shape[k]);
+  }
+  return lin;
+}
+
+/* Splits lin over axes [a, b) of x's shape into r. */
+static void delin_part(cg *c, const td_node *x, gcc_jit_rvalue *lin, int a, int b, cg_ix *r) {
+  td_dim inner = 1;
+  if (lin) lin = keep(c, lin, c->t_i64);
+  for (int k = b - 1; k >= a; k--) {
+    if (!lin || x->shape[k] == 1) { set_zero(c, r, k); continue; }
+    gcc_jit_rvalue *v = inner == 1 ? lin : bin(c, GCC_JIT_BINARY_OP_DIVIDE, c->t_i64, lin, cg_dim(c, inner));
+    int first = 1;
+    for (int j = a; j < k; j++) first &= x->shape[j] == 1;
+    if (!first) v = bin(c, GCC_JIT_BINARY_OP_MODULO, c->t_i64, v, cg_dim(c, x->shape[k]));
+    r->v[k] = v;
+    r->zero[k] = 0;
+    inner = td_dim_mul(c->g, inner, x->shape[k]);
+  }
+}
+
+static const cg_ix *reshape_ix(cg *c, const td_node *x, const td_node *n, const cg_ix *ix) {
+  int gi[TD_MAX_RANK + 2], go[TD_MAX_RANK + 2];
+  cg_ix *r = cg_ix_new(c, x->rank);
+  for (int k = 0; k < x->rank; k++) set_zero(c, r, k);
+  int ng = reshape_groups(c, x, n, gi, go);
+  if (ng < 0) {
+    delin_part(c, x, lin_part(c, n, ix, 0, n->rank), 0, x->rank, r);
+    return r;
+  }
+  for (int g = 0; g < ng; g++) delin_part(c, x, lin_part(c, n, ix, go[g], go[g + 1]), gi[g], gi[g + 1], r);
+  return r;
+}
+
+/* The index of input `slot` of node n evaluated at ix (memoised). */
+static const cg_ix *child_ix(cg *c, int n, int slot, const cg_ix *ix) {
+  for (int i = c->n_ixmemo - 1; i >= 0; i--)
+    if (c->ixmemo[i].node == n && c->ixmemo[i].slot == slot && c->ixmemo[i].parent == ix)
+      return c->ixmemo[i].child;
+  const td_node *nd = ND(c, n), *x = ND(c, nd->in[slot]);
+  const cg_ix *r = ix;
+  cg_ix *w;
+  switch (nd->op) {
+  case TD_IR_PERMUTE:
+    w = cg_ix_new(c, x->rank);
+    for (int i = 0; i < nd->rank; i++) {
+      w->v[nd->attr.perm[i]] = ix->v[i];
+      w->zero[nd->attr.perm[i]] = ix->zero[i];
+    }
+    r = w;
+    break;
+  case TD_IR_SLICE:
+    w = cg_ix_new(c, x->rank);
+    for (int k = 0; k < nd->rank; k++) {
+      gcc_jit_rvalue *s = bin(c, GCC_JIT_BINARY_OP_MULT, c->t_i64, ix->v[k], cg_i64(c, nd->attr.step[k]));
+      w->v[k] = bin(c, GCC_JIT_BINARY_OP_PLUS, c->t_i64, cg_dim(c, nd->attr.start[k]), s);
+    }
+    r = w;
+    break;
+  case TD_IR_RESHAPE: r = reshape_ix(c, x, nd, ix); break;
+  default: r = bcast_ix(c, x, nd, ix); break;
+  }
+  if (c->n_ixmemo == c->cap_ixmemo) {
+    int cap = c->cap_ixmemo ? 2 * c->cap_ixmemo : 64;
+    cg_ixmemo *m = td_arena_alloc(c->arena, (size_t)cap * sizeof *m);
+    if (!m) return r;
+    if (c->n_ixmemo) memcpy(m, c->ixmemo, (size_t)c->n_ixmemo * sizeof *m);
+    c->ixmemo = m;
+    c->cap_ixmemo = cap;
+  }
+  c->ixmemo[c->n_ixmemo++] = (cg_ixmemo){n, slot, ix, r};
+  return r;
+}
+
+/* ---- loads, stores, creation ------------------------------------------------------------ */
+
+static gcc_jit_rvalue *load(cg *c, int n, const cg_ix *ix) {
+  gcc_jit_lvalue *el = gcc_jit_context_new_array_access(c->ctx, NULL, cg_bufptr(c, n), cg_offset(c, n, ix));
+  gcc_jit_rvalue *v = as_rv(el);
+  if (ND(c, n)->dtype == TD_BOOL) v = cast(c, v, c->t_bool);
+  return v;
+}
+
+void cg_store(cg *c, int n, const cg_ix *ix, gcc_jit_rvalue *v) {
+  gcc_jit_lvalue *el = gcc_jit_context_new_array_access(c->ctx, NULL, cg_bufptr(c, n), cg_offset(c, n, ix));
+  if (ND(c, n)->dtype == TD_BOOL) v = cast(c, v, c->t_u8);
+  cg_assign(c, el, v);
+}
+
+static gcc_jit_rvalue *random_value(cg *c, int n, const cg_ix *ix) {
+  const td_node *nd = ND(c, n);
+  gcc_jit_type *ps[3] = {c->t_u64, c->t_u64, c->t_u64};
+  gcc_jit_rvalue *args[3] = {gcc_jit_context_new_rvalue_from_long(c->ctx, c->t_u64, (long)nd->attr.seed),
+                             cast(c, cg_rand_stream(c, n), c->t_u64), cast(c, cg_offset(c, n, ix), c->t_u64)};
+  gcc_jit_rvalue *v = cg_rt_call(c, nd->op == TD_IR_RANDN ? TDC_RT_RAND_NORMAL : TDC_RT_RAND_UNIFORM,
+                                 c->t_f64, 3, ps, args);
+  return cast(c, v, c->vt[nd->dtype]);
+}
+
+static gcc_jit_rvalue *arange_value(cg *c, const td_node *nd, const cg_ix *ix) {
+  if (td_dtype_is_float(nd->dtype)) {
+    gcc_jit_rvalue *k = cast(c, ix->v[0], c->t_f64);
+    gcc_jit_rvalue *f = gcc_jit_context_new_rvalue_from_double(c->ctx, c->t_f64, nd->attr.f);
+    gcc_jit_rvalue *f2 = gcc_jit_context_new_rvalue_from_double(c->ctx, c->t_f64, nd->attr.f2);
+    return cast(c, bin(c, GCC_JIT_BINARY_OP_PLUS, c->t_f64, f, bin(c, GCC_JIT_BINARY_OP_MULT, c->t_f64, f2, k)),
+                c->vt[nd->dtype]);
+  }
+  gcc_jit_rvalue *v = bin(c, GCC_JIT_BINARY_OP_PLUS, c->t_i64, cg_i64(c, nd->attr.i),
+                          bin(c, GCC_JIT_BINARY_OP_MULT, c->t_i64, cg_i64(c, nd->attr.i2), ix->v[0]));
+  return cg_convert(c, v, TD_I64, nd->dtype);
+}
+
+/* ---- gather and concat ------------------------------------------------------------------ */
+
+static gcc_jit_rvalue *gather_value(cg *c, int n, const cg_ix *ix) {
+  const td_node *nd = ND(c, n), *x = ND(c, nd->in[0]), *id = ND(c, nd->in[1]);
+  int ax = nd->attr.axis, ri = id->rank;
+  cg_ix *ii = cg_ix_new(c, ri);
+  for (int t = 0; t < ri; t++) { ii->v[t] = ix->v[ax + t]; ii->zero[t] = ix->zero[ax + t]; }
+  gcc_jit_rvalue *iv = cg_eval(c, nd->in[1], ii);
+  if (!iv) return NULL;
+  iv = keep(c, cg_convert(c, iv, id->dtype, TD_I64), c->t_i64);
+  gcc_jit_rvalue *d = cg_dim(c, x->shape[ax]), *zero = cg_i64(c, 0);
+  iv = keep(c, cg_select(c, cmp(c, GCC_JIT_COMPARISON_LT, iv, zero),
+                         bin(c, GCC_JIT_BINARY_OP_PLUS, c->t_i64, iv, d), iv, c->t_i64), c->t_i64);
+  gcc_jit_rvalue *bad = keep(c, lor(c, cmp(c, GCC_JIT_COMPARISON_LT, iv, zero),
+                                    cmp(c, GCC_JIT_COMPARISON_GE, iv, d)), c->t_bool);
+  gcc_jit_block *t = cg_block(c, "oob"), *j = cg_block(c, "inb");
+  gcc_jit_block_end_with_conditional(c->blk, NULL, bad, t, j);
+  gcc_jit_block_add_assignment(t, NULL, gcc_jit_rvalue_dereference(c->p_status, NULL),
+                               gcc_jit_context_new_rvalue_from_int(c->ctx, c->t_i32, n + 1));
+  gcc_jit_block_end_with_jump(t, NULL, j);
+  c->blk = j;
+  iv = cg_select(c, bad, zero, iv, c->t_i64);
+  cg_ix *xi = cg_ix_new(c, x->rank);
+  for (int k = 0; k < x->rank; k++) {
+    if (k < ax) { xi->v[k] = ix->v[k]; xi->zero[k] = ix->zero[k]; }
+    else if (k == ax) xi->v[k] = iv;
+    else { xi->v[k] = ix->v[k + ri - 1]; xi->zero[k] = ix->zero[k + ri - 1]; }
+  }
+  return cg_eval(c, nd->in[0], xi);
+}
+
+static gcc_jit_rvalue *concat_value(cg *c, int n, const cg_ix *ix) {
+  const td_node *nd = ND(c, n);
+  int ax = nd->attr.axis;
+  gcc_jit_lvalue *r = cg_local(c, c->vt[nd->dtype], "cat");
+  gcc_jit_block *join = cg_block(c, "cat_end");
+  td_dim off = 0;
+  for (int j = 0; j < nd->n_in; j++) {
+    const td_node *x = ND(c, nd->in[j]);
+    td_dim end = td_dim_add(c->g, off, x->shape[ax]);
+    gcc_jit_block *in_j = c->blk, *next = NULL;
+    if (j + 1 < nd->n_in) {
+      in_j = cg_block(c, "cat_in");
+      next = cg_block(c, "cat_next");
+      gcc_jit_block_end_with_conditional(c->blk, NULL, cmp(c, GCC_JIT_COMPARISON_LT, ix->v[ax], cg_dim(c, end)),
+                                         in_j, next);
+    }
+    c->blk = in_j;
+    cg_ix *xi = cg_ix_new(c, x->rank);
+    *xi = *ix;
+    xi->v[ax] = bin(c, GCC_JIT_BINARY_OP_MINUS, c->t_i64, ix->v[ax], cg_dim(c, off));
+    xi->zero[ax] = 0;
+    long mark = cg_memo_mark(c);
+    gcc_jit_rvalue *v = cg_eval(c, nd->in[j], xi);
+    cg_memo_release(c, mark);
+    if (!v) return NULL;
+    cg_assign(c, r, v);
+    gcc_jit_block_end_with_jump(c->blk, NULL, join);
+    c->blk = next;
+    off = end;
+  }
+  c->blk = join;
+  return as_rv(r);
+}
+
+/* ---- the evaluator -------------------------------------------------------------------- */
+
+static gcc_jit_rvalue *elementwise(cg *c, int n, const cg_ix *ix) {
+  const td_node *nd = ND(c, n);
+  gcc_jit_rvalue *a[3] = {NULL, NULL, NULL};
+  for (int k = 0; k < nd->n_in && k < 3; k++)
+    if (!(a[k] = cg_eval(c, nd->in[k], child_ix(c, n, k, ix)))) return NULL;
+  td_dtype in = ND(c, nd->in[0])->dtype;
+  td_opkind kind = td_ops[nd->op].kind;
+  if (nd->op == TD_IR_CAST) return cg_convert(c, a[0], in, nd->dtype);
+  if (nd->op == TD_IR_NOT) return gcc_jit_context_new_unary_op(c->ctx, NULL, GCC_JIT_UNARY_OP_LOGICAL_NEGATE, c->t_bool, a[0]);
+  if (nd->op == TD_IR_WHERE) return cg_select(c, a[0], a[1], a[2], c->vt[nd->dtype]);
+  if (kind == TD_K_COMPARE) return compare(c, nd->op, in, a[0], a[1]);
+  if (kind == TD_K_BINARY) return binary(c, nd->op, nd->dtype, a[0], a[1]);
+  return td_dtype_is_float(nd->dtype) ? float_unary(c, nd->op, nd->dtype, a[0]) : int_unary(c, nd->op, nd->dtype, a[0]);
+}
+
+static gcc_jit_rvalue *compute(cg *c, int n, const cg_ix *ix) {
+  const td_node *nd = ND(c, n);
+  switch (nd->op) {
+  case TD_IR_CONST: return cg_const(c, nd->dtype, nd->attr.f, nd->attr.i);
+  case TD_IR_DIM: return cg_dim(c, nd->attr.dim);
+  case TD_IR_ARANGE: return arange_value(c, nd, ix);
+  case TD_IR_RAND: case TD_IR_RANDN: return random_value(c, n, ix);
+  case TD_IR_GATHER: return gather_value(c, n, ix);
+  case TD_IR_CONCAT: return concat_value(c, n, ix);
+  case TD_IR_PERMUTE: case TD_IR_RESHAPE: case TD_IR_BROADCAST: case TD_IR_SLICE:
+    return cg_eval(c, nd->in[0], child_ix(c, n, 0, ix));
+  default: break;
+  }
+  if (tdc_is_elementwise(nd->op)) return elementwise(c, n, ix);
+  td_err_set(c->err, "internal compiler error in kernel %s: cannot evaluate op '%s' (node %%%d) here",
+             c->k->name, td_ops[nd->op].name, n);
+  return NULL;
+}
+
+static void memo_push(cg *c, int n, const cg_ix *ix, gcc_jit_rvalue *v) {
+  if (c->n_memo == c->cap_memo) {
+    int cap = c->cap_memo ? 2 * c->cap_memo : 64;
+    cg_memo *m = td_arena_alloc(c->arena, (size_t)cap * sizeof *m);
+    if (!m) return;  /* no memo: values are recomputed, still correct */
+    if (c->n_memo) memcpy(m, c->memo, (size_t)c->n_memo * sizeof *m);
+    c->memo = m;
+    c->cap_memo = cap;
+  }
+  c->memo[c->n_memo++] = (cg_memo){n, ix, v};
+}
+
+gcc_jit_rvalue *cg_eval(cg *c, int n, const cg_ix *ix) {
+  if (c->mm_acc && n == c->k->matmul) return c->mm_acc;
+  if (c->red_val[n]) return c->red_val[n];
+  for (int i = c->n_memo - 1; i >= 0; i--)
+    if (c->memo[i].node == n && c->memo[i].ix == ix) return c->memo[i].val;
+  gcc_jit_rvalue *v;
+  if (!c->in_k[n]) v = load(c, n, ix);
+  else if (td_ops[ND(c, n)->op].kind == TD_K_REDUCE || ND(c, n)->op == TD_IR_MATMUL) {
+    td_err_set(c->err, "internal compiler error in kernel %s: %s %%%d read outside its loop",
+               c->k->name, td_ops[ND(c, n)->op].name, n);
+    return NULL;
+  } else v = compute(c, n, ix);
+  if (!v) return NULL;
+  if (ND(c, n)->op != TD_IR_CONST) v = keep(c, v, c->vt[ND(c, n)->dtype]);
+  memo_push(c, n, ix, v);
+  return v;
+}

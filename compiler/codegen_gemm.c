@@ -1,0 +1,535 @@
+/* codegen_gemm.c - the body of a MATMUL kernel: GEMM with a fused epilogue.
+ *
+ * C[b, i, j] = sum_k A[b, i, k] * B[b, k, j], where A and B are strided
+ * views of buffers (plan.h's td_view, batch dims broadcast by stride 0),
+ * and every element goes through the kernel's epilogue (cg_eval of the
+ * root with the accumulated value standing for the matmul) before it is
+ * stored.  Two paths, chosen at run time per call:
+ *
+ * packed (f32/f64, M >= MR and M*N*K >= 32768): two functions shared by
+ *   every matmul kernel of the compilation (one pair per dtype, so each
+ *   kernel only adds its own epilogue): tdsl_gemm_pack_b_T packs B once per
+ *   batch into column panels of NR (zero padded: panel jp holds K rows of
+ *   NR elements), and tdsl_gemm_block_T computes the C block of MC rows
+ *   (row-major in scratch): per block of KC columns of A it packs A into
+ *   row panels of MR, then every MR x NR tile is loaded into MR*NV vector
+ *   registers (gccjit vector types, NV vectors of VL lanes per row),
+ *   updated with broadcast(a[r]) * b_vectors for each k of the block
+ *   (FMAs on x86-64-v3 and v4) and stored back.  The kernel then runs the
+ *   epilogue over the block's rows and stores the final values.  Register
+ *   tiles: AVX-512 8 x 32 f32 (16 zmm accumulators), AVX2 6 x 16, SSE 4 x 8
+ *   (halved in elements for f64); MC = 8 MR, KC = 256.  With threads, each
+ *   range of rows packs its own copy of B.
+ *
+ * simple (integers, small products): per row i, a row accumulator of N
+ *   elements gets a[i,k] * B[k, :] for every k (B packed into a row-major
+ *   panel when its rows are not contiguous), then the epilogue.
+ *
+ * Scratch layout (64-byte aligned, per thread): [packed B][packed A
+ * block][C block].
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "jit_impl.h"
+
+#define MAX_MR 8
+#define MAX_NV 2
+
+typedef struct gemm_shape {
+  int vl, nv, nr, mr, mc, kc;   /* lanes, vectors per tile row, NR, MR, MC, KC */
+} gemm_shape;
+
+static gemm_shape shape_for(int isa, td_dtype dt) {
+  gemm_shape s;
+  int w = isa == 2 ? 64 : isa == 1 ? 32 : 16;   /* vector bytes */
+  s.vl = w / (int)td_dtype_size(dt);
+  s.nv = 2;
+  s.nr = s.vl * s.nv;
+  s.mr = isa == 2 ? 8 : isa == 1 ? 6 : 4;
+  s.mc = s.mr * 8;
+  s.kc = 256;
+  return s;
+}
+
+size_t tdc_matmul_scratch(int64_t m, int64_t n, int64_t k) {
+  /* bounds over every ISA and dtype: B padded to 32 columns, A blocks of
+   * at most 64 x 256, a C block of 64 rows; the simple path's row and
+   * panel fit too */
+  (void)m;
+  size_t bp = (size_t)(n + 32) * (size_t)k, ap = 64 * 256, cb = 64 * (size_t)(n + 32);
+  size_t simple = (size_t)n + (size_t)n * (size_t)k;
+  size_t packed = bp + ap + cb;
+  return (packed > simple ? packed : simple) * 8 + 256;
+}
+
+/* ---- small helpers ----------------------------------------------------------------- */
+
+static gcc_jit_rvalue *rv(gcc_jit_lvalue *l) { return gcc_jit_lvalue_as_rvalue(l); }
+
+static gcc_jit_rvalue *ib(cg *c, enum gcc_jit_binary_op op, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  return gcc_jit_context_new_binary_op(c->ctx, NULL, op, c->t_i64, a, b);
+}
+static gcc_jit_rvalue *add(cg *c, gcc_jit_rvalue *a, gcc_jit_rvalue *b) { return ib(c, GCC_JIT_BINARY_OP_PLUS, a, b); }
+static gcc_jit_rvalue *mul(cg *c, gcc_jit_rvalue *a, gcc_jit_rvalue *b) { return ib(c, GCC_JIT_BINARY_OP_MULT, a, b); }
+
+static gcc_jit_rvalue *lt(cg *c, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  return gcc_jit_context_new_comparison(c->ctx, NULL, GCC_JIT_COMPARISON_LT, a, b);
+}
+
+static gcc_jit_rvalue *imin(cg *c, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  return cg_select(c, lt(c, a, b), a, b, c->t_i64);
+}
+
+static gcc_jit_rvalue *elem(cg *c, gcc_jit_rvalue *base, gcc_jit_rvalue *off) {
+  return rv(gcc_jit_context_new_array_access(c->ctx, NULL, base, off));
+}
+
+static gcc_jit_lvalue *at(cg *c, gcc_jit_rvalue *base, gcc_jit_rvalue *off) {
+  return gcc_jit_context_new_array_access(c->ctx, NULL, base, off);
+}
+
+static gcc_jit_rvalue *keep_i(cg *c, gcc_jit_rvalue *v, const char *hint) {
+  gcc_jit_lvalue *l = cg_local(c, c->t_i64, hint);
+  cg_assign(c, l, v);
+  return rv(l);
+}
+
+/* (a + b - 1) / b for positive b */
+static gcc_jit_rvalue *ceil_div(cg *c, gcc_jit_rvalue *a, int64_t b) {
+  return ib(c, GCC_JIT_BINARY_OP_DIVIDE, add(c, a, cg_i64(c, b - 1)), cg_i64(c, b));
+}
+
+/* Element offset of a view at batch index bix (output axes). */
+static gcc_jit_rvalue *view_base(cg *c, const td_view *v, const cg_ix *bix, int out_rank) {
+  gcc_jit_rvalue *off = cg_dim(c, v->offset);
+  for (int t = 0; t + 2 < v->rank; t++) {
+    int a = t + out_rank - v->rank;
+    if (v->shape[t] == 1 || bix->zero[a]) continue;
+    off = add(c, off, mul(c, bix->v[a], cg_dim(c, v->stride[t])));
+  }
+  return keep_i(c, off, "off");
+}
+
+/* Stores value(root, (batch, i, j)) with acc standing for the matmul. */
+static int epilogue(cg *c, cg_ix *ix, int r, gcc_jit_rvalue *i, gcc_jit_rvalue *j, gcc_jit_rvalue *acc) {
+  ix->v[r - 2] = i;
+  ix->zero[r - 2] = 0;
+  ix->v[r - 1] = j;
+  ix->zero[r - 1] = 0;
+  long mark = cg_memo_mark(c);
+  c->mm_acc = acc;
+  gcc_jit_rvalue *v = cg_eval(c, c->k->root, ix);
+  if (v) cg_store(c, c->k->root, ix, v);
+  c->mm_acc = NULL;
+  cg_memo_release(c, mark);
+  return v ? 0 : -1;
+}
+
+/* What both paths need: sizes, operand pointers and batch offsets. */
+typedef struct mm {
+  const td_view *A, *B;
+  td_dtype dt;
+  gcc_jit_type *t, *tp;
+  int r;                                /* output rank */
+  gcc_jit_rvalue *M, *N, *K;
+  gcc_jit_rvalue *aptr, *bptr, *aoff, *boff;
+  gcc_jit_rvalue *sam, *sak, *sbk, *sbn; /* strides: A rows/cols, B rows/cols */
+  cg_ix *ix;                            /* output index (batch axes filled) */
+} mm;
+
+/* ---- the simple path ------------------------------------------------------------------ */
+
+static int simple_path(cg *c, mm *m) {
+  gcc_jit_rvalue *row = gcc_jit_context_new_cast(c->ctx, NULL, c->p_scratch, m->tp);
+  gcc_jit_rvalue *bp = m->bptr, *ldb = m->sbk, *bbase = m->boff;
+  cloop li, lj, lk, l2;
+  if (m->B->stride[m->B->rank - 1] != 1) {   /* pack B as a row-major K x N panel */
+    bp = gcc_jit_lvalue_get_address(at(c, row, m->N), NULL);
+    gcc_jit_rvalue *kk = cg_loop_open(c, &lk, m->K);
+    gcc_jit_rvalue *src = add(c, m->boff, mul(c, kk, m->sbk));
+    gcc_jit_rvalue *j = cg_loop_open(c, &lj, m->N);
+    gcc_jit_block_add_assignment(c->blk, NULL, at(c, bp, add(c, j, mul(c, kk, m->N))),
+                                 elem(c, m->bptr, add(c, src, mul(c, j, m->sbn))));
+    cg_loop_close(c, &lj);
+    cg_loop_close(c, &lk);
+    ldb = m->N;
+    bbase = cg_i64(c, 0);
+  }
+  gcc_jit_rvalue *i = c->par_axis >= 0 ? cg_loop_range(c, &li, c->p_lo, c->p_hi, 1) : cg_loop_open(c, &li, m->M);
+  gcc_jit_rvalue *j = cg_loop_open(c, &lj, m->N);
+  gcc_jit_block_add_assignment(c->blk, NULL, at(c, row, j), cg_const(c, m->dt, 0, 0));
+  cg_loop_close(c, &lj);
+  gcc_jit_rvalue *kk = cg_loop_open(c, &lk, m->K);
+  gcc_jit_lvalue *a = cg_local(c, m->t, "a");
+  cg_assign(c, a, elem(c, m->aptr, add(c, add(c, m->aoff, mul(c, i, m->sam)), mul(c, kk, m->sak))));
+  gcc_jit_rvalue *brow = keep_i(c, add(c, bbase, mul(c, kk, ldb)), "brow");
+  j = cg_loop_open(c, &lj, m->N);
+  gcc_jit_block_add_assignment_op(c->blk, NULL, at(c, row, j), GCC_JIT_BINARY_OP_PLUS,
+                                  gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, m->t, rv(a),
+                                                                elem(c, bp, add(c, brow, j))));
+  cg_loop_close(c, &lj);
+  cg_loop_close(c, &lk);
+  j = cg_loop_open(c, &l2, m->N);
+  if (epilogue(c, m->ix, m->r, i, j, elem(c, row, j))) return -1;
+  cg_loop_close(c, &l2);
+  cg_loop_close(c, &li);
+  return 0;
+}
+
+/* ---- the packed path: shared GEMM functions ------------------------------------------ */
+
+typedef struct packed {
+  gemm_shape s;
+  gcc_jit_type *vt, *vtp;        /* vector type and pointer to it */
+  gcc_jit_rvalue *cb, *bp, *ap;  /* scratch regions (element pointers) */
+  gcc_jit_rvalue *np, *ldc;      /* B panels; C block row stride (np * NR) */
+  gcc_jit_rvalue *mp;            /* A panels in the current row block */
+  gcc_jit_rvalue *pc, *kc;       /* the current K block */
+} packed;
+
+/* if (cond) { ... } : opens the then-block; if_close continues after it. */
+typedef struct cif {
+  gcc_jit_block *join;
+} cif;
+
+static void if_open(cg *c, cif *f, gcc_jit_rvalue *cond) {
+  gcc_jit_block *then = cg_block(c, "if");
+  f->join = cg_block(c, "fi");
+  gcc_jit_block_end_with_conditional(c->blk, NULL, cond, then, f->join);
+  c->blk = then;
+}
+
+static void if_close(cg *c, cif *f) {
+  gcc_jit_block_end_with_jump(c->blk, NULL, f->join);
+  c->blk = f->join;
+}
+
+/* Zeroes n elements at base[off] (a padded panel). */
+static void zero_fill(cg *c, mm *m, gcc_jit_rvalue *base, gcc_jit_rvalue *off, gcc_jit_rvalue *n) {
+  cloop l;
+  gcc_jit_rvalue *t = cg_loop_open(c, &l, n);
+  gcc_jit_block_add_assignment(c->blk, NULL, at(c, base, add(c, off, t)), cg_const(c, m->dt, 0, 0));
+  cg_loop_close(c, &l);
+}
+
+/* Copies a panel: dst[d0 + x*dx + y*dy] = src[s0 + x*sx + y*sy] for x < nx,
+ * y < ny, with the loop over x outside when `x_outer` (so the inner loop
+ * runs along whichever side is contiguous). */
+typedef struct copy2 {
+  gcc_jit_rvalue *dst, *d0, *dx, *dy, *src, *s0, *sx, *sy, *nx, *ny;
+} copy2;
+
+static void copy_panel(cg *c, const copy2 *p, int x_outer) {
+  cloop lo, li;
+  gcc_jit_rvalue *o = cg_loop_open(c, &lo, x_outer ? p->nx : p->ny);
+  gcc_jit_rvalue *in = cg_loop_open(c, &li, x_outer ? p->ny : p->nx);
+  gcc_jit_rvalue *x = x_outer ? o : in, *y = x_outer ? in : o;
+  gcc_jit_rvalue *d = add(c, p->d0, add(c, mul(c, x, p->dx), mul(c, y, p->dy)));
+  gcc_jit_rvalue *sv = add(c, p->s0, add(c, mul(c, x, p->sx), mul(c, y, p->sy)));
+  gcc_jit_block_add_assignment(c->blk, NULL, at(c, p->dst, d), elem(c, p->src, sv));
+  cg_loop_close(c, &li);
+  cg_loop_close(c, &lo);
+}
+
+/* Both loop orders, chosen at run time by which source stride is 1. */
+static void copy_panel_any(cg *c, const copy2 *p) {
+  gcc_jit_block *a = cg_block(c, "rows"), *b = cg_block(c, "cols"), *j = cg_block(c, "copied");
+  gcc_jit_block_end_with_conditional(
+      c->blk, NULL, gcc_jit_context_new_comparison(c->ctx, NULL, GCC_JIT_COMPARISON_EQ, p->sy, cg_i64(c, 1)), a, b);
+  c->blk = a;
+  copy_panel(c, p, 1);
+  gcc_jit_block_end_with_jump(c->blk, NULL, j);
+  c->blk = b;
+  copy_panel(c, p, 0);
+  gcc_jit_block_end_with_jump(c->blk, NULL, j);
+  c->blk = j;
+}
+
+/* B (K x N) into NR-column panels: panel jp holds K rows of NR elements. */
+static void pack_b(cg *c, mm *m, packed *P) {
+  cloop lp;
+  int nr = P->s.nr;
+  gcc_jit_rvalue *jp = cg_loop_open(c, &lp, P->np);
+  gcc_jit_rvalue *j0 = keep_i(c, mul(c, jp, cg_i64(c, nr)), "j0");
+  gcc_jit_rvalue *jn = keep_i(c, imin(c, cg_i64(c, nr), ib(c, GCC_JIT_BINARY_OP_MINUS, m->N, j0)), "jn");
+  gcc_jit_rvalue *dst = keep_i(c, mul(c, jp, mul(c, m->K, cg_i64(c, nr))), "dst");
+  cif f;
+  if_open(c, &f, lt(c, jn, cg_i64(c, nr)));
+  zero_fill(c, m, P->bp, dst, mul(c, m->K, cg_i64(c, nr)));
+  if_close(c, &f);
+  copy2 cp = {P->bp, dst, cg_i64(c, nr), cg_i64(c, 1), m->bptr, add(c, m->boff, mul(c, j0, m->sbn)),
+              m->sbk, m->sbn, m->K, jn};
+  cp.s0 = keep_i(c, cp.s0, "s0");
+  copy_panel_any(c, &cp);
+  cg_loop_close(c, &lp);
+}
+
+/* Rows ic .. ic+mc, columns pc .. pc+kc of A into MR-row panels: panel
+ * ip holds kc columns of MR elements (at a stride of KC columns). */
+static void pack_a(cg *c, mm *m, packed *P, gcc_jit_rvalue *ic, gcc_jit_rvalue *hi) {
+  cloop lp;
+  int mr = P->s.mr;
+  gcc_jit_rvalue *ip = cg_loop_open(c, &lp, P->mp);
+  gcc_jit_rvalue *i0 = keep_i(c, add(c, ic, mul(c, ip, cg_i64(c, mr))), "i0");
+  gcc_jit_rvalue *rn = keep_i(c, imin(c, cg_i64(c, mr), ib(c, GCC_JIT_BINARY_OP_MINUS, hi, i0)), "rn");
+  gcc_jit_rvalue *dst = keep_i(c, mul(c, ip, cg_i64(c, P->s.kc * mr)), "dst");
+  cif f;
+  if_open(c, &f, lt(c, rn, cg_i64(c, mr)));
+  zero_fill(c, m, P->ap, dst, mul(c, P->kc, cg_i64(c, mr)));
+  if_close(c, &f);
+  /* x: row within the panel, y: k */
+  gcc_jit_rvalue *s0 = add(c, add(c, m->aoff, mul(c, i0, m->sam)), mul(c, P->pc, m->sak));
+  copy2 cp = {P->ap, dst, cg_i64(c, 1), cg_i64(c, mr), m->aptr, s0, m->sam, m->sak, rn, P->kc};
+  cp.s0 = keep_i(c, cp.s0, "s0");
+  copy_panel_any(c, &cp);
+  cg_loop_close(c, &lp);
+}
+
+/* *(vector *)&base[off] */
+static gcc_jit_lvalue *vec_at(cg *c, packed *P, gcc_jit_rvalue *base, gcc_jit_rvalue *off) {
+  gcc_jit_rvalue *addr = gcc_jit_lvalue_get_address(at(c, base, off), NULL);
+  return gcc_jit_rvalue_dereference(gcc_jit_context_new_cast(c->ctx, NULL, addr, P->vtp), NULL);
+}
+
+/* Adds the current K block's contribution to the MR x NR tile of panels
+ * (ip, jp) of the row-major C block: the tile is loaded into MR*NV vector
+ * registers, updated with broadcast(a) * b for every k, stored back. */
+static void micro_kernel(cg *c, mm *m, packed *P, gcc_jit_rvalue *ip, gcc_jit_rvalue *jp) {
+  const gemm_shape *s = &P->s;
+  gcc_jit_lvalue *acc[MAX_MR][MAX_NV], *b[MAX_NV];
+  gcc_jit_rvalue *t0 = keep_i(c, add(c, mul(c, mul(c, ip, cg_i64(c, s->mr)), P->ldc), mul(c, jp, cg_i64(c, s->nr))), "t0");
+  gcc_jit_rvalue *row[MAX_MR];
+  for (int r = 0; r < s->mr; r++) {
+    row[r] = keep_i(c, add(c, t0, mul(c, cg_i64(c, r), P->ldc)), "cr");
+    for (int v = 0; v < s->nv; v++) {
+      acc[r][v] = cg_local(c, P->vt, "acc");
+      cg_assign(c, acc[r][v], rv(vec_at(c, P, P->cb, add(c, row[r], cg_i64(c, v * s->vl)))));
+    }
+  }
+  gcc_jit_rvalue *ab = keep_i(c, mul(c, ip, cg_i64(c, s->kc * s->mr)), "ab");
+  gcc_jit_rvalue *bb = keep_i(c, mul(c, add(c, mul(c, jp, m->K), P->pc), cg_i64(c, s->nr)), "bb");
+  cloop lk;
+  gcc_jit_rvalue *kk = cg_loop_open(c, &lk, P->kc);
+  gcc_jit_rvalue *bk = keep_i(c, add(c, bb, mul(c, kk, cg_i64(c, s->nr))), "bk");
+  gcc_jit_rvalue *ak = keep_i(c, add(c, ab, mul(c, kk, cg_i64(c, s->mr))), "ak");
+  for (int v = 0; v < s->nv; v++) {
+    b[v] = cg_local(c, P->vt, "b");
+    cg_assign(c, b[v], rv(vec_at(c, P, P->bp, add(c, bk, cg_i64(c, v * s->vl)))));
+  }
+  for (int r = 0; r < s->mr; r++) {
+    gcc_jit_lvalue *a = cg_local(c, m->t, "a");
+    cg_assign(c, a, elem(c, P->ap, add(c, ak, cg_i64(c, r))));
+    gcc_jit_rvalue *el[64];
+    for (int l = 0; l < s->vl; l++) el[l] = rv(a);
+    gcc_jit_rvalue *av = gcc_jit_context_new_rvalue_from_vector(c->ctx, NULL, P->vt, (size_t)s->vl, el);
+    for (int v = 0; v < s->nv; v++)
+      gcc_jit_block_add_assignment_op(c->blk, NULL, acc[r][v], GCC_JIT_BINARY_OP_PLUS,
+                                      gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, P->vt,
+                                                                    av, rv(b[v])));
+  }
+  cg_loop_close(c, &lk);
+  for (int r = 0; r < s->mr; r++)
+    for (int v = 0; v < s->nv; v++)
+      cg_assign(c, vec_at(c, P, P->cb, add(c, row[r], cg_i64(c, v * s->vl))), rv(acc[r][v]));
+}
+
+static void packed_init(cg *c, mm *m, packed *P) {
+  P->s = shape_for(c->isa, m->dt);
+  P->vt = gcc_jit_type_get_vector(m->t, (size_t)P->s.vl);
+  P->vtp = gcc_jit_type_get_pointer(P->vt);
+  P->np = keep_i(c, ceil_div(c, m->N, P->s.nr), "np");
+  P->ldc = keep_i(c, mul(c, P->np, cg_i64(c, P->s.nr)), "ldc");
+}
+
+/* The function state saved while a shared function is built. */
+typedef struct fnstate {
+  gcc_jit_function *fn;
+  gcc_jit_block *entry, *blk;
+} fnstate;
+
+static void fn_begin(cg *c, fnstate *save, const char *name, int n, gcc_jit_param **ps) {
+  save->fn = c->fn;
+  save->entry = c->entry;
+  save->blk = c->blk;
+  c->fn = gcc_jit_context_new_function(c->ctx, NULL, GCC_JIT_FUNCTION_INTERNAL, c->t_void, name, n, ps, 0);
+  c->entry = c->blk = gcc_jit_function_new_block(c->fn, "entry");
+}
+
+static void fn_end(cg *c, const fnstate *save) {
+  gcc_jit_block_end_with_void_return(c->blk, NULL);
+  c->fn = save->fn;
+  c->entry = save->entry;
+  c->blk = save->blk;
+}
+
+static gcc_jit_param *param(cg *c, gcc_jit_type *t, const char *name) {
+  return gcc_jit_context_new_param(c->ctx, NULL, t, name);
+}
+
+/* gemm_pack_b_T(b, boff, sbk, sbn, n, k, bp): packs all of B. */
+static gcc_jit_function *pack_b_fn(cg *c, td_dtype dt) {
+  if (c->gemm_pack[dt]) return c->gemm_pack[dt];
+  gcc_jit_type *tp = gcc_jit_type_get_pointer(c->vt[dt]);
+  gcc_jit_param *ps[7] = {param(c, tp, "b"), param(c, c->t_i64, "boff"), param(c, c->t_i64, "sbk"),
+                          param(c, c->t_i64, "sbn"), param(c, c->t_i64, "n"), param(c, c->t_i64, "k"),
+                          param(c, tp, "bp")};
+  char name[48];
+  snprintf(name, sizeof name, "tdsl_gemm_pack_b_%s", td_dtype_name(dt));
+  fnstate save;
+  fn_begin(c, &save, name, 7, ps);
+  mm m;
+  memset(&m, 0, sizeof m);
+  m.dt = dt;
+  m.t = c->vt[dt];
+  m.bptr = gcc_jit_param_as_rvalue(ps[0]);
+  m.boff = gcc_jit_param_as_rvalue(ps[1]);
+  m.sbk = gcc_jit_param_as_rvalue(ps[2]);
+  m.sbn = gcc_jit_param_as_rvalue(ps[3]);
+  m.N = gcc_jit_param_as_rvalue(ps[4]);
+  m.K = gcc_jit_param_as_rvalue(ps[5]);
+  packed P;
+  packed_init(c, &m, &P);
+  P.bp = gcc_jit_param_as_rvalue(ps[6]);
+  pack_b(c, &m, &P);
+  gcc_jit_function *f = c->fn;
+  fn_end(c, &save);
+  return c->gemm_pack[dt] = f;
+}
+
+/* gemm_block_T(bp, a, aoff, sam, sak, ic, hi, n, k, ap, cb): the C block of
+ * rows ic .. min(ic + MC, hi) (row-major, row stride np*NR) from the packed
+ * B: zeroed, then per K block of KC: A packed into MR-row panels, and every
+ * (jp, ip) tile updated by the micro-kernel (the B micro-panel, KC x NR,
+ * stays in L1 across ip). */
+static gcc_jit_function *block_fn(cg *c, td_dtype dt) {
+  if (c->gemm_core[dt]) return c->gemm_core[dt];
+  gcc_jit_type *tp = gcc_jit_type_get_pointer(c->vt[dt]), *i = c->t_i64;
+  gcc_jit_param *ps[11] = {param(c, tp, "bp"), param(c, tp, "a"), param(c, i, "aoff"), param(c, i, "sam"),
+                           param(c, i, "sak"), param(c, i, "ic"), param(c, i, "hi"), param(c, i, "n"),
+                           param(c, i, "k"), param(c, tp, "ap"), param(c, tp, "cb")};
+  char name[48];
+  snprintf(name, sizeof name, "tdsl_gemm_block_%s", td_dtype_name(dt));
+  fnstate save;
+  fn_begin(c, &save, name, 11, ps);
+  mm m;
+  memset(&m, 0, sizeof m);
+  m.dt = dt;
+  m.t = c->vt[dt];
+  m.aptr = gcc_jit_param_as_rvalue(ps[1]);
+  m.aoff = gcc_jit_param_as_rvalue(ps[2]);
+  m.sam = gcc_jit_param_as_rvalue(ps[3]);
+  m.sak = gcc_jit_param_as_rvalue(ps[4]);
+  m.N = gcc_jit_param_as_rvalue(ps[7]);
+  m.K = gcc_jit_param_as_rvalue(ps[8]);
+  gcc_jit_rvalue *ic = gcc_jit_param_as_rvalue(ps[5]), *hi = gcc_jit_param_as_rvalue(ps[6]);
+  packed P;
+  packed_init(c, &m, &P);
+  P.bp = gcc_jit_param_as_rvalue(ps[0]);
+  P.ap = gcc_jit_param_as_rvalue(ps[9]);
+  P.cb = gcc_jit_param_as_rvalue(ps[10]);
+  gcc_jit_rvalue *mc = keep_i(c, imin(c, cg_i64(c, P.s.mc), ib(c, GCC_JIT_BINARY_OP_MINUS, hi, ic)), "mc");
+  P.mp = keep_i(c, ceil_div(c, mc, P.s.mr), "mp");
+  zero_fill(c, &m, P.cb, cg_i64(c, 0), mul(c, mul(c, P.mp, cg_i64(c, P.s.mr)), P.ldc));
+  cloop lp, lj, li;
+  gcc_jit_rvalue *pcb = cg_loop_open(c, &lp, ceil_div(c, m.K, P.s.kc));
+  P.pc = keep_i(c, mul(c, pcb, cg_i64(c, P.s.kc)), "pc");
+  P.kc = keep_i(c, imin(c, cg_i64(c, P.s.kc), ib(c, GCC_JIT_BINARY_OP_MINUS, m.K, P.pc)), "kc");
+  pack_a(c, &m, &P, ic, hi);
+  gcc_jit_rvalue *jp = cg_loop_open(c, &lj, P.np);
+  gcc_jit_rvalue *ip = cg_loop_open(c, &li, P.mp);
+  micro_kernel(c, &m, &P, ip, jp);
+  cg_loop_close(c, &li);
+  cg_loop_close(c, &lj);
+  cg_loop_close(c, &lp);
+  gcc_jit_function *f = c->fn;
+  fn_end(c, &save);
+  return c->gemm_core[dt] = f;
+}
+
+static gcc_jit_rvalue *call(cg *c, gcc_jit_function *f, int n, gcc_jit_rvalue **args) {
+  return gcc_jit_context_new_call(c->ctx, NULL, f, n, args);
+}
+
+/* The kernel's side: B packed once per batch; for each block of MC rows of
+ * this call's range, the shared block function computes the C block and
+ * the epilogue stores it row by row. */
+static int packed_path(cg *c, mm *m) {
+  gcc_jit_function *pb = pack_b_fn(c, m->dt), *blk = block_fn(c, m->dt);
+  packed P;
+  packed_init(c, m, &P);
+  P.bp = gcc_jit_context_new_cast(c->ctx, NULL, c->p_scratch, m->tp);
+  P.ap = gcc_jit_lvalue_get_address(at(c, P.bp, mul(c, P.ldc, m->K)), NULL);
+  P.cb = gcc_jit_lvalue_get_address(at(c, P.ap, cg_i64(c, P.s.mc * P.s.kc)), NULL);
+  gcc_jit_rvalue *a1[7] = {m->bptr, m->boff, m->sbk, m->sbn, m->N, m->K, P.bp};
+  gcc_jit_block_add_eval(c->blk, NULL, call(c, pb, 7, a1));
+  gcc_jit_rvalue *lo = c->par_axis >= 0 ? c->p_lo : cg_i64(c, 0), *hi = c->par_axis >= 0 ? c->p_hi : m->M;
+  cloop lc, lr, lj;
+  gcc_jit_rvalue *ic = cg_loop_range(c, &lc, lo, hi, P.s.mc);
+  gcc_jit_rvalue *a2[11] = {P.bp, m->aptr, m->aoff, m->sam, m->sak, ic, hi, m->N, m->K, P.ap, P.cb};
+  gcc_jit_block_add_eval(c->blk, NULL, call(c, blk, 11, a2));
+  gcc_jit_rvalue *rows = keep_i(c, imin(c, cg_i64(c, P.s.mc), ib(c, GCC_JIT_BINARY_OP_MINUS, hi, ic)), "rows");
+  gcc_jit_rvalue *r = cg_loop_open(c, &lr, rows);
+  gcc_jit_rvalue *crow = keep_i(c, mul(c, r, P.ldc), "crow");
+  gcc_jit_rvalue *j = cg_loop_open(c, &lj, m->N);
+  if (epilogue(c, m->ix, m->r, add(c, ic, r), j, elem(c, P.cb, add(c, crow, j)))) return -1;
+  cg_loop_close(c, &lj);
+  cg_loop_close(c, &lr);
+  cg_loop_close(c, &lc);
+  return 0;
+}
+
+/* ---- the kernel ---------------------------------------------------------------------- */
+
+static void mm_init(cg *c, mm *m) {
+  const td_kernel *k = c->k;
+  const td_node *n = &c->g->nodes[k->matmul];
+  m->A = &k->a;
+  m->B = &k->b;
+  m->dt = n->dtype;
+  m->t = c->vt[m->dt];
+  m->tp = gcc_jit_type_get_pointer(m->t);
+  m->r = n->rank;
+  m->M = cg_dim(c, n->shape[m->r - 2]);
+  m->N = cg_dim(c, n->shape[m->r - 1]);
+  m->K = cg_dim(c, m->A->shape[m->A->rank - 1]);
+  m->aptr = cg_bufptr(c, m->A->base);
+  m->bptr = cg_bufptr(c, m->B->base);
+  m->sam = cg_dim(c, m->A->stride[m->A->rank - 2]);
+  m->sak = cg_dim(c, m->A->stride[m->A->rank - 1]);
+  m->sbk = cg_dim(c, m->B->stride[m->B->rank - 2]);
+  m->sbn = cg_dim(c, m->B->stride[m->B->rank - 1]);
+  m->ix = cg_ix_new(c, m->r);
+}
+
+int tdc_emit_matmul(cg *c) {
+  mm m;
+  mm_init(c, &m);
+  if (m.dt == TD_BOOL) return td_err_set(c->err, "kernel %s: matmul of bool is not supported", c->k->name);
+  cloop lb[TD_MAX_RANK];
+  const td_node *n = &c->g->nodes[c->k->matmul];
+  int nb = cg_nest_open(c, lb, n->shape, m.r, (1u << (m.r - 2)) - 1, m.ix);
+  m.aoff = view_base(c, m.A, m.ix, m.r);
+  m.boff = view_base(c, m.B, m.ix, m.r);
+  if (!td_dtype_is_float(m.dt)) {
+    if (simple_path(c, &m)) return -1;
+  } else {
+    gemm_shape s = shape_for(c->isa, m.dt);
+    gcc_jit_rvalue *big = gcc_jit_context_new_binary_op(
+        c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, c->t_bool,
+        gcc_jit_context_new_comparison(c->ctx, NULL, GCC_JIT_COMPARISON_GE, m.M, cg_i64(c, s.mr)),
+        gcc_jit_context_new_comparison(c->ctx, NULL, GCC_JIT_COMPARISON_GE, mul(c, mul(c, m.M, m.N), m.K),
+                                       cg_i64(c, 32768)));
+    gcc_jit_block *pk = cg_block(c, "packed"), *sm = cg_block(c, "simple"), *join = cg_block(c, "mm_end");
+    gcc_jit_block_end_with_conditional(c->blk, NULL, big, pk, sm);
+    c->blk = pk;
+    if (packed_path(c, &m)) return -1;
+    gcc_jit_block_end_with_jump(c->blk, NULL, join);
+    c->blk = sm;
+    if (simple_path(c, &m)) return -1;
+    gcc_jit_block_end_with_jump(c->blk, NULL, join);
+    c->blk = join;
+  }
+  cg_nest_close(c, lb, nb);
+  return cg_failed(c);
+}

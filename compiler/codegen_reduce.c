@@ -1,0 +1,426 @@
+/* codegen_reduce.c - the body of a REDUCE (row) kernel.
+ *
+ * For every kept index (outer loops, the parallel one over [lo, hi)):
+ *   - each stage (plan.h's td_kstage) is one loop nest over the reduced
+ *     axes updating accumulators: f64 for float sums and products, i64 for
+ *     integers, the element type for max/min, value and first index for
+ *     argmax/argmin; the online-softmax pair keeps a running maximum and a
+ *     sum rescaled when the maximum grows, the moments pair sums x and x^2
+ *     in f64.  The innermost reduced loop is unrolled into LANES
+ *     interleaved lanes, each with its own accumulators (independent
+ *     dependency chains instead of one serial chain), combined after the
+ *     loop; a remainder loop uses lane 0;
+ *   - the finished values become locals (red_val) that cg_eval returns
+ *     for the reductions from then on;
+ *   - then either the root is stored once per row, or a last loop nest
+ *     stores it for every element of the row.
+ */
+#include <string.h>
+
+#include "jit_impl.h"
+
+#define LANES 4
+
+/* The index of node n (whose shape broadcasts into the kernel space, or is
+ * squeeze-equal to a row) at the current row: kept axes from row, reduced
+ * axes 0. */
+cg_ix *cg_row_ix(cg *c, int n, const cg_ix *row) {
+  const td_node *nd = &c->g->nodes[n];
+  const td_kernel *k = c->k;
+  cg_ix *ix = cg_ix_new(c, nd->rank);
+  if (nd->rank <= k->rank) {
+    int off = k->rank - nd->rank, ok = 1;
+    for (int d = 0; d < nd->rank; d++) ok &= nd->shape[d] == 1 || nd->shape[d] == k->space[d + off];
+    if (ok) {
+      for (int d = 0; d < nd->rank; d++) {
+        int a = d + off, z = nd->shape[d] == 1 || (k->red_axes >> a & 1);
+        ix->v[d] = z ? cg_i64(c, 0) : row->v[a];
+        ix->zero[d] = (char)(z || row->zero[a]);
+      }
+      return ix;
+    }
+  }
+  /* a squeezed row shape: match the non-1 axes in order */
+  int a = 0;
+  for (int d = 0; d < nd->rank; d++) {
+    ix->v[d] = cg_i64(c, 0);
+    ix->zero[d] = 1;
+    if (nd->shape[d] == 1) continue;
+    while (a < k->rank && (k->space[a] == 1 || (k->red_axes >> a & 1))) a++;
+    if (a < k->rank) { ix->v[d] = row->v[a]; ix->zero[d] = row->zero[a]; a++; }
+  }
+  return ix;
+}
+
+/* ---- reductions ---- */
+
+typedef struct racc {
+  int node, role;        /* role: 0 plain, 1 online head (max), 2 online tail (sum), 3 moments head, 4 moments tail */
+  int partner;           /* for tails: the head's index in the stage */
+  gcc_jit_lvalue *acc, *acc2, *idx;
+} racc;
+
+static gcc_jit_type *acc_type(cg *c, td_op op, td_dtype dt) {
+  if (op == TD_IR_SUM || op == TD_IR_PROD) return td_dtype_is_float(dt) ? c->t_f64 : c->t_i64;
+  return c->vt[dt];
+}
+
+/* Initial value of a plain reduction's accumulator. */
+static gcc_jit_rvalue *acc_init(cg *c, td_op op, td_dtype dt) {
+  int fl = td_dtype_is_float(dt);
+  switch (op) {
+  case TD_IR_SUM: return fl ? gcc_jit_context_new_rvalue_from_double(c->ctx, c->t_f64, 0) : cg_i64(c, 0);
+  case TD_IR_PROD: return fl ? gcc_jit_context_new_rvalue_from_double(c->ctx, c->t_f64, 1) : cg_i64(c, 1);
+  case TD_IR_RMAX: case TD_IR_ARGMAX:
+    if (fl) return cg_const(c, dt, -__builtin_inf(), 0);
+    return cg_const(c, dt, 0, dt == TD_I32 ? INT32_MIN : dt == TD_I64 ? INT64_MIN : 0);
+  default:
+    if (fl) return cg_const(c, dt, __builtin_inf(), 0);
+    return cg_const(c, dt, 0, dt == TD_I32 ? INT32_MAX : dt == TD_I64 ? INT64_MAX : 1);
+  }
+}
+
+static gcc_jit_rvalue *rv(gcc_jit_lvalue *l) { return gcc_jit_lvalue_as_rvalue(l); }
+
+static gcc_jit_rvalue *cmpv(cg *c, enum gcc_jit_comparison op, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  return gcc_jit_context_new_comparison(c->ctx, NULL, op, a, b);
+}
+
+static gcc_jit_rvalue *binv(cg *c, enum gcc_jit_binary_op op, gcc_jit_type *t, gcc_jit_rvalue *a,
+                            gcc_jit_rvalue *b) {
+  return gcc_jit_context_new_binary_op(c->ctx, NULL, op, t, a, b);
+}
+
+static gcc_jit_rvalue *to_f64(cg *c, gcc_jit_rvalue *v) {
+  return gcc_jit_context_new_cast(c->ctx, NULL, v, c->t_f64);
+}
+
+/* "v better than best" for max/min and arg-max/min (NaN wins, first wins). */
+static gcc_jit_rvalue *better(cg *c, td_op op, td_dtype dt, gcc_jit_rvalue *v, gcc_jit_rvalue *best) {
+  int is_max = op == TD_IR_RMAX || op == TD_IR_ARGMAX;
+  if (dt == TD_BOOL) {
+    v = gcc_jit_context_new_cast(c->ctx, NULL, v, c->t_i32);
+    best = gcc_jit_context_new_cast(c->ctx, NULL, best, c->t_i32);
+  }
+  gcc_jit_rvalue *b = cmpv(c, is_max ? GCC_JIT_COMPARISON_GT : GCC_JIT_COMPARISON_LT, v, best);
+  if (!td_dtype_is_float(dt)) return b;
+  gcc_jit_rvalue *vnan = cmpv(c, GCC_JIT_COMPARISON_NE, v, v);
+  if (op == TD_IR_ARGMAX || op == TD_IR_ARGMIN)
+    vnan = gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, c->t_bool, vnan,
+                                         cmpv(c, GCC_JIT_COMPARISON_EQ, best, best));
+  return gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_OR, c->t_bool, b, vnan);
+}
+
+static void plain_update(cg *c, racc *r, gcc_jit_rvalue *v, gcc_jit_rvalue *kidx) {
+  const td_node *nd = &c->g->nodes[r->node];
+  td_dtype dt = c->g->nodes[nd->in[0]].dtype;
+  switch (nd->op) {
+  case TD_IR_SUM: case TD_IR_PROD: {
+    gcc_jit_type *t = acc_type(c, nd->op, dt);
+    gcc_jit_rvalue *x = td_dtype_is_float(dt) ? to_f64(c, v) : cg_convert(c, v, dt, TD_I64);
+    cg_assign(c, r->acc, binv(c, nd->op == TD_IR_SUM ? GCC_JIT_BINARY_OP_PLUS : GCC_JIT_BINARY_OP_MULT, t,
+                              rv(r->acc), x));
+    break;
+  }
+  case TD_IR_RMAX: case TD_IR_RMIN:
+    cg_assign(c, r->acc, cg_select(c, better(c, nd->op, dt, v, rv(r->acc)), v, rv(r->acc), c->vt[dt]));
+    break;
+  default: {  /* argmax / argmin: the first index of the extreme */
+    gcc_jit_rvalue *take = gcc_jit_context_new_binary_op(
+        c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_OR, c->t_bool,
+        cmpv(c, GCC_JIT_COMPARISON_LT, rv(r->idx), cg_i64(c, 0)), better(c, nd->op, dt, v, rv(r->acc)));
+    gcc_jit_lvalue *tk = cg_local(c, c->t_bool, "take");
+    cg_assign(c, tk, take);
+    cg_assign(c, r->acc, cg_select(c, rv(tk), v, rv(r->acc), c->vt[dt]));
+    cg_assign(c, r->idx, cg_select(c, rv(tk), kidx, rv(r->idx), c->t_i64));
+  }
+  }
+}
+
+/* Online softmax: M = running max (head), S = sum of exp(x - M) (tail).
+ * When an element raises the maximum (a real branch: rare after the first
+ * few elements) S is rescaled by exp(M_old - M_new) and M moves; then
+ * exp(v - M) is added.  A term with v == M counts 1 even when both are
+ * -inf, as exp(x - max) does in eager mode for every finite row. */
+static void online_update(cg *c, racc *head, racc *tail, gcc_jit_rvalue *v) {
+  td_dtype dt = c->g->nodes[head->node].dtype;
+  gcc_jit_type *t = c->vt[dt];
+  gcc_jit_rvalue *m = rv(head->acc);
+  gcc_jit_block *grow = cg_block(c, "newmax"), *join = cg_block(c, "samemax");
+  gcc_jit_block_end_with_conditional(c->blk, NULL, better(c, TD_IR_RMAX, dt, v, m), grow, join);
+  c->blk = grow;
+  gcc_jit_rvalue *scale = cg_builtin(c, "__builtin_exp", binv(c, GCC_JIT_BINARY_OP_MINUS, c->t_f64,
+                                                             to_f64(c, m), to_f64(c, v)), NULL);
+  gcc_jit_rvalue *one = gcc_jit_context_new_rvalue_from_double(c->ctx, c->t_f64, 1.0);
+  scale = cg_select(c, cmpv(c, GCC_JIT_COMPARISON_EQ, m, v), one, scale, c->t_f64);
+  cg_assign(c, tail->acc, binv(c, GCC_JIT_BINARY_OP_MULT, c->t_f64, rv(tail->acc), scale));
+  cg_assign(c, head->acc, v);
+  gcc_jit_block_end_with_jump(c->blk, NULL, join);
+  c->blk = join;
+  gcc_jit_rvalue *e = to_f64(c, cg_exp(c, dt, binv(c, GCC_JIT_BINARY_OP_MINUS, t, v, rv(head->acc))));
+  gcc_jit_rvalue *term = cg_select(c, cmpv(c, GCC_JIT_COMPARISON_EQ, v, rv(head->acc)), one, e, c->t_f64);
+  cg_assign(c, tail->acc, binv(c, GCC_JIT_BINARY_OP_PLUS, c->t_f64, rv(tail->acc), term));
+}
+
+/* Moments: sum(x) and sum(x*x) in f64. */
+static void moments_update(cg *c, racc *head, gcc_jit_rvalue *v) {
+  gcc_jit_lvalue *x = cg_local(c, c->t_f64, "x");
+  cg_assign(c, x, to_f64(c, v));
+  cg_assign(c, head->acc, binv(c, GCC_JIT_BINARY_OP_PLUS, c->t_f64, rv(head->acc), rv(x)));
+  cg_assign(c, head->acc2, binv(c, GCC_JIT_BINARY_OP_PLUS, c->t_f64, rv(head->acc2),
+                                binv(c, GCC_JIT_BINARY_OP_MULT, c->t_f64, rv(x), rv(x))));
+}
+
+/* Roles of the stage's reductions from the plan's partner links. */
+static void stage_roles(cg *c, const td_kstage *S, racc *r) {
+  for (int i = 0; i < S->n_reds; i++) {
+    r[i].node = S->reds[i];
+    r[i].role = 0;
+    r[i].partner = -1;
+  }
+  for (int i = 0; i < S->n_reds; i++) {
+    if (S->partner[i] < 0) continue;
+    int online = c->g->nodes[c->g->nodes[S->reds[i]].in[0]].op == TD_IR_EXP;
+    for (int j = 0; j < S->n_reds; j++)
+      if (S->reds[j] == S->partner[i]) {
+        r[j].role = online ? 1 : 3;
+        r[i].role = online ? 2 : 4;
+        r[i].partner = j;
+      }
+  }
+}
+
+static void stage_init(cg *c, racc *r, int n) {
+  for (int i = 0; i < n; i++) {
+    const td_node *nd = &c->g->nodes[r[i].node];
+    td_dtype dt = c->g->nodes[nd->in[0]].dtype;
+    gcc_jit_rvalue *zero = gcc_jit_context_new_rvalue_from_double(c->ctx, c->t_f64, 0);
+    r[i].acc = r[i].acc2 = r[i].idx = NULL;
+    if (r[i].role == 4) continue;   /* the head's accumulators serve it */
+    r[i].acc = cg_local(c, r[i].role == 2 || r[i].role == 3 ? c->t_f64 : acc_type(c, nd->op, dt), "acc");
+    cg_assign(c, r[i].acc, r[i].role == 2 || r[i].role == 3 ? zero : acc_init(c, r[i].role == 1 ? TD_IR_RMAX : nd->op, dt));
+    if (r[i].role == 3) {
+      r[i].acc2 = cg_local(c, c->t_f64, "acc");
+      cg_assign(c, r[i].acc2, zero);
+    }
+    if (nd->op == TD_IR_ARGMAX || nd->op == TD_IR_ARGMIN) {
+      r[i].idx = cg_local(c, c->t_i64, "arg");
+      cg_assign(c, r[i].idx, cg_i64(c, -1));
+    }
+  }
+}
+
+/* The loop variable of the (single) reduced axis, for argmax/argmin. */
+static gcc_jit_rvalue *red_index(cg *c, const cg_ix *ix) {
+  for (int a = 0; a < c->k->rank; a++)
+    if (c->k->red_axes >> a & 1) return ix->v[a];
+  return cg_i64(c, 0);
+}
+
+static int stage_body(cg *c, racc *r, int n, const cg_ix *ix) {
+  for (int i = 0; i < n; i++) {
+    if (r[i].role == 1 || r[i].role == 4) continue;   /* driven by their partners */
+    const td_node *nd = &c->g->nodes[r[i].node];
+    gcc_jit_rvalue *v = cg_eval(c, r[i].role == 2 ? c->g->nodes[r[r[i].partner].node].in[0] : nd->in[0], ix);
+    if (!v) return -1;
+    if (r[i].role == 2) online_update(c, &r[r[i].partner], &r[i], v);
+    else if (r[i].role == 3) moments_update(c, &r[i], v);
+    else plain_update(c, &r[i], v, red_index(c, ix));
+  }
+  return 0;
+}
+
+/* Number of elements in a row, as f64. */
+static gcc_jit_rvalue *row_count(cg *c) {
+  gcc_jit_rvalue *n = cg_i64(c, 1);
+  for (int a = 0; a < c->k->rank; a++)
+    if (c->k->red_axes >> a & 1) n = binv(c, GCC_JIT_BINARY_OP_MULT, c->t_i64, n, cg_dim(c, c->k->space[a]));
+  return to_f64(c, n);
+}
+
+static int stage_finish(cg *c, racc *r, int n, const cg_ix *row) {
+  for (int i = 0; i < n; i++) {
+    const td_node *nd = &c->g->nodes[r[i].node];
+    if (r[i].role == 4) continue;
+    gcc_jit_rvalue *v = r[i].idx ? rv(r[i].idx) : rv(r[i].acc);
+    td_dtype from = r[i].idx ? TD_I64 : (r[i].role == 2 || r[i].role == 3) ? TD_F64
+                  : (nd->op == TD_IR_SUM || nd->op == TD_IR_PROD) ? (td_dtype_is_float(nd->dtype) ? TD_F64 : TD_I64)
+                  : nd->dtype;
+    gcc_jit_lvalue *l = cg_local(c, c->vt[nd->dtype], "red");
+    cg_assign(c, l, cg_convert(c, v, from, nd->dtype));
+    c->red_val[r[i].node] = rv(l);
+  }
+  for (int i = 0; i < n; i++) {   /* tails of moments need mu, computed from the heads */
+    if (r[i].role != 4) continue;
+    const racc *h = &r[r[i].partner];
+    const td_node *sq = &c->g->nodes[c->g->nodes[r[i].node].in[0]];
+    int mu_node = c->g->nodes[sq->in[0]].in[1];
+    gcc_jit_rvalue *mu = cg_eval(c, mu_node, cg_row_ix(c, mu_node, row));
+    if (!mu) return -1;
+    mu = to_f64(c, mu);
+    gcc_jit_type *d = c->t_f64;
+    gcc_jit_rvalue *two = gcc_jit_context_new_rvalue_from_double(c->ctx, d, 2.0);
+    gcc_jit_rvalue *s = binv(c, GCC_JIT_BINARY_OP_MINUS, d, rv(h->acc2),
+                             binv(c, GCC_JIT_BINARY_OP_MULT, d, binv(c, GCC_JIT_BINARY_OP_MULT, d, two, mu), rv(h->acc)));
+    s = binv(c, GCC_JIT_BINARY_OP_PLUS, d, s, binv(c, GCC_JIT_BINARY_OP_MULT, d, row_count(c),
+                                                     binv(c, GCC_JIT_BINARY_OP_MULT, d, mu, mu)));
+    gcc_jit_rvalue *zero = gcc_jit_context_new_rvalue_from_double(c->ctx, d, 0.0);
+    s = cg_select(c, cmpv(c, GCC_JIT_COMPARISON_LT, s, zero), zero, s, d);
+    gcc_jit_lvalue *l = cg_local(c, c->vt[c->g->nodes[r[i].node].dtype], "red");
+    cg_assign(c, l, cg_convert(c, s, TD_F64, c->g->nodes[r[i].node].dtype));
+    c->red_val[r[i].node] = rv(l);
+  }
+  return 0;
+}
+
+/* ---- lanes ---- */
+
+/* Folds lane l's accumulators into lane 0's (a is lane 0, b lane l). */
+static void combine(cg *c, racc *a, const racc *b, racc *a_head, const racc *b_head) {
+  const td_node *nd = &c->g->nodes[a->node];
+  td_dtype dt = c->g->nodes[nd->in[0]].dtype;
+  gcc_jit_type *d = c->t_f64;
+  switch (a->role) {
+  case 1: break;  /* the online head is combined with its tail */
+  case 2: {       /* M = max(M0, Ml); S = S0 e^(M0 - M) + Sl e^(Ml - M) */
+    gcc_jit_rvalue *m0 = rv(a_head->acc), *ml = rv(b_head->acc);
+    gcc_jit_type *t = c->vt[dt];
+    gcc_jit_lvalue *m = cg_local(c, t, "mx");
+    cg_assign(c, m, cg_select(c, better(c, TD_IR_RMAX, dt, ml, m0), ml, m0, t));
+    gcc_jit_rvalue *one = gcc_jit_context_new_rvalue_from_double(c->ctx, d, 1.0), *sc[2];
+    gcc_jit_rvalue *ms[2] = {m0, ml};
+    for (int i = 0; i < 2; i++)
+      sc[i] = cg_select(c, cmpv(c, GCC_JIT_COMPARISON_EQ, ms[i], rv(m)), one,
+                        cg_builtin(c, "__builtin_exp", binv(c, GCC_JIT_BINARY_OP_MINUS, d, to_f64(c, ms[i]),
+                                                            to_f64(c, rv(m))), NULL), d);
+    cg_assign(c, a->acc, binv(c, GCC_JIT_BINARY_OP_PLUS, d, binv(c, GCC_JIT_BINARY_OP_MULT, d, rv(a->acc), sc[0]),
+                              binv(c, GCC_JIT_BINARY_OP_MULT, d, rv(b->acc), sc[1])));
+    cg_assign(c, a_head->acc, rv(m));
+    break;
+  }
+  case 3:
+    cg_assign(c, a->acc2, binv(c, GCC_JIT_BINARY_OP_PLUS, d, rv(a->acc2), rv(b->acc2)));
+    cg_assign(c, a->acc, binv(c, GCC_JIT_BINARY_OP_PLUS, d, rv(a->acc), rv(b->acc)));
+    break;
+  case 0:
+    if (nd->op == TD_IR_SUM || nd->op == TD_IR_PROD) {
+      gcc_jit_type *t = acc_type(c, nd->op, dt);
+      cg_assign(c, a->acc, binv(c, nd->op == TD_IR_PROD ? GCC_JIT_BINARY_OP_MULT : GCC_JIT_BINARY_OP_PLUS, t,
+                                rv(a->acc), rv(b->acc)));
+    } else if (nd->op == TD_IR_RMAX || nd->op == TD_IR_RMIN) {
+      cg_assign(c, a->acc, cg_select(c, better(c, nd->op, dt, rv(b->acc), rv(a->acc)), rv(b->acc), rv(a->acc), c->vt[dt]));
+    } else {
+      /* arg: lane l wins when lane 0 is empty, or it is better, or they tie
+       * (equal, or both NaN) and its index is smaller */
+      gcc_jit_rvalue *bv = rv(b->acc), *av = rv(a->acc);
+      gcc_jit_rvalue *tie = cmpv(c, GCC_JIT_COMPARISON_EQ, bv, av);
+      if (td_dtype_is_float(dt))
+        tie = gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_OR, c->t_bool, tie,
+                  gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, c->t_bool,
+                                                cmpv(c, GCC_JIT_COMPARISON_NE, bv, bv), cmpv(c, GCC_JIT_COMPARISON_NE, av, av)));
+      gcc_jit_rvalue *wins = gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_OR, c->t_bool,
+          better(c, nd->op, dt, bv, av),
+          gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, c->t_bool, tie,
+                                        cmpv(c, GCC_JIT_COMPARISON_LT, rv(b->idx), rv(a->idx))));
+      wins = gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_OR, c->t_bool,
+                                           cmpv(c, GCC_JIT_COMPARISON_LT, rv(a->idx), cg_i64(c, 0)), wins);
+      wins = gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, c->t_bool,
+                                           cmpv(c, GCC_JIT_COMPARISON_GE, rv(b->idx), cg_i64(c, 0)), wins);
+      gcc_jit_lvalue *w = cg_local(c, c->t_bool, "wins");
+      cg_assign(c, w, wins);
+      cg_assign(c, a->acc, cg_select(c, rv(w), bv, av, c->vt[dt]));
+      cg_assign(c, a->idx, cg_select(c, rv(w), rv(b->idx), rv(a->idx), c->t_i64));
+    }
+    break;
+  default: break;  /* moments tails use their head's sums */
+  }
+}
+
+/* The innermost reduced axis, when lanes can split it (else -1). */
+static int lane_axis(const td_kernel *k) {
+  for (int a = k->rank - 1; a >= 0; a--)
+    if (k->red_axes >> a & 1) return k->space[a] == 1 ? -1 : a;
+  return -1;
+}
+
+/* One element of every lane: ix with axis a = j + l for lane l. */
+static int lanes_body(cg *c, racc (*r)[64], int n, const cg_ix *ix, int a, gcc_jit_rvalue *j) {
+  for (int l = 0; l < LANES; l++) {
+    cg_ix *li = cg_ix_new(c, ix->rank);
+    *li = *ix;
+    li->v[a] = gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_PLUS, c->t_i64, j, cg_i64(c, l));
+    li->zero[a] = 0;
+    if (stage_body(c, r[l], n, li)) return -1;
+  }
+  return 0;
+}
+
+static int emit_stage(cg *c, const td_kstage *S, const cg_ix *row) {
+  int n = S->n_reds, a = lane_axis(c->k), lanes = a < 0 ? 1 : LANES;
+  if (n > 64) return td_err_set(c->err, "kernel %s: too many reductions in one pass", c->k->name);
+  racc (*r)[64] = td_arena_alloc(c->arena, LANES * sizeof *r);
+  if (!r) return td_err_set(c->err, "out of memory");
+  for (int l = 0; l < lanes; l++) {
+    stage_roles(c, S, r[l]);
+    stage_init(c, r[l], n);
+  }
+  cloop L[TD_MAX_RANK], main_, rest;
+  cg_ix *ix = cg_ix_new(c, c->k->rank);
+  *ix = *row;
+  long mark = cg_memo_mark(c);
+  uint32_t mask = a < 0 ? c->k->red_axes : c->k->red_axes & ~(1u << a);
+  int nl = cg_nest_open(c, L, c->k->space, c->k->rank, mask, ix);
+  if (a < 0) {
+    if (stage_body(c, r[0], n, ix)) return -1;
+  } else {
+    gcc_jit_rvalue *len = cg_dim(c, c->k->space[a]);
+    gcc_jit_lvalue *full = cg_local(c, c->t_i64, "full");
+    cg_assign(c, full, binv(c, GCC_JIT_BINARY_OP_MINUS, c->t_i64, len,
+                            binv(c, GCC_JIT_BINARY_OP_MODULO, c->t_i64, len, cg_i64(c, LANES))));
+    gcc_jit_rvalue *j = cg_loop_range(c, &main_, cg_i64(c, 0), rv(full), LANES);
+    if (lanes_body(c, r, n, ix, a, j)) return -1;
+    cg_loop_close(c, &main_);
+    cg_ix *ri = cg_ix_new(c, ix->rank);
+    *ri = *ix;
+    ri->v[a] = cg_loop_range(c, &rest, rv(full), len, 1);
+    ri->zero[a] = 0;
+    if (stage_body(c, r[0], n, ri)) return -1;
+    cg_loop_close(c, &rest);
+  }
+  cg_nest_close(c, L, nl);
+  cg_memo_release(c, mark);
+  for (int l = 1; l < lanes; l++)
+    for (int i = 0; i < n; i++) {
+      int h = r[0][i].partner;
+      combine(c, &r[0][i], &r[l][i], h >= 0 ? &r[0][h] : NULL, h >= 0 ? &r[l][h] : NULL);
+    }
+  return stage_finish(c, r[0], n, row);
+}
+
+int tdc_emit_reduce(cg *c) {
+  const td_kernel *k = c->k;
+  cloop outer[TD_MAX_RANK], inner[TD_MAX_RANK];
+  cg_ix *row = cg_ix_new(c, k->rank);
+  for (int a = 0; a < k->rank; a++) { row->v[a] = cg_i64(c, 0); row->zero[a] = 1; }
+  int no = cg_nest_open(c, outer, k->space, k->rank, ~k->red_axes, row);
+  for (int s = 0; s < k->n_stages; s++)
+    if (emit_stage(c, &k->stages[s], row)) return -1;
+  if (k->row_root) {
+    cg_ix *rix = cg_row_ix(c, k->root, row);
+    gcc_jit_rvalue *v = cg_eval(c, k->root, rix);
+    if (!v) return -1;
+    cg_store(c, k->root, rix, v);
+  } else {
+    cg_ix *ix = cg_ix_new(c, k->rank);
+    *ix = *row;
+    int ni = cg_nest_open(c, inner, k->space, k->rank, k->red_axes, ix);
+    gcc_jit_rvalue *v = cg_eval(c, k->root, ix);
+    if (!v) return -1;
+    cg_store(c, k->root, ix, v);
+    cg_nest_close(c, inner, ni);
+  }
+  cg_nest_close(c, outer, no);
+  for (int i = 0; i < k->n_nodes; i++) c->red_val[k->nodes[i]] = NULL;
+  return cg_failed(c);
+}
+

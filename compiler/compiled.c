@@ -1,0 +1,486 @@
+/* compiled.c - compiling a plan with libgccjit, and running the result.
+ *
+ * td_compile: picks -march from the CPU (x86-64-v4 with AVX-512, v3 with
+ * AVX2+FMA, else v2), builds every kernel (codegen_cpu.c) in one gccjit
+ * context, optionally keeps its C-like dump, and either finds the code in
+ * the compile cache (from_cache: a shared object per distinct dump) or
+ * compiles it (into the cache, or in memory), then looks up each kernel's
+ * code.  The context is released right after; the gcc_jit_result or the
+ * dlopen handle lives in the td_compiled.
+ *
+ * td_compiled_run: per call, binds the symbols from the inputs, evaluates
+ * the runtime table (sizes, random streams mixed with the call index),
+ * allocates outputs, lays out the arena of temporaries (slot sizes rounded
+ * up to 64 bytes; the arena is kept and grown across calls) and calls the
+ * kernels in order.  A kernel with a parallel loop whose work is large
+ * enough (see split) is cut into one range of that loop per thread of the
+ * pool (pool.h); each thread gets its own scratch and status.
+ */
+#include "compiled.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../lang/mem.h"
+#include "../runtime/philox.h"
+#include "jit_impl.h"
+#include "pool.h"
+
+struct td_compiled {
+  const td_plan *p;
+  gcc_jit_result *res;     /* compiled in memory, or */
+  void *dl;                /* loaded from the compile cache */
+  int cached;              /* found in the cache (not compiled now) */
+  tdc_kernel_fn *fns;
+  tdc_kinfo *info;         /* per kernel: its parallel loop */
+  cg_dimref *dims;
+  int n_dims;
+  char march[32];
+  char *c_text;
+  void *arena;             /* temporaries, kept across calls */
+  size_t arena_cap;
+  void *scratch;            /* threads * scratch_each bytes */
+  size_t scratch_cap, scratch_each;
+};
+
+/* ---- compiling ------------------------------------------------------------------- */
+
+static const char *detect_march(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    return "x86-64-v4";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "x86-64-v3";
+  return "x86-64-v2";
+#else
+  return "native";
+#endif
+}
+
+/* The gccjit dump of ctx as a td_malloc'd string (NULL on failure). */
+static char *dump_text(gcc_jit_context *ctx) {
+  const char *dir = getenv("TMPDIR");
+  char path[512];
+  snprintf(path, sizeof path, "%s/tdsl-kernels-XXXXXX", dir && *dir ? dir : "/tmp");
+  int fd = mkstemp(path);
+  if (fd < 0) return NULL;
+  close(fd);
+  gcc_jit_context_dump_to_file(ctx, path, 0);
+  FILE *f = fopen(path, "rb");
+  char *text = NULL;
+  if (f) {
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    if (n >= 0 && (text = td_malloc((size_t)n + 1))) {
+      size_t got = fread(text, 1, (size_t)n, f);
+      text[got] = 0;
+    }
+    fclose(f);
+  }
+  unlink(path);
+  return text;
+}
+
+/* ---- the compile cache ---------------------------------------------------------------- */
+
+/* The cache directory (created), or -1 when the cache is off or unusable. */
+static int cache_dir(char *buf, size_t n) {
+  const char *off = getenv("TDSL_CACHE"), *dir = getenv("TDSL_CACHE_DIR");
+  if (off && !strcmp(off, "0")) return -1;
+  if (dir && *dir) snprintf(buf, n, "%s", dir);
+  else if ((dir = getenv("XDG_CACHE_HOME")) && *dir) snprintf(buf, n, "%s/tdsl", dir);
+  else if ((dir = getenv("HOME")) && *dir) snprintf(buf, n, "%s/.cache/tdsl", dir);
+  else return -1;
+  for (char *s = buf + 1; *s; s++)   /* mkdir -p */
+    if (*s == '/') {
+      *s = 0;
+      if (mkdir(buf, 0755) && errno != EEXIST) return -1;
+      *s = '/';
+    }
+  return mkdir(buf, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+static uint64_t fnv1a(const char *s, uint64_t h) {
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* Is the file at path exactly text? */
+static int same_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  size_t n = strlen(text), i = 0;
+  int ch, same = 1;
+  while (same && (ch = fgetc(f)) != EOF) same = i < n && (char)ch == text[i++];
+  fclose(f);
+  return same && i == n;
+}
+
+/* Writes text to path through a temporary file and a rename. */
+static int write_atomic(const char *path, const char *text) {
+  char tmp[1100];
+  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+  FILE *f = fopen(tmp, "wb");
+  if (!f) return -1;
+  int ok = fputs(text, f) >= 0;
+  ok = (fclose(f) == 0) && ok;
+  if (ok && rename(tmp, path) == 0) return 0;
+  unlink(tmp);
+  return -1;
+}
+
+/* Code for ctx from the cache, or compiled into it.  Returns 0 with c->dl
+ * set, or -1 (no cache, or any failure: the caller compiles in memory). */
+static int from_cache(td_compiled *c, gcc_jit_context *ctx, const char *text) {
+  char dir[900], so[1000], dump[1000], tmp[1100];
+  if (!text || cache_dir(dir, sizeof dir)) return -1;
+  uint64_t h = fnv1a(text, fnv1a(c->march, fnv1a("tdsl-kernels-1", 14695981039346656037ull)));
+  snprintf(so, sizeof so, "%s/%016llx.so", dir, (unsigned long long)h);
+  snprintf(dump, sizeof dump, "%s/%016llx.c", dir, (unsigned long long)h);
+  if (same_text(dump, text) && (c->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL))) {
+    c->cached = 1;
+    return 0;
+  }
+  snprintf(tmp, sizeof tmp, "%s.%ld.tmp.so", so, (long)getpid());
+  gcc_jit_context_compile_to_file(ctx, GCC_JIT_OUTPUT_KIND_DYNAMIC_LIBRARY, tmp);
+  if (gcc_jit_context_get_first_error(ctx) || rename(tmp, so)) {
+    unlink(tmp);
+    return -1;
+  }
+  if (write_atomic(dump, text)) return -1;
+  c->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  return c->dl ? 0 : -1;
+}
+
+static int lookup_kernels(td_compiled *c, td_err *err) {
+  const td_plan *p = c->p;
+  c->fns = td_calloc((size_t)p->n_kernels + 1, sizeof *c->fns);
+  if (!c->fns) return td_err_set(err, "out of memory");
+  for (int k = 0; k < p->n_kernels; k++) {
+    void *code = c->dl ? dlsym(c->dl, p->kernels[k].name) : gcc_jit_result_get_code(c->res, p->kernels[k].name);
+    if (!code)
+      return td_err_set(err, "internal compiler error in kernel %s: no code was produced", p->kernels[k].name);
+    memcpy(&c->fns[k], &code, sizeof code);
+  }
+  return 0;
+}
+
+td_compiled *td_compile(const td_plan *plan, const td_compile_opts *opts, td_err *err) {
+  td_compiled *c = td_calloc(1, sizeof *c);
+  td_arena *a = td_arena_new();
+  if (!c || !a) {
+    td_free(c);
+    td_arena_free(a);
+    td_err_set(err, "out of memory");
+    return NULL;
+  }
+  c->p = plan;
+  snprintf(c->march, sizeof c->march, "%s", opts && opts->march ? opts->march : detect_march());
+  int opt = opts && opts->opt_level >= 0 ? opts->opt_level : 2;
+  cg_dimref *dims = NULL;
+  c->info = td_calloc((size_t)plan->n_kernels + 1, sizeof *c->info);
+  gcc_jit_context *ctx = c->info ? tdc_codegen(plan, c->march, opt, a, &dims, &c->n_dims, c->info, err) : NULL;
+  if (!c->info) td_err_set(err, "out of memory");
+  int ok = ctx != NULL;
+  if (ok && c->n_dims) {
+    c->dims = td_malloc((size_t)c->n_dims * sizeof *c->dims);
+    if (c->dims) memcpy(c->dims, dims, (size_t)c->n_dims * sizeof *c->dims);
+    ok = c->dims != NULL;
+    if (!ok) td_err_set(err, "out of memory");
+  }
+  int cache = opts && opts->cache;
+  if (ok && ((opts && opts->keep_c) || cache)) c->c_text = dump_text(ctx);
+  if (ok && cache) from_cache(c, ctx, c->c_text);
+  if (ok && !c->dl && !(c->res = gcc_jit_context_compile(ctx))) {
+    const char *e = gcc_jit_context_get_first_error(ctx);
+    td_err_set(err, "internal compiler error in the kernels of %s: %s", plan->g->name, e ? e : "compilation failed");
+    ok = 0;
+  }
+  if (ctx) gcc_jit_context_release(ctx);
+  td_arena_free(a);
+  if (ok && lookup_kernels(c, err)) ok = 0;
+  if (!ok) {
+    td_compiled_free(c);
+    return NULL;
+  }
+  return c;
+}
+
+void td_compiled_free(td_compiled *c) {
+  if (!c) return;
+  if (c->res) gcc_jit_result_release(c->res);
+  if (c->dl) dlclose(c->dl);
+  td_free(c->fns);
+  td_free(c->info);
+  td_free(c->dims);
+  td_free(c->c_text);
+  td_aligned_free(c->arena);
+  td_aligned_free(c->scratch);
+  td_free(c);
+}
+
+const char *td_compiled_march(const td_compiled *c) { return c->march; }
+int td_compiled_from_cache(const td_compiled *c) { return c->cached; }
+const char *td_compiled_c_text(const td_compiled *c) { return c->c_text; }
+
+/* ---- running ------------------------------------------------------------------------ */
+
+typedef struct run {
+  td_compiled *c;
+  const td_graph *g;
+  int64_t *symvals;
+  int64_t *dv;
+  void **bufs;
+  td_tensor **owned;       /* per buffer: output tensors allocated for this call */
+  td_err *err;
+  td_span *err_span;
+} run;
+
+static void blame(run *r, int node) {
+  if (r->err_span) *r->err_span = r->g->nodes[node].span;
+}
+
+/* Evaluated shape of node n; fails on negative sizes. */
+static int eval_shape(run *r, int n, int64_t *shape) {
+  const td_node *nd = &r->g->nodes[n];
+  for (int k = 0; k < nd->rank; k++) {
+    shape[k] = td_dim_eval(r->g, nd->shape[k], r->symvals);
+    if (shape[k] < 0) {
+      char ds[128];
+      blame(r, n);
+      return td_err_set(r->err, "size %s of axis %d evaluates to %lld",
+                        td_dim_str(r->g, nd->shape[k], ds, sizeof ds), k, (long long)shape[k]);
+    }
+  }
+  return 0;
+}
+
+static int check_params(run *r, td_tensor *const *params) {
+  for (int i = 0; i < r->g->n_params; i++) {
+    int n = r->g->params[i];
+    const td_node *nd = &r->g->nodes[n];
+    const td_tensor *t = params ? params[nd->attr.i] : NULL;
+    int64_t shape[TD_MAX_RANK];
+    if (eval_shape(r, n, shape)) return -1;
+    int ok = t && t->dtype == nd->dtype && t->rank == nd->rank;
+    for (int k = 0; ok && k < nd->rank; k++) ok = t->shape[k] == shape[k];
+    if (!ok) return td_err_set(r->err, "parameter '%s' is missing or has the wrong type", nd->name ? nd->name : "?");
+  }
+  return 0;
+}
+
+static void eval_table(run *r, uint64_t call) {
+  for (int i = 0; i < r->c->n_dims; i++) {
+    const cg_dimref *d = &r->c->dims[i];
+    if (d->rand_node >= 0) {
+      uint64_t s = r->g->nodes[d->rand_node].attr.stream;
+      if (call) s = td_hash_mix(s, call);
+      memcpy(&r->dv[i], &s, sizeof s);
+    } else {
+      r->dv[i] = td_dim_eval(r->g, d->dim, r->symvals);
+    }
+  }
+}
+
+static int ensure(void **mem, size_t *cap, size_t need, td_err *err) {
+  if (need <= *cap && *mem) return 0;
+  td_aligned_free(*mem);
+  *cap = 0;
+  *mem = td_aligned_alloc(64, need ? need : 64);
+  if (!*mem) return td_err_set(err, "out of memory (%zu bytes of temporaries)", need);
+  *cap = need;
+  return 0;
+}
+
+/* Buffer pointers: inputs, parameters, fresh outputs, arena slots. */
+static int place_buffers(run *r, td_tensor *const *inputs, td_tensor *const *params) {
+  const td_plan *p = r->c->p;
+  size_t *slot_off = td_calloc((size_t)p->n_slots + 1, sizeof *slot_off), total = 0;
+  if (!slot_off) return td_err_set(r->err, "out of memory");
+  for (int s = 0; s < p->n_slots; s++) {
+    slot_off[s] = total;
+    total += ((size_t)td_dim_eval(r->g, p->slot_bytes[s], r->symvals) + 63) & ~(size_t)63;
+  }
+  int rc = ensure(&r->c->arena, &r->c->arena_cap, total, r->err);
+  for (int i = 0; i < p->n_bufs && rc == 0; i++) {
+    const td_buffer *b = &p->bufs[i];
+    int64_t shape[TD_MAX_RANK];
+    switch (b->kind) {
+    case TD_BUF_INPUT: r->bufs[i] = inputs[b->index]->data; break;
+    case TD_BUF_PARAM: r->bufs[i] = params[b->index]->data; break;
+    case TD_BUF_TEMP:
+      if ((rc = eval_shape(r, b->node, shape)) == 0) r->bufs[i] = (char *)r->c->arena + slot_off[b->index];
+      break;
+    default:
+      if ((rc = eval_shape(r, b->node, shape)) != 0) break;
+      r->owned[i] = td_tensor_new(r->g->nodes[b->node].dtype, r->g->nodes[b->node].rank, shape, r->err);
+      if (!r->owned[i]) rc = -1;
+      else r->bufs[i] = r->owned[i]->data;
+    }
+  }
+  td_free(slot_off);
+  return rc;
+}
+
+/* Scratch for the matmul kernels (packed panels, tiles, rows). */
+static int place_scratch(run *r) {
+  const td_plan *p = r->c->p;
+  size_t need = 64;
+  for (int k = 0; k < p->n_kernels; k++) {
+    const td_kernel *kn = &p->kernels[k];
+    if (kn->kind != TD_KERN_MATMUL) continue;
+    const td_node *m = &r->g->nodes[kn->matmul];
+    int64_t mm = td_dim_eval(r->g, m->shape[m->rank - 2], r->symvals);
+    int64_t n = td_dim_eval(r->g, m->shape[m->rank - 1], r->symvals);
+    int64_t kk = td_dim_eval(r->g, kn->a.shape[kn->a.rank - 1], r->symvals);
+    size_t s = tdc_matmul_scratch(mm, n, kk);
+    if (s > need) need = s;
+  }
+  need = (need + 63) & ~(size_t)63;
+  r->c->scratch_each = need;
+  return ensure(&r->c->scratch, &r->c->scratch_cap, need * (size_t)td_pool_threads(), r->err);
+}
+
+/* One kernel call split into ranges of its parallel loop. */
+typedef struct split {
+  run *r;
+  tdc_kernel_fn fn;
+  int64_t extent, chunk;
+  int32_t status[64];
+} split;
+
+static void run_range(void *ctx, int64_t task, int tid) {
+  split *s = ctx;
+  int64_t lo = task * s->chunk, hi = lo + s->chunk < s->extent ? lo + s->chunk : s->extent;
+  char *scratch = (char *)s->r->c->scratch + (size_t)tid * s->r->c->scratch_each;
+  s->fn(s->r->bufs, s->r->dv, scratch, &s->status[tid], tdc_runtime_table(), lo, hi);
+}
+
+/* Ranges per kernel: one per thread when the kernel moves or computes
+ * enough (about 256 KB or 1 MFLOP per thread), else one. */
+static int64_t n_ranges(run *r, int k, int64_t extent) {
+  const td_kernel *kn = &r->c->p->kernels[k];
+  int threads = td_pool_threads();
+  if (!r->c->info[k].parallel || threads == 1 || extent < 2) return 1;
+  double work = (double)td_dim_eval(r->g, kn->bytes_read, r->symvals) +
+                (double)td_dim_eval(r->g, kn->bytes_written, r->symvals) +
+                (double)td_dim_eval(r->g, kn->flops, r->symvals) / 4;
+  int64_t n = (int64_t)(work / 262144.0);
+  if (n > threads) n = threads;
+  if (n > extent) n = extent;
+  return n < 1 ? 1 : n;
+}
+
+static int call_kernels(run *r) {
+  const td_plan *p = r->c->p;
+  for (int k = 0; k < p->n_kernels; k++) {
+    split s;
+    memset(&s, 0, sizeof s);
+    s.r = r;
+    s.fn = r->c->fns[k];
+    s.extent = r->c->info[k].parallel ? td_dim_eval(r->g, r->c->info[k].extent, r->symvals) : 1;
+    int64_t n = n_ranges(r, k, s.extent);
+    s.chunk = (s.extent + n - 1) / (n ? n : 1);
+    if (s.extent > 0) td_pool_run(run_range, &s, n);
+    int32_t status = 0;
+    for (int t = 0; t < 64; t++)
+      if (s.status[t] > 0) status = s.status[t];
+    if (status > 0) {
+      int bad = status - 1;
+      const td_node *nd = &r->g->nodes[bad];
+      blame(r, bad);
+      return td_err_set(r->err, "take: an index is out of range for axis %d of size %lld", nd->attr.axis,
+                        (long long)td_dim_eval(r->g, r->g->nodes[nd->in[0]].shape[nd->attr.axis], r->symvals));
+    }
+  }
+  return 0;
+}
+
+static int collect(run *r, td_tensor *const *inputs, td_tensor *const *params, td_tensor ***outs) {
+  const td_plan *p = r->c->p;
+  td_tensor **o = td_malloc((size_t)(p->n_out_nodes + 1) * sizeof *o);
+  if (!o) return td_err_set(r->err, "out of memory");
+  for (int i = 0; i < p->n_out_nodes; i++) {
+    const td_buffer *b = &p->bufs[p->buf_of[p->out_nodes[i]]];
+    td_tensor *t = b->kind == TD_BUF_INPUT ? inputs[b->index]
+                 : b->kind == TD_BUF_PARAM ? params[b->index]
+                 : r->owned[p->buf_of[p->out_nodes[i]]];
+    o[i] = td_tensor_retain(t);
+  }
+  *outs = o;
+  return 0;
+}
+
+int td_compiled_run(td_compiled *c, td_tensor *const *inputs, td_tensor *const *params,
+                    uint64_t call_index, td_tensor ***outs, td_err *err, td_span *err_span) {
+  const td_plan *p = c->p;
+  run r = {c, p->g, NULL, NULL, NULL, NULL, err, err_span};
+  if (err_span) err_span->file = -1;
+  *outs = NULL;
+  r.symvals = td_calloc((size_t)p->g->n_syms + 1, sizeof *r.symvals);
+  r.dv = td_calloc((size_t)c->n_dims + 1, sizeof *r.dv);
+  r.bufs = td_calloc((size_t)p->n_bufs + 1, sizeof *r.bufs);
+  r.owned = td_calloc((size_t)p->n_bufs + 1, sizeof *r.owned);
+  int rc = r.symvals && r.dv && r.bufs && r.owned ? 0 : td_err_set(err, "out of memory");
+  if (rc == 0) rc = td_bind_inputs(p->g, inputs, p->g->n_inputs, r.symvals, err);
+  if (rc == 0) rc = check_params(&r, params);
+  if (rc == 0) {
+    eval_table(&r, call_index);
+    rc = place_buffers(&r, inputs, params);
+  }
+  if (rc == 0) rc = place_scratch(&r);
+  if (rc == 0) rc = call_kernels(&r);
+  if (rc == 0) rc = collect(&r, inputs, params, outs);
+  for (int i = 0; r.owned && i < p->n_bufs; i++) td_tensor_release(r.owned[i]);
+  td_free(r.symvals);
+  td_free(r.dv);
+  td_free(r.bufs);
+  td_free(r.owned);
+  return rc;
+}
+
+/* ---- prints ------------------------------------------------------------------------ */
+
+/* A graph of INPUT nodes (the printed values) and the original PRINT
+ * nodes, run by the interpreter so the text is exactly eager mode's. */
+int td_compiled_prints(const td_plan *plan, td_tensor *const *outs, const td_interp_opts *opts,
+                       td_err *err) {
+  const td_graph *g = plan->g;
+  int n_vals = plan->n_out_nodes - g->n_outputs, any = 0;
+  for (int n = 0; n < g->n_nodes; n++) any |= g->nodes[n].op == TD_IR_PRINT;
+  if (!any) return 0;
+  td_arena *a = td_arena_new();
+  td_graph *pg = a ? td_graph_new(a, g->name) : NULL;
+  int rc = pg ? 0 : td_err_set(err, "out of memory");
+  td_tensor *const *vals = outs + g->n_outputs;
+  for (int i = 0; i < n_vals && rc == 0; i++) {
+    td_dim shape[TD_MAX_RANK];
+    td_attr at;
+    memset(&at, 0, sizeof at);
+    at.i = i;
+    for (int k = 0; k < vals[i]->rank; k++) shape[k] = vals[i]->shape[k];
+    if (td_graph_add(pg, TD_IR_INPUT, vals[i]->dtype, vals[i]->rank, shape, NULL, 0, &at, g->nodes[0].span) < 0)
+      rc = td_err_set(err, "out of memory");
+  }
+  int next = 0;
+  for (int n = 0; n < g->n_nodes && rc == 0; n++) {
+    const td_node *nd = &g->nodes[n];
+    if (nd->op != TD_IR_PRINT) continue;
+    int in[256], m = nd->n_in < 256 ? nd->n_in : 256;
+    for (int k = 0; k < m; k++) in[k] = next + k;
+    next += nd->n_in;
+    if (td_graph_add(pg, TD_IR_PRINT, nd->dtype, 0, NULL, in, m, &nd->attr, nd->span) < 0)
+      rc = td_err_set(err, "out of memory");
+  }
+  td_tensor **none = NULL;
+  if (rc == 0) rc = td_interp_run(pg, vals, NULL, opts, &none, err, NULL);
+  td_free(none);
+  td_arena_free(a);
+  return rc;
+}

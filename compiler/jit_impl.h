@@ -1,0 +1,191 @@
+/* jit_impl.h - internal: the state shared by the libgccjit code generator's
+ * files (codegen_cpu.c: functions, loops and kernels; codegen_expr.c: the
+ * value of a node at an index, and every op's formula; codegen_gemm.c:
+ * matmul kernels).
+ *
+ * Generated kernels have the C signature (tdc_kernel_fn)
+ *   void kN(void **bufs, const int64_t *dv, void *scratch, int32_t *status,
+ *           void *const *rt, int64_t lo, int64_t hi)
+ * bufs: one pointer per plan buffer (plan->bufs order); dv: the runtime
+ * values of the symbolic sizes the kernels use (cg.dims order, evaluated by
+ * compiled.c before each call; random-op streams are in it too); scratch:
+ * this thread's work memory (matmul panels); status: set to 1 + the node
+ * id of a gather that saw an out-of-range index; rt: the runtime functions
+ * generated code calls (tdc_runtime_table: no absolute addresses are baked
+ * into the code); [lo, hi): the range of the kernel's parallel loop this
+ * call covers (tdc_kinfo), ignored by kernels without one.
+ */
+#ifndef TD_JIT_IMPL_H
+#define TD_JIT_IMPL_H
+
+#include <libgccjit.h>
+
+#include "plan_impl.h"
+
+/* An index into a node's shape: one int64 rvalue per axis; zero[k] marks an
+ * axis known to be 0 (broadcast), which address arithmetic skips. */
+typedef struct cg_ix {
+  int rank;
+  gcc_jit_rvalue *v[TD_MAX_RANK];
+  char zero[TD_MAX_RANK];
+} cg_ix;
+
+/* A value computed in the current function: node at index ix. */
+typedef struct cg_memo {
+  int node;
+  const cg_ix *ix;
+  gcc_jit_rvalue *val;
+} cg_memo;
+
+/* Input `slot` of `node` evaluated at parent index `parent` -> child index. */
+typedef struct cg_ixmemo {
+  int node, slot;
+  const cg_ix *parent;
+  const cg_ix *child;
+} cg_ixmemo;
+
+/* An entry of the runtime table dv: a symbolic size, or the stream of a
+ * random node (mixed with the call index at run time). */
+typedef struct cg_dimref {
+  td_dim dim;        /* when rand_node < 0 */
+  int rand_node;     /* >= 0: the stream of this RAND/RANDN node */
+} cg_dimref;
+
+typedef struct cg {
+  gcc_jit_context *ctx;
+  const td_plan *p;
+  td_graph *g;
+  td_err *err;
+  td_arena *arena;                   /* scratch of this compilation */
+  /* types */
+  gcc_jit_type *t_void, *t_bool, *t_u8, *t_i32, *t_i64, *t_u64, *t_u32, *t_f32, *t_f64;
+  gcc_jit_type *t_vp, *t_vpp, *t_i64p, *t_i32p;
+  gcc_jit_type *vt[TD_DTYPE_COUNT];  /* value types (bool is _Bool) */
+  gcc_jit_type *st[TD_DTYPE_COUNT];  /* storage types (bool is uint8_t) */
+  /* the runtime table */
+  cg_dimref *dims;
+  int n_dims, cap_dims;
+  /* the function being built */
+  const td_kernel *k;
+  int kidx;
+  gcc_jit_function *fn;
+  gcc_jit_block *entry, *blk;        /* entry: hoisted loads; blk: where code goes */
+  gcc_jit_rvalue *p_bufs, *p_dv, *p_scratch, *p_status, *p_rt, *p_lo, *p_hi;
+  int par_axis;                      /* axis of the kernel space run over [lo, hi), or -1 */
+  gcc_jit_lvalue **bufptr;           /* per plan buffer: typed pointer local, lazily */
+  gcc_jit_lvalue **dimloc;           /* per dims entry: local in this function, lazily */
+  int n_dimloc;
+  cg_memo *memo;
+  int n_memo, cap_memo;
+  cg_ixmemo *ixmemo;
+  int n_ixmemo, cap_ixmemo;
+  gcc_jit_rvalue **red_val;          /* per node: value of a reduction of this kernel */
+  gcc_jit_rvalue *mm_acc;            /* matmul: the accumulated element of the epilogue */
+  int n_names;
+  char *in_k;                        /* per node: evaluated inside the current kernel */
+  int isa;                           /* 0: SSE (x86-64-v2), 1: AVX2 (v3), 2: AVX-512 (v4) */
+  /* shared GEMM functions of this context, per dtype (codegen_gemm.c) */
+  gcc_jit_function *gemm_pack[TD_DTYPE_COUNT], *gemm_core[TD_DTYPE_COUNT];
+} cg;
+
+/* ---- codegen_cpu.c: building blocks ---- */
+typedef struct cloop {
+  gcc_jit_lvalue *i;
+  gcc_jit_block *cond, *after;
+  int64_t step;
+} cloop;
+/* `for (i = 0; i < n; i++)`: opens the loop (code then goes into its body)
+ * and returns i; cg_loop_close ends the body and continues after it. */
+gcc_jit_rvalue *cg_loop_open(cg *c, cloop *L, gcc_jit_rvalue *n);
+/* for (i = lo; i < hi; i += step) */
+gcc_jit_rvalue *cg_loop_range(cg *c, cloop *L, gcc_jit_rvalue *lo, gcc_jit_rvalue *hi, int64_t step);
+void cg_loop_close(cg *c, cloop *L);
+/* Loops over the axes of shape selected by mask (bit k = axis k), outer to
+ * inner, writing the loop variables into ix (size-1 axes become constant
+ * 0); returns the number of loops opened, for cg_nest_close. */
+int cg_nest_open(cg *c, cloop *L, const td_dim *shape, int rank, uint32_t mask, cg_ix *ix);
+void cg_nest_close(cg *c, cloop *L, int n);
+/* -1 when an error was recorded in c->err, else 0. */
+int cg_failed(const cg *c);
+gcc_jit_lvalue *cg_local(cg *c, gcc_jit_type *t, const char *hint);
+gcc_jit_block *cg_block(cg *c, const char *hint);
+void cg_assign(cg *c, gcc_jit_lvalue *l, gcc_jit_rvalue *r);
+gcc_jit_rvalue *cg_i64(cg *c, int64_t v);
+/* The runtime value of a size (a constant, or a local loaded from dv). */
+gcc_jit_rvalue *cg_dim(cg *c, td_dim d);
+/* The stream of random node n for this call (from dv). */
+gcc_jit_rvalue *cg_rand_stream(cg *c, int n);
+/* A pointer to node n's buffer, typed by its storage type. */
+gcc_jit_rvalue *cg_bufptr(cg *c, int node);
+/* New index objects (owned by the compilation's arena). */
+cg_ix *cg_ix_new(cg *c, int rank);
+/* cond ? a : b of type t (through a branch GCC if-converts). */
+gcc_jit_rvalue *cg_select(cg *c, gcc_jit_rvalue *cond, gcc_jit_rvalue *a, gcc_jit_rvalue *b,
+                          gcc_jit_type *t);
+/* Memo scopes: values computed inside a loop body or a branch are
+ * forgotten when it ends. */
+long cg_memo_mark(const cg *c);
+void cg_memo_release(cg *c, long mark);
+
+
+/* Integer power with wrap-around (scalar.h's td_pow), for generated code. */
+int32_t tdc_pow_i32(int32_t a, int32_t b);
+int64_t tdc_pow_i64(int64_t a, int64_t b);
+
+typedef void (*tdc_kernel_fn)(void **bufs, const int64_t *dv, void *scratch, int32_t *status,
+                              void *const *rt, int64_t lo, int64_t hi);
+
+/* Runtime functions reachable from generated code, by index in rt. */
+enum { TDC_RT_RAND_UNIFORM, TDC_RT_RAND_NORMAL, TDC_RT_POW_I32, TDC_RT_POW_I64, TDC_RT_COUNT };
+void *const *tdc_runtime_table(void);
+/* A call of runtime function `which` (type ret(args...)). */
+gcc_jit_rvalue *cg_rt_call(cg *c, int which, gcc_jit_type *ret, int n, gcc_jit_type **types,
+                           gcc_jit_rvalue **args);
+
+/* How a kernel splits across threads: the extent of its parallel loop
+ * (0: not parallel) and whether it is the rows of a matmul. */
+typedef struct tdc_kinfo {
+  td_dim extent;
+  int parallel;
+} tdc_kinfo;
+
+/* Builds every kernel of p into a new gccjit context (the caller compiles
+ * and releases it); *dims receives the runtime table's entries (in a),
+ * info[k] kernel k's parallel loop.  NULL with err filled on failure. */
+gcc_jit_context *tdc_codegen(const td_plan *p, const char *march, int opt, td_arena *a,
+                             cg_dimref **dims, int *n_dims, tdc_kinfo *info, td_err *err);
+
+/* ---- codegen_reduce.c ---- */
+/* The body of a REDUCE kernel (c->k). */
+int tdc_emit_reduce(cg *c);
+/* The index of node n (whose shape broadcasts into the kernel space, or is
+ * squeeze-equal to a row) at the current row: kept axes from row, reduced
+ * axes 0. */
+cg_ix *cg_row_ix(cg *c, int n, const cg_ix *row);
+
+/* ---- codegen_gemm.c ---- */
+/* The body of a MATMUL kernel (c->k): a packed, register-tiled GEMM for
+ * f32/f64 products large enough to pay for packing, a simple row loop
+ * otherwise; the epilogue is applied to every element before it is stored. */
+int tdc_emit_matmul(cg *c);
+/* Bytes of scratch a matmul of M x K by K x N elements needs. */
+size_t tdc_matmul_scratch(int64_t m, int64_t n, int64_t k);
+
+/* ---- codegen_expr.c ---- */
+/* The value of node n at index ix (in n's shape), as an rvalue of its value
+ * type, emitted into c->blk.  NULL after an error (c->err filled). */
+gcc_jit_rvalue *cg_eval(cg *c, int n, const cg_ix *ix);
+/* Flat element offset of ix in a contiguous array of node n's shape. */
+gcc_jit_rvalue *cg_offset(cg *c, int n, const cg_ix *ix);
+/* Stores value v of node n's value type at index ix of n's buffer. */
+void cg_store(cg *c, int n, const cg_ix *ix, gcc_jit_rvalue *v);
+/* Converts between value types of dtypes (the interpreter's cast rules). */
+gcc_jit_rvalue *cg_convert(cg *c, gcc_jit_rvalue *a, td_dtype from, td_dtype to);
+/* Literal of dtype dt (f for floats, i for integers and bools). */
+gcc_jit_rvalue *cg_const(cg *c, td_dtype dt, double f, int64_t i);
+/* e^a for dtype dt (f32: an inline polynomial that vectorises). */
+gcc_jit_rvalue *cg_exp(cg *c, td_dtype dt, gcc_jit_rvalue *a);
+/* Calls a GCC builtin of one or two arguments ("__builtin_expf"). */
+gcc_jit_rvalue *cg_builtin(cg *c, const char *name, gcc_jit_rvalue *a, gcc_jit_rvalue *b);
+
+#endif

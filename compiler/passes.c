@@ -1,0 +1,441 @@
+/* passes.c - the optimisation pipeline: fold, CSE, simplify, DCE.
+ *
+ * The pipeline is the list in td_optimize, read top to bottom; the verifier
+ * runs after every pass and a failure there is an internal compiler error
+ * naming the pass.  Each pass rebuilds the graph (see passes.h): it walks
+ * the old nodes in order, maps each to a node of the new graph (a copy, an
+ * existing node it is equal to, or a replacement) and adds the outputs
+ * through the map.  Because nodes are visited in topological order, a
+ * pattern over a node's inputs is matched on the NEW graph, where the
+ * inputs have already been rewritten; so one walk simplifies whole chains
+ * (a reshape of a reshape of a reshape collapses to one reshape).
+ */
+#include "passes.h"
+
+#include <string.h>
+
+#include "../interp/kernels.h"
+#include "../lang/mem.h"
+
+/* ---- rebuilding ----------------------------------------------------------- */
+
+typedef struct rebuild {
+  const td_graph *src;
+  td_graph *dst;
+  int *map;        /* src id -> dst id (-1: dropped) */
+  td_err *err;
+} rebuild;
+
+/* A new, empty graph with copies of g's symbol and dim tables. */
+static td_graph *clone_empty(const td_graph *g) {
+  td_graph *d = td_graph_new(g->arena, g->name);
+  if (!d) return NULL;
+  if (g->n_syms) {
+    d->syms = td_arena_alloc(g->arena, (size_t)g->n_syms * sizeof *d->syms);
+    if (!d->syms) return NULL;
+    memcpy(d->syms, g->syms, (size_t)g->n_syms * sizeof *d->syms);
+  }
+  d->n_syms = d->cap_syms = g->n_syms;
+  if (g->n_dims) {
+    d->dims = td_arena_alloc(g->arena, (size_t)g->n_dims * sizeof *d->dims);
+    if (!d->dims) return NULL;
+    memcpy(d->dims, g->dims, (size_t)g->n_dims * sizeof *d->dims);
+  }
+  d->n_dims = d->cap_dims = g->n_dims;
+  return d;
+}
+
+static int rb_init(rebuild *r, const td_graph *g, td_err *err) {
+  r->src = g;
+  r->err = err;
+  r->dst = clone_empty(g);
+  r->map = td_arena_alloc(g->arena, (size_t)(g->n_nodes + 1) * sizeof *r->map);
+  if (!r->dst || !r->map) return td_err_set(err, "out of memory");
+  for (int i = 0; i < g->n_nodes; i++) r->map[i] = -1;
+  return 0;
+}
+
+/* Adds a node like `n` to the new graph with the given (new) inputs. */
+static int rb_add(rebuild *r, const td_node *n, const int *in, int n_in, const td_attr *attr) {
+  int id = td_graph_add(r->dst, n->op, n->dtype, n->rank, n->shape, in, n_in,
+                        attr ? attr : &n->attr, n->span);
+  if (id < 0) return td_err_set(r->err, "out of memory");
+  r->dst->nodes[id].name = n->name;
+  return id;
+}
+
+/* Copies src node `id` with its inputs mapped. */
+static int rb_copy(rebuild *r, int id) {
+  const td_node *n = &r->src->nodes[id];
+  int stack_in[8], *in = stack_in;
+  if (n->n_in > 8 && !(in = td_arena_alloc(r->src->arena, (size_t)n->n_in * sizeof *in)))
+    return td_err_set(r->err, "out of memory");
+  for (int k = 0; k < n->n_in; k++) in[k] = r->map[n->in[k]];
+  return rb_add(r, n, in, n->n_in, NULL);
+}
+
+static td_graph *rb_finish(rebuild *r) {
+  for (int i = 0; i < r->src->n_outputs; i++)
+    if (td_graph_add_output(r->dst, r->map[r->src->outputs[i]])) {
+      td_err_set(r->err, "out of memory");
+      return NULL;
+    }
+  return r->dst;
+}
+
+/* The new-graph node of src input k of node n. */
+static const td_node *rb_in(const rebuild *r, const td_node *n, int k) {
+  return &r->dst->nodes[r->map[n->in[k]]];
+}
+
+static int same_type(const td_node *a, const td_node *b) {
+  if (a->dtype != b->dtype || a->rank != b->rank) return 0;
+  for (int i = 0; i < a->rank; i++)
+    if (a->shape[i] != b->shape[i]) return 0;
+  return 1;
+}
+
+static int is_elementwise(td_op op) {
+  td_opkind k = td_ops[op].kind;
+  return k == TD_K_UNARY || k == TD_K_BINARY || k == TD_K_COMPARE || k == TD_K_TERNARY;
+}
+
+/* ---- constant folding ------------------------------------------------------ */
+
+/* A rank-0 tensor holding the value of CONST node c. */
+static td_tensor *const_tensor(const td_node *c, td_err *err) {
+  td_tensor *t = td_tensor_new(c->dtype, 0, NULL, err);
+  if (t) tdk_fill(t, c->attr.f, c->attr.i);
+  return t;
+}
+
+/* Stores a rank-0 tensor's value into a CONST attribute (f and i agree). */
+static void const_attr(const td_tensor *t, td_attr *a) {
+  memset(a, 0, sizeof *a);
+  switch (t->dtype) {
+  case TD_F32: a->f = *(const float *)t->data; a->i = (int64_t)a->f; break;
+  case TD_F64: a->f = *(const double *)t->data; a->i = (int64_t)a->f; break;
+  case TD_I32: a->i = *(const int32_t *)t->data; a->f = (double)a->i; break;
+  case TD_I64: a->i = *(const int64_t *)t->data; a->f = (double)a->i; break;
+  default: a->i = *(const uint8_t *)t->data != 0; a->f = (double)a->i; break;
+  }
+}
+
+/* Evaluates elementwise node n over constant (new-graph) inputs into *a.
+ * Returns 1 when folded, 0 when the kernels refuse, -1 on OOM. */
+static int eval_const(const rebuild *r, const td_node *n, td_attr *a) {
+  td_tensor *in[3] = {NULL, NULL, NULL}, *out = NULL;
+  td_err e;
+  int rc = 1;
+  for (int k = 0; k < n->n_in && rc == 1; k++)
+    if (!(in[k] = const_tensor(rb_in(r, n, k), &e))) rc = -1;
+  if (rc == 1 && !(out = td_tensor_new(n->dtype, 0, NULL, &e))) rc = -1;
+  if (rc == 1 && tdk_elementwise(n->op, in, n->n_in, out, &e) < 0) rc = 0;
+  if (rc == 1) const_attr(out, a);
+  for (int k = 0; k < 3; k++) td_tensor_release(in[k]);
+  td_tensor_release(out);
+  return rc;
+}
+
+static int foldable(const rebuild *r, const td_node *n) {
+  if (!is_elementwise(n->op) || n->rank != 0 || n->n_in > 3) return 0;
+  for (int k = 0; k < n->n_in; k++)
+    if (rb_in(r, n, k)->op != TD_IR_CONST) return 0;
+  return 1;
+}
+
+static int fold_node(rebuild *r, int id) {
+  const td_node *n = &r->src->nodes[id];
+  td_attr a;
+  if (n->op == TD_IR_DIM && TD_DIM_IS_CONST(n->attr.dim)) {
+    memset(&a, 0, sizeof a);
+    a.i = n->attr.dim;
+    a.f = (double)a.i;
+  } else if (foldable(r, n)) {
+    int rc = eval_const(r, n, &a);
+    if (rc < 0) return td_err_set(r->err, "out of memory");
+    if (rc == 0) return rb_copy(r, id);
+  } else {
+    return rb_copy(r, id);
+  }
+  td_node c = *n;
+  c.op = TD_IR_CONST;
+  return rb_add(r, &c, NULL, 0, &a);
+}
+
+td_graph *td_pass_fold(const td_graph *g, td_err *err) {
+  rebuild r;
+  if (rb_init(&r, g, err)) return NULL;
+  for (int id = 0; id < g->n_nodes; id++)
+    if ((r.map[id] = fold_node(&r, id)) < 0) return NULL;
+  return rb_finish(&r);
+}
+
+/* ---- common subexpressions ---------------------------------------------- */
+
+/* Equality of the attributes that matter for op. */
+static int attr_eq(const td_node *a, const td_node *b) {
+  const td_attr *x = &a->attr, *y = &b->attr;
+  switch (a->op) {
+  case TD_IR_CONST:
+    if (a->dtype == TD_F32) {
+      float fx = (float)x->f, fy = (float)y->f;
+      return memcmp(&fx, &fy, sizeof fx) == 0;
+    }
+    if (a->dtype == TD_F64) return memcmp(&x->f, &y->f, sizeof x->f) == 0;
+    if (a->dtype == TD_BOOL) return (x->i != 0) == (y->i != 0);
+    return x->i == y->i;
+  case TD_IR_DIM: return x->dim == y->dim;
+  case TD_IR_ARANGE:
+    return x->i == y->i && x->i2 == y->i2 && !memcmp(&x->f, &y->f, sizeof x->f) &&
+           !memcmp(&x->f2, &y->f2, sizeof x->f2);
+  case TD_IR_RAND: case TD_IR_RANDN: return x->seed == y->seed && x->stream == y->stream;
+  case TD_IR_PERMUTE: return !memcmp(x->perm, y->perm, (size_t)a->rank * sizeof x->perm[0]);
+  case TD_IR_SLICE:
+    return !memcmp(x->start, y->start, (size_t)a->rank * sizeof x->start[0]) &&
+           !memcmp(x->step, y->step, (size_t)a->rank * sizeof x->step[0]);
+  case TD_IR_CONCAT: case TD_IR_GATHER: return x->axis == y->axis;
+  default:
+    if (td_ops[a->op].kind == TD_K_REDUCE) return x->axes == y->axes;
+    return 1;
+  }
+}
+
+static int node_eq(const td_node *a, const td_node *b) {
+  if (a->op != b->op || a->n_in != b->n_in || !same_type(a, b)) return 0;
+  for (int k = 0; k < a->n_in; k++)
+    if (a->in[k] != b->in[k]) return 0;
+  return attr_eq(a, b);
+}
+
+static uint64_t hmix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+/* A hash consistent with node_eq (attributes hashed coarsely). */
+static uint64_t node_hash(const td_node *n) {
+  uint64_t h = hmix((uint64_t)n->op, (uint64_t)n->dtype);
+  h = hmix(h, (uint64_t)n->rank);
+  for (int i = 0; i < n->rank; i++) h = hmix(h, (uint64_t)n->shape[i]);
+  for (int k = 0; k < n->n_in; k++) h = hmix(h, (uint64_t)n->in[k]);
+  if (n->op == TD_IR_CONST) h = hmix(h, (uint64_t)n->attr.i);
+  if (n->op == TD_IR_RAND || n->op == TD_IR_RANDN) h = hmix(h, n->attr.stream);
+  if (td_ops[n->op].kind == TD_K_REDUCE) h = hmix(h, n->attr.axes);
+  return h;
+}
+
+static int cse_candidate(td_op op) {
+  return op != TD_IR_PRINT && op != TD_IR_INPUT && op != TD_IR_PARAM;
+}
+
+td_graph *td_pass_cse(const td_graph *g, td_err *err) {
+  rebuild r;
+  if (rb_init(&r, g, err)) return NULL;
+  size_t cap = 16;
+  while (cap < 2 * (size_t)g->n_nodes) cap *= 2;
+  int *tab = td_malloc(cap * sizeof *tab);
+  if (!tab) { td_err_set(err, "out of memory"); return NULL; }
+  for (size_t i = 0; i < cap; i++) tab[i] = -1;
+  for (int id = 0; id < g->n_nodes; id++) {
+    int nid = rb_copy(&r, id);
+    if (nid < 0) { td_free(tab); return NULL; }
+    const td_node *n = &r.dst->nodes[nid];
+    r.map[id] = nid;
+    if (!cse_candidate(n->op)) continue;
+    size_t s = node_hash(n) & (cap - 1);
+    while (tab[s] >= 0 && !node_eq(&r.dst->nodes[tab[s]], n)) s = (s + 1) & (cap - 1);
+    if (tab[s] < 0) { tab[s] = nid; continue; }
+    r.map[id] = tab[s];
+    r.dst->n_nodes--;   /* the copy just added is a duplicate: drop it */
+  }
+  td_free(tab);
+  return rb_finish(&r);
+}
+
+/* ---- dead code ------------------------------------------------------------ */
+
+td_graph *td_pass_dce(const td_graph *g, td_err *err) {
+  char *live = td_calloc((size_t)g->n_nodes + 1, 1);
+  if (!live) { td_err_set(err, "out of memory"); return NULL; }
+  for (int i = 0; i < g->n_outputs; i++) live[g->outputs[i]] = 1;
+  for (int id = g->n_nodes - 1; id >= 0; id--) {
+    const td_node *n = &g->nodes[id];
+    if (n->op == TD_IR_PRINT || n->op == TD_IR_INPUT || n->op == TD_IR_PARAM) live[id] = 1;
+    if (!live[id]) continue;
+    for (int k = 0; k < n->n_in; k++) live[n->in[k]] = 1;
+  }
+  rebuild r;
+  td_graph *out = NULL;
+  if (rb_init(&r, g, err) == 0) {
+    int ok = 1;
+    for (int id = 0; id < g->n_nodes && ok; id++)
+      if (live[id]) ok = (r.map[id] = rb_copy(&r, id)) >= 0;
+    if (ok) out = rb_finish(&r);
+  }
+  td_free(live);
+  return out;
+}
+
+/* ---- algebraic simplification ------------------------------------------- */
+
+/* Is new-graph node c a CONST equal to v? */
+static int const_is(const td_node *c, double v) {
+  if (c->op != TD_IR_CONST) return 0;
+  if (td_dtype_is_float(c->dtype)) return c->dtype == TD_F32 ? (float)c->attr.f == (float)v : c->attr.f == v;
+  return c->attr.i == (int64_t)v;
+}
+
+/* For x OP c or c OP x with identity constant c: the new id of x, or -1. */
+static int binary_identity(const rebuild *r, const td_node *n) {
+  const td_node *a = rb_in(r, n, 0), *b = rb_in(r, n, 1);
+  int ia = r->map[n->in[0]], ib = r->map[n->in[1]];
+  switch (n->op) {
+  case TD_IR_MUL:
+    if (const_is(b, 1) && same_type(a, n)) return ia;
+    if (const_is(a, 1) && same_type(b, n)) return ib;
+    return -1;
+  case TD_IR_ADD:
+    if (const_is(b, 0) && same_type(a, n)) return ia;
+    if (const_is(a, 0) && same_type(b, n)) return ib;
+    return -1;
+  case TD_IR_SUB:
+    return const_is(b, 0) && same_type(a, n) ? ia : -1;
+  case TD_IR_DIV:
+    return const_is(b, 1) && same_type(a, n) ? ia : -1;
+  default: return -1;
+  }
+}
+
+static int is_identity_perm(const int *p, int rank) {
+  for (int i = 0; i < rank; i++)
+    if (p[i] != i) return 0;
+  return 1;
+}
+
+static int full_slice(const td_node *n, const td_node *x) {
+  if (!same_type(n, x)) return 0;
+  for (int i = 0; i < n->rank; i++)
+    if (n->attr.start[i] != 0 || n->attr.step[i] != 1) return 0;
+  return 1;
+}
+
+/* The replacement of a movement node, or -1 to keep it; may add a node. */
+static int simplify_move(rebuild *r, const td_node *n) {
+  const td_node *x = rb_in(r, n, 0);
+  int ix = r->map[n->in[0]];
+  switch (n->op) {
+  case TD_IR_RESHAPE:
+    if (same_type(n, x)) return ix;
+    if (x->op == TD_IR_RESHAPE) {
+      int inner = x->in[0];
+      if (same_type(&r->dst->nodes[inner], n)) return inner;
+      return rb_add(r, n, &inner, 1, NULL);
+    }
+    return -1;
+  case TD_IR_BROADCAST: return same_type(n, x) ? ix : -1;
+  case TD_IR_SLICE: return full_slice(n, x) ? ix : -1;
+  case TD_IR_PERMUTE: {
+    if (is_identity_perm(n->attr.perm, n->rank)) return ix;
+    if (x->op != TD_IR_PERMUTE) return -1;
+    td_attr a = n->attr;
+    for (int i = 0; i < n->rank; i++) a.perm[i] = x->attr.perm[n->attr.perm[i]];
+    int inner = x->in[0];
+    if (is_identity_perm(a.perm, n->rank)) return inner;
+    return rb_add(r, n, &inner, 1, &a);
+  }
+  default: return -1;
+  }
+}
+
+/* The replacement of src node id, or -1 to copy it.  (When adding a
+ * replacement runs out of memory the copy that follows fails too.) */
+static int simplify_node(rebuild *r, int id) {
+  const td_node *n = &r->src->nodes[id];
+  int rep = -1;
+  td_opkind k = td_ops[n->op].kind;
+  if (k == TD_K_BINARY) rep = binary_identity(r, n);
+  else if (k == TD_K_MOVE && n->op != TD_IR_CONCAT) {
+    int before = r->dst->n_nodes;
+    rep = simplify_move(r, n);
+    if (rep < 0 && r->dst->n_nodes != before) return -2;
+  } else if (n->op == TD_IR_CAST && same_type(rb_in(r, n, 0), n)) rep = r->map[n->in[0]];
+  else if (n->op == TD_IR_NEG && rb_in(r, n, 0)->op == TD_IR_NEG) {
+    const td_node *x = &r->dst->nodes[rb_in(r, n, 0)->in[0]];
+    if (same_type(x, n)) rep = rb_in(r, n, 0)->in[0];
+  } else if (n->op == TD_IR_WHERE && n->in[1] == n->in[2] && same_type(rb_in(r, n, 1), n))
+    rep = r->map[n->in[1]];
+  return rep;
+}
+
+td_graph *td_pass_simplify(const td_graph *g, td_err *err) {
+  rebuild r;
+  if (rb_init(&r, g, err)) return NULL;
+  for (int id = 0; id < g->n_nodes; id++) {
+    int rep = simplify_node(&r, id);
+    r.map[id] = rep >= 0 ? rep : rb_copy(&r, id);
+    if (r.map[id] < 0) return NULL;
+  }
+  return rb_finish(&r);
+}
+
+/* ---- the pipeline -------------------------------------------------------------- */
+
+static const char *const pass_names[] = {"fold", "cse", "simplify", "dce", NULL};
+
+const char *const *td_pass_names(void) { return pass_names; }
+
+int td_pass_index(const char *name, size_t len) {
+  for (int i = 0; pass_names[i]; i++)
+    if (strlen(pass_names[i]) == len && !strncmp(pass_names[i], name, len)) return i;
+  return -1;
+}
+
+int td_graph_count_ops(const td_graph *g) {
+  int n = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    td_op op = g->nodes[i].op;
+    n += op != TD_IR_INPUT && op != TD_IR_PARAM && op != TD_IR_CONST && op != TD_IR_DIM &&
+         op != TD_IR_PRINT;
+  }
+  return n;
+}
+
+/* Runs one pass on *g, verifies its result and dumps it when asked; *g
+ * becomes the result. */
+static int run_pass(const char *name, td_pass_fn fn, td_graph **g, const td_opt_opts *o,
+                    td_err *err) {
+  td_graph *next = fn(*g, err);
+  if (!next) return -1;
+  td_err verr;
+  if (td_graph_verify(next, &verr))
+    return td_err_set(err, "internal compiler error: pass '%s' produced an invalid graph "
+                      "for %s: %s", name, (*g)->name, verr.msg);
+  int bit = td_pass_index(name, strlen(name));
+  if (o && o->dump && bit >= 0 && (o->dump_mask >> bit & 1)) o->dump(o->ud, name, next);
+  *g = next;
+  return 0;
+}
+
+int td_optimize(const td_graph *g, const td_opt_opts *opts, td_graph **out, td_opt_stats *stats,
+                td_err *err) {
+  td_graph *cur = td_pass_dce(g, err);  /* a private copy the pipeline may replace */
+  int rc = cur ? 0 : -1;
+#define PASS(name, fn) if (rc == 0) rc = run_pass(name, fn, &cur, opts, err)
+  PASS("fold", td_pass_fold);          /* constants first: exposes x*1, x+0 */
+  PASS("cse", td_pass_cse);            /* one node per distinct value */
+  PASS("simplify", td_pass_simplify);  /* algebra and movement chains */
+  PASS("fold", td_pass_fold);          /* what simplify exposed */
+  PASS("cse", td_pass_cse);            /* chains rebuilt by simplify may coincide */
+  PASS("dce", td_pass_dce);            /* drop what no output or print needs */
+#undef PASS
+  if (rc) return -1;
+  if (stats) {
+    stats->nodes_before = g->n_nodes;
+    stats->nodes_after = cur->n_nodes;
+    stats->ops_before = td_graph_count_ops(g);
+    stats->ops_after = td_graph_count_ops(cur);
+  }
+  *out = cur;
+  return 0;
+}

@@ -1,0 +1,295 @@
+/* plan.c - the kernel plan: buffers, liveness, memory, costs, names.
+ *
+ * td_plan_build runs fusion (fuse.c) and then, in order:
+ *   names     each kernel is named after its index and the ops it fuses;
+ *   outputs   the graph's outputs, then every printed tensor;
+ *   buffers   one per leaf and per kernel root: OUTPUT for values handed to
+ *             the caller, TEMP for the rest;
+ *   liveness  each buffer lives from the kernel that writes it to the last
+ *             kernel that reads it;
+ *   memory    TEMP buffers take arena slots: a slot is free again once its
+ *             occupant's last reader has run (never during that kernel, so
+ *             no kernel reads and writes the same memory).  A buffer takes
+ *             a free slot it provably fits in, or a free slot that is
+ *             provably smaller (which then grows), or a new slot.  Inputs,
+ *             parameters and outputs are never in the arena, so they are
+ *             never overwritten;
+ *   costs     bytes read and written and FLOPs, as td_dims.
+ */
+#include "plan_impl.h"
+
+#include <string.h>
+
+#include "passes.h"
+
+/* ---- small helpers ----------------------------------------------------------- */
+
+const char *td_kkind_name(td_kkind k) {
+  switch (k) {
+  case TD_KERN_POINTWISE: return "pointwise";
+  case TD_KERN_REDUCE: return "reduce";
+  case TD_KERN_MATMUL: return "matmul+epilogue";
+  default: return "other";
+  }
+}
+
+static td_dim numel(td_graph *g, const td_dim *shape, int rank) {
+  td_dim n = 1;
+  for (int i = 0; i < rank; i++) n = td_dim_mul(g, n, shape[i]);
+  return n;
+}
+
+td_dim td_node_bytes(td_graph *g, const td_node *n) {
+  return td_dim_mul(g, numel(g, n->shape, n->rank), (td_dim)td_dtype_size(n->dtype));
+}
+
+int td_dim_le(td_graph *g, td_dim a, td_dim b) {
+  if (TD_DIM_IS_CONST(a) && TD_DIM_IS_CONST(b)) return a <= b;
+  td_dim d = td_dim_sub(g, b, a);
+  if (TD_DIM_IS_CONST(d)) return 1;
+  const td_poly *p = &g->dims[-d - 1];
+  for (int i = 0; i < p->n; i++)
+    if (p->t[i].coef < 0) return 0;
+  return 1;
+}
+
+static void *palloc(td_plan *p, size_t n, td_err *err) {
+  void *q = td_arena_alloc(p->g->arena, n ? n : 1);
+  if (!q) td_err_set(err, "out of memory");
+  return q;
+}
+
+/* ---- names ------------------------------------------------------------------- */
+
+static int name_worthy(td_op op, int movement_too) {
+  td_opkind k = td_ops[op].kind;
+  if (k == TD_K_LEAF || k == TD_K_EFFECT) return 0;
+  return movement_too || k != TD_K_MOVE;
+}
+
+/* "k3_matmul_add_relu": up to four distinct op names, in node order. */
+static int name_kernel(td_plan *p, int ki, td_err *err) {
+  td_kernel *k = &p->kernels[ki];
+  char buf[128];
+  int w = snprintf(buf, sizeof buf, "k%d", ki), parts = 0, compute = 0;
+  for (int i = 0; i < k->n_nodes; i++) compute |= name_worthy(p->g->nodes[k->nodes[i]].op, 0);
+  const char *seen[8];
+  for (int i = 0; i < k->n_nodes && w < 100; i++) {
+    td_op op = p->g->nodes[k->nodes[i]].op;
+    if (!name_worthy(op, !compute)) continue;
+    int dup = 0;
+    for (int j = 0; j < parts && j < 8; j++) dup |= seen[j] == td_ops[op].name;
+    if (dup) continue;
+    if (parts == 4) { w += snprintf(buf + w, sizeof buf - (size_t)w, "_etc"); break; }
+    seen[parts++] = td_ops[op].name;
+    w += snprintf(buf + w, sizeof buf - (size_t)w, "_%s", td_ops[op].name);
+  }
+  if (!parts) snprintf(buf + w, sizeof buf - (size_t)w, "_copy");
+  k->name = td_arena_strdup(p->g->arena, buf);
+  return k->name ? 0 : td_err_set(err, "out of memory");
+}
+
+/* ---- outputs and buffers ----------------------------------------------------- */
+
+static int collect_outputs(td_plan *p, td_err *err) {
+  const td_graph *g = p->g;
+  int n = g->n_outputs;
+  for (int i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].op == TD_IR_PRINT) n += g->nodes[i].n_in;
+  if (!(p->out_nodes = palloc(p, (size_t)n * sizeof(int), err))) return -1;
+  for (int i = 0; i < g->n_outputs; i++) p->out_nodes[p->n_out_nodes++] = g->outputs[i];
+  for (int i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].op == TD_IR_PRINT)
+      for (int k = 0; k < g->nodes[i].n_in; k++) p->out_nodes[p->n_out_nodes++] = g->nodes[i].in[k];
+  return 0;
+}
+
+static int out_index(const td_plan *p, int node) {
+  for (int i = 0; i < p->n_out_nodes; i++)
+    if (p->out_nodes[i] == node) return i;
+  return -1;
+}
+
+static int make_buffers(td_plan *p, td_err *err) {
+  td_graph *g = p->g;
+  if (!(p->bufs = palloc(p, (size_t)(g->n_nodes + 1) * sizeof *p->bufs, err))) return -1;
+  for (int n = 0; n < g->n_nodes; n++) {
+    p->buf_of[n] = -1;
+    if (g->nodes[n].op == TD_IR_PRINT || !tdc_is_materialised(p, n)) continue;
+    td_buffer *b = &p->bufs[p->n_bufs];
+    const td_node *nd = &g->nodes[n];
+    b->node = n;
+    b->bytes = td_node_bytes(g, nd);
+    b->first = p->kernel_of[n];
+    b->last = -1;
+    if (nd->op == TD_IR_INPUT || nd->op == TD_IR_PARAM) {
+      b->kind = nd->op == TD_IR_INPUT ? TD_BUF_INPUT : TD_BUF_PARAM;
+      b->index = (int)nd->attr.i;
+    } else if ((b->index = out_index(p, n)) >= 0) {
+      b->kind = TD_BUF_OUTPUT;
+      p->output_bytes = td_dim_add(g, p->output_bytes, b->bytes);
+    } else {
+      b->kind = TD_BUF_TEMP;
+    }
+    p->buf_of[n] = p->n_bufs++;
+  }
+  for (int k = 0; k < p->n_kernels; k++)
+    for (int i = 0; i < p->kernels[k].n_reads; i++) {
+      int bi = p->buf_of[p->kernels[k].reads[i]];
+      if (bi >= 0 && p->bufs[bi].last < k) p->bufs[bi].last = k;
+    }
+  return 0;
+}
+
+/* ---- the arena of temporaries ------------------------------------------------------ */
+
+/* The slot for buffer b, allocated at kernel b->first; -1 when OOM. */
+static int pick_slot(td_plan *p, const int *busy, const td_buffer *b) {
+  int best = -1;
+  for (int s = 0; s < p->n_slots; s++) {
+    if (busy[s] >= b->first) continue;
+    if (td_dim_le(p->g, b->bytes, p->slot_bytes[s]) &&
+        (best < 0 || td_dim_le(p->g, p->slot_bytes[s], p->slot_bytes[best])))
+      best = s;
+  }
+  if (best >= 0) return best;
+  for (int s = 0; s < p->n_slots; s++)
+    if (busy[s] < b->first && td_dim_le(p->g, p->slot_bytes[s], b->bytes)) {
+      p->slot_bytes[s] = b->bytes;
+      return s;
+    }
+  p->slot_bytes[p->n_slots] = b->bytes;
+  return p->n_slots++;
+}
+
+static int plan_memory(td_plan *p, td_err *err) {
+  p->slot_bytes = palloc(p, (size_t)(p->n_bufs + 1) * sizeof *p->slot_bytes, err);
+  int *busy = palloc(p, (size_t)(p->n_bufs + 1) * sizeof *busy, err);
+  if (!p->slot_bytes || !busy) return -1;
+  for (int k = 0; k < p->n_kernels; k++)
+    for (int i = 0; i < p->n_bufs; i++) {
+      td_buffer *b = &p->bufs[i];
+      if (b->kind != TD_BUF_TEMP || b->first != k) continue;
+      b->index = pick_slot(p, busy, b);
+      busy[b->index] = b->last > k ? b->last : k;
+    }
+  td_dim off = 0;
+  for (int s = 0; s < p->n_slots; s++) {
+    for (int i = 0; i < p->n_bufs; i++)
+      if (p->bufs[i].kind == TD_BUF_TEMP && p->bufs[i].index == s) p->bufs[i].offset = off;
+    off = td_dim_add(p->g, off, p->slot_bytes[s]);
+  }
+  p->arena_bytes = off;
+  return 0;
+}
+
+/* ---- costs --------------------------------------------------------------------------- */
+
+/* Elementwise ops count one per element, reductions one per input element,
+ * matmul 2*M*N*K per batch; movement and creation ops count nothing. */
+static td_dim node_flops(td_graph *g, int id) {
+  const td_node *n = &g->nodes[id];
+  td_opkind kind = td_ops[n->op].kind;
+  if (tdc_is_elementwise(n->op)) return numel(g, n->shape, n->rank);
+  if (kind == TD_K_REDUCE) {
+    const td_node *x = &g->nodes[n->in[0]];
+    return numel(g, x->shape, x->rank);
+  }
+  if (kind == TD_K_MATMUL) {
+    const td_node *a = &g->nodes[n->in[0]];
+    td_dim kk = a->shape[a->rank - 1];
+    return td_dim_mul(g, td_dim_mul(g, 2, kk), numel(g, n->shape, n->rank));
+  }
+  return 0;
+}
+
+static void kernel_costs(td_plan *p, td_kernel *k) {
+  td_graph *g = p->g;
+  k->bytes_read = k->bytes_written = k->flops = 0;
+  for (int i = 0; i < k->n_reads; i++)
+    k->bytes_read = td_dim_add(g, k->bytes_read, td_node_bytes(g, &g->nodes[k->reads[i]]));
+  k->bytes_written = td_node_bytes(g, &g->nodes[k->root]);
+  for (int i = 0; i < k->n_nodes; i++)
+    k->flops = td_dim_add(g, k->flops, node_flops(g, k->nodes[i]));
+}
+
+/* ---- building ------------------------------------------------------------------------- */
+
+td_plan *td_plan_build(td_graph *g, td_err *err) {
+  td_plan *p = td_arena_alloc(g->arena, sizeof *p);
+  if (!p) { td_err_set(err, "out of memory"); return NULL; }
+  p->g = g;
+  p->n_ops = td_graph_count_ops(g);
+  p->kernel_of = palloc(p, (size_t)(g->n_nodes + 1) * sizeof(int), err);
+  p->buf_of = palloc(p, (size_t)(g->n_nodes + 1) * sizeof(int), err);
+  if (!p->kernel_of || !p->buf_of || tdc_fuse(p, err)) return NULL;
+  for (int k = 0; k < p->n_kernels; k++)
+    if (name_kernel(p, k, err)) return NULL;
+  if (collect_outputs(p, err) || make_buffers(p, err) || plan_memory(p, err)) return NULL;
+  for (int k = 0; k < p->n_kernels; k++) kernel_costs(p, &p->kernels[k]);
+  return p;
+}
+
+/* ---- printing (--dump=fused) ----------------------------------------------------------- */
+
+static const char *loc(const td_diags *d, td_span sp, char *buf, size_t n) {
+  const td_source *s = d ? td_diags_source(d, sp.file) : NULL;
+  if (s) {
+    const char *base = strrchr(s->path, '/');
+    snprintf(buf, n, "%s:%d", base ? base + 1 : s->path, sp.line);
+  } else if (sp.line > 0) {
+    snprintf(buf, n, "%d", sp.line);
+  } else {
+    snprintf(buf, n, "builtin");
+  }
+  return buf;
+}
+
+static const char *bkind_name(td_bkind k) {
+  static const char *const names[] = {"input", "param", "output", "temp"};
+  return names[k];
+}
+
+static void print_buf(const td_plan *p, int node, FILE *out) {
+  const td_node *n = &p->g->nodes[node];
+  char t[256];
+  int bi = p->buf_of[node];
+  fprintf(out, "%%%d %s", node, td_type_str(p->g, n->dtype, n->rank, n->shape, t, sizeof t));
+  if (bi >= 0) fprintf(out, " (%s %d%s%s%s)", bkind_name(p->bufs[bi].kind), p->bufs[bi].index,
+                       n->name ? " \"" : "", n->name ? n->name : "", n->name ? "\"" : "");
+}
+
+static void print_kernel(const td_plan *p, int ki, const td_diags *d, FILE *out) {
+  const td_kernel *k = &p->kernels[ki];
+  td_graph *g = p->g;
+  char t[256], b1[128], b2[128], b3[128];
+  fprintf(out, "kernel %s  %s  space %s", k->name, td_kkind_name(k->kind),
+          td_type_str(g, g->nodes[k->root].dtype, k->rank, k->space, t, sizeof t) + 3);
+  if (k->kind == TD_KERN_REDUCE) {
+    fprintf(out, "  reduce axes=[");
+    for (int i = 0, first = 1; i < k->rank; i++)
+      if (k->red_axes >> i & 1) { fprintf(out, "%s%d", first ? "" : ",", i); first = 0; }
+    fprintf(out, "]  passes=%d%s", k->n_passes, k->row_root ? "  (one value per row)" : "");
+  }
+  fprintf(out, "\n  ops:");
+  for (int i = 0; i < k->n_nodes; i++) {
+    const td_node *n = &g->nodes[k->nodes[i]];
+    if (td_ops[n->op].kind == TD_K_LEAF && n->op != TD_IR_ARANGE) continue;
+    fprintf(out, " %s%%%d@%s", td_ops[n->op].name, k->nodes[i], loc(d, n->span, t, sizeof t));
+  }
+  fprintf(out, "\n  reads:");
+  for (int i = 0; i < k->n_reads; i++) { fputc(' ', out); print_buf(p, k->reads[i], out); }
+  fprintf(out, "\n  writes: ");
+  print_buf(p, k->root, out);
+  fprintf(out, "\n  bytes read %s, written %s; flops %s\n", td_dim_str(g, k->bytes_read, b1, sizeof b1),
+          td_dim_str(g, k->bytes_written, b2, sizeof b2), td_dim_str(g, k->flops, b3, sizeof b3));
+}
+
+void td_plan_print(const td_plan *p, const td_diags *d, FILE *out) {
+  char b1[128], b2[128];
+  fprintf(out, "plan %s: %d ops -> %d kernels\n", p->g->name, p->n_ops, p->n_kernels);
+  for (int k = 0; k < p->n_kernels; k++) print_kernel(p, k, d, out);
+  fprintf(out, "memory: temporaries %s bytes in %d slots, outputs %s bytes\n",
+          td_dim_str(p->g, p->arena_bytes, b1, sizeof b1), p->n_slots,
+          td_dim_str(p->g, p->output_bytes, b2, sizeof b2));
+}

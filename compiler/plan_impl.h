@@ -1,0 +1,20 @@
+/* plan_impl.h - internal interface between the parts of the kernel planner
+ * (fuse.c groups nodes into kernels, plan.c plans buffers and costs). */
+#ifndef TD_PLAN_IMPL_H
+#define TD_PLAN_IMPL_H
+
+#include "plan.h"
+
+/* Fills p->kernels, p->n_kernels and p->kernel_of from p->g (fuse.c). */
+int tdc_fuse(td_plan *p, td_err *err);
+
+/* Is the node a materialised value (a leaf or a kernel's root)? */
+int tdc_is_materialised(const td_plan *p, int node);
+
+/* Elementwise kinds: unary, binary, compare, ternary. */
+int tdc_is_elementwise(td_op op);
+
+/* Do two shapes have the same sizes apart from axes of size 1? */
+int tdc_squeeze_eq(const td_dim *a, int ra, const td_dim *b, int rb);
+
+#endif

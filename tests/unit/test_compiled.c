@@ -1,0 +1,554 @@
+/* test_compiled.c - the compiled CPU code against the interpreter.
+ *
+ * Differential tests: every program under examples/ and tests/lang/ with a
+ * `fn main` that `tdsl run` accepts (no # error, # args, # cmd or # runner
+ * directives) runs eagerly and compiled; the graph's outputs and every
+ * value its print() calls print must agree: same dtype and shape, integers
+ * and bools exactly, floats within a relative error of 1e-5 measured
+ * against the tensor's largest magnitude (see differ).
+ * The eager values of the prints come from the original graph with its
+ * printed nodes added as outputs, so the check covers the passes too.
+ *
+ * Entry points with symbolic sizes are compiled once and run at two sizes
+ * on random inputs: one compiled program serves every N.  Further tests
+ * cover each kernel kind on hand-made programs (broadcasts, transposes,
+ * slices, concat, gather with negative indices, integer division, argmax,
+ * reductions along every axis, batched matmul with broadcasting, prints).
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../../compiler/compiled.h"
+#include "../../compiler/passes.h"
+#include "elab.h"
+#include "interp.h"
+#include "mem.h"
+
+#ifndef TDSL_SRCDIR
+#define TDSL_SRCDIR "."
+#endif
+
+/* ---- comparing tensors ---- */
+
+static double maxabs(const td_tensor *t) {
+  double m = 0;
+  for (int64_t i = 0; i < t->numel; i++) {
+    double v = fabs(td_tensor_get(t, i));
+    if (isfinite(v) && v > m) m = v;
+  }
+  return m;
+}
+
+/* NULL when a and b agree, else a description (static buffer).  Floats:
+ * |a - b| <= 1e-5 * max(|b|, max|want|), the max-norm relative error, since
+ * an element that is small only because large terms cancelled carries the
+ * rounding of those terms whatever order they are summed in. */
+static const char *differ(const td_tensor *got, const td_tensor *want) {
+  static char why[256];
+  if (got->dtype != want->dtype || got->rank != want->rank) return "dtype or rank differs";
+  for (int k = 0; k < got->rank; k++)
+    if (got->shape[k] != want->shape[k]) return "shape differs";
+  double floor_ = maxabs(want);
+  for (int64_t i = 0; i < want->numel; i++) {
+    double a = td_tensor_get(got, i), b = td_tensor_get(want, i);
+    if (isnan(a) && isnan(b)) continue;
+    if (!td_dtype_is_float(want->dtype) || isinf(b)) {
+      if (a == b) continue;
+    } else if (fabs(a - b) <= 1e-5 * fmax(fabs(b), floor_)) {
+      continue;
+    }
+    snprintf(why, sizeof why, "element %lld: compiled %.9g, eager %.9g", (long long)i, a, b);
+    return why;
+  }
+  return NULL;
+}
+
+/* ---- one program ---- */
+
+typedef struct prog {
+  td_arena *a;
+  td_diags d;
+  td_program *p;
+} prog;
+
+static int load(prog *P, const char *path, const char *text) {
+  P->a = td_arena_new();
+  td_diags_init(&P->d, P->a);
+  P->p = td_program_new(P->a, &P->d);
+  td_program_add_search_dir(P->p, TDSL_SRCDIR "/stdlib");
+  return text ? td_program_load_text(P->p, path, text) : td_program_load_file(P->p, path);
+}
+
+/* g with its printed values appended to the outputs (in the plan's order). */
+static td_graph *with_prints(const td_graph *g, td_arena *a) {
+  td_graph *w = td_arena_alloc(a, sizeof *w);
+  *w = *g;
+  int n = g->n_outputs;
+  for (int i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].op == TD_IR_PRINT) n += g->nodes[i].n_in;
+  w->outputs = td_arena_alloc(a, (size_t)(n + 1) * sizeof(int));
+  if (g->n_outputs) memcpy(w->outputs, g->outputs, (size_t)g->n_outputs * sizeof(int));
+  w->n_outputs = g->n_outputs;
+  for (int i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].op == TD_IR_PRINT)
+      for (int k = 0; k < g->nodes[i].n_in; k++) w->outputs[w->n_outputs++] = g->nodes[i].in[k];
+  return w;
+}
+
+static void release_all(td_tensor **t, int n) {
+  for (int i = 0; t && i < n; i++) td_tensor_release(t[i]);
+  td_free(t);
+}
+
+typedef struct compiled_graph {
+  td_plan *plan;
+  td_compiled *c;
+} compiled_graph;
+
+static void compile_graph(const td_graph *g, compiled_graph *cg_, const char *what) {
+  td_graph *o;
+  td_err e;
+  cr_assert_eq(td_optimize(g, NULL, &o, NULL, &e), 0, "%s: %s", what, e.msg);
+  cg_->plan = td_plan_build(o, &e);
+  cr_assert_not_null(cg_->plan, "%s: %s", what, e.msg);
+  cg_->c = td_compile(cg_->plan, NULL, &e);
+  cr_assert_not_null(cg_->c, "%s: %s", what, e.msg);
+}
+
+/* Runs g eagerly (with prints as outputs) and compiled; compares. */
+static void check_graph(const td_graph *g, td_arena *a, td_tensor **inputs, const char *what) {
+  td_tensor **params = td_calloc((size_t)g->n_params + 1, sizeof *params);
+  td_err e;
+  cr_assert_eq(td_make_params(g, NULL, 0, params, &e), 0, "%s: %s", what, e.msg);
+  td_graph *w = with_prints(g, a);
+  td_tensor **eager = NULL, **comp = NULL;
+  int erc = td_interp_run(w, inputs, params, NULL, &eager, &e, NULL);
+  if (erc == 0) {
+    compiled_graph cg_;
+    compile_graph(g, &cg_, what);
+    cr_assert_eq(cg_.plan->n_out_nodes, w->n_outputs);
+    int rc = td_compiled_run(cg_.c, inputs, params, 0, &comp, &e, NULL);
+    cr_expect_eq(rc, 0, "%s: compiled run failed: %s", what, e.msg);
+    for (int i = 0; rc == 0 && i < w->n_outputs; i++) {
+      const char *why = differ(comp[i], eager[i]);
+      cr_expect(why == NULL, "%s: %s %d: %s", what, i < g->n_outputs ? "output" : "printed value",
+                i < g->n_outputs ? i : i - g->n_outputs, why);
+    }
+    if (rc == 0) release_all(comp, w->n_outputs);
+    td_compiled_free(cg_.c);
+  }
+  release_all(eager, erc == 0 ? w->n_outputs : 0);
+  release_all(params, g->n_params);
+}
+
+static char *read_text(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = malloc((size_t)n + 1);
+  size_t got = fread(s, 1, (size_t)n, f);
+  s[got] = 0;
+  fclose(f);
+  return s;
+}
+
+/* Does `tdsl run` accept the file as is (a main and no directives that
+ * make it an error, argument or check test)? */
+static int runnable(const char *text) {
+  return strstr(text, "fn main") && !strstr(text, "# error") && !strstr(text, "# args:") &&
+         !strstr(text, "# cmd:") && !strstr(text, "# runner:");
+}
+
+static int check_file(const char *path) {
+  char *text = read_text(path);
+  int ran = 0;
+  if (text && runnable(text)) {
+    prog P;
+    if (load(&P, path, NULL) == 0) {
+      td_graph *g = td_program_lower(P.p, "main");
+      if (g) {
+        check_graph(g, P.a, NULL, path);
+        ran = 1;
+      }
+    }
+    td_arena_free(P.a);
+  }
+  free(text);
+  return ran;
+}
+
+static int walk(const char *dir) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  if (!d) return 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] == '.') continue;
+    char path[1024];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (stat(path, &st)) continue;
+    if (S_ISDIR(st.st_mode)) n += walk(path);
+    else if (strlen(e->d_name) > 3 && !strcmp(e->d_name + strlen(e->d_name) - 3, ".td")) n += check_file(path);
+  }
+  closedir(d);
+  return n;
+}
+
+Test(differential, every_example_runs_the_same_compiled, .timeout = 300) {
+  int n = walk(TDSL_SRCDIR "/examples");
+  cr_expect_geq(n, 5, "only %d example programs ran", n);
+}
+
+Test(differential, every_language_test_runs_the_same_compiled, .timeout = 300) {
+  int n = walk(TDSL_SRCDIR "/tests/lang");
+  cr_expect_geq(n, 20, "only %d language tests ran", n);
+}
+
+/* ---- entry points at two sizes ---- */
+
+/* Random inputs for g with every single-symbol size set to `size`. */
+static int make_inputs(const td_graph *g, int64_t size, uint64_t seed, td_tensor **in) {
+  for (int i = 0; i < g->n_inputs; i++) {
+    const td_node *n = &g->nodes[g->inputs[i]];
+    int64_t shape[TD_MAX_RANK], vals[64];
+    for (int s = 0; s < 64; s++) vals[s] = size + s % 2;
+    for (int k = 0; k < n->rank; k++) shape[k] = td_dim_eval(g, n->shape[k], vals);
+    td_err e;
+    in[i] = td_tensor_new(n->dtype, n->rank, shape, &e);
+    if (!in[i]) return -1;
+    uint64_t s = seed * 7919 + (uint64_t)i;
+    for (int64_t j = 0; j < in[i]->numel; j++) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      double u = (double)(s >> 11) / 9007199254740992.0;
+      td_tensor_set(in[i], j, td_dtype_is_float(n->dtype) ? 4 * u - 2 : floor(3 * u));
+    }
+  }
+  return 0;
+}
+
+static void check_entries(const char *rel) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", TDSL_SRCDIR, rel);
+  prog P;
+  cr_assert_eq(load(&P, path, NULL), 0);
+  const char **names;
+  int ne = td_program_entries(P.p, &names);
+  for (int i = 0; i < ne; i++) {
+    td_graph *g = td_program_lower(P.p, names[i]);
+    if (!g || !strcmp(names[i], "main")) continue;
+    compiled_graph cg_;
+    compile_graph(g, &cg_, names[i]);
+    td_tensor **params = td_calloc((size_t)g->n_params + 1, sizeof *params);
+    td_err e;
+    cr_assert_eq(td_make_params(g, NULL, 3, params, &e), 0, "%s", e.msg);
+    for (int64_t size = 2; size <= 7; size += 5) {
+      td_tensor **in = td_calloc((size_t)g->n_inputs + 1, sizeof *in), **eager = NULL, **comp = NULL;
+      cr_assert_eq(make_inputs(g, size, (uint64_t)size, in), 0);
+      int erc = td_interp_run(g, in, params, NULL, &eager, &e, NULL);
+      cr_assert_eq(erc, 0, "%s eager: %s", names[i], e.msg);
+      int rc = td_compiled_run(cg_.c, in, params, 0, &comp, &e, NULL);
+      cr_assert_eq(rc, 0, "%s compiled: %s", names[i], e.msg);
+      for (int k = 0; k < g->n_outputs; k++) {
+        const char *why = differ(comp[k], eager[k]);
+        cr_expect(why == NULL, "%s at size %lld, output %d: %s", names[i], (long long)size, k, why);
+      }
+      release_all(eager, g->n_outputs);
+      release_all(comp, cg_.plan->n_out_nodes);
+      release_all(in, g->n_inputs);
+    }
+    release_all(params, g->n_params);
+    td_compiled_free(cg_.c);
+  }
+  td_arena_free(P.a);
+}
+
+Test(symbolic, seed_models_serve_every_batch_size) {
+  check_entries("examples/seed/simple.td");
+  check_entries("examples/seed/good_where.td");
+  check_entries("examples/seed/good_dynamic.td");
+  check_entries("examples/seed/good_vectorized.td");
+  check_entries("examples/seed/return_tensor_for_log.td");
+}
+
+Test(symbolic, mlp_serves_every_batch_size) { check_entries("examples/mlp.td"); }
+
+Test(symbolic, transformer_serves_every_batch_and_length, .timeout = 120) {
+  check_entries("examples/transformer.td");
+}
+
+/* ---- kernel kinds on small programs ---- */
+
+static void check_text(const char *text) {
+  prog P;
+  int rc = load(&P, "t.td", text);
+  if (rc) td_diag_render(&P.d, stderr, 0);
+  cr_assert_eq(rc, 0);
+  const char **names;
+  int ne = td_program_entries(P.p, &names);
+  for (int i = 0; i < ne; i++) {
+    td_graph *g = td_program_lower(P.p, names[i]);
+    if (!g) td_diag_render(&P.d, stderr, 0);
+    cr_assert_not_null(g);
+    td_tensor **in = td_calloc((size_t)g->n_inputs + 1, sizeof *in);
+    cr_assert_eq(make_inputs(g, 5, 11, in), 0);
+    check_graph(g, P.a, in, text);
+    release_all(in, g->n_inputs);
+  }
+  td_arena_free(P.a);
+}
+
+Test(kinds, pointwise_movement_as_index_arithmetic) {
+  check_text("fn f(x: f32[N, 8], b: f32[8]) -> f32[8, N] { transpose(tanh(x * 2 + b), 0, 1) * 3 }\n"
+             "fn g(x: f32[N, 6]) -> f32[3, N, 2] { transpose(reshape(exp(x), [N, 3, 2]), 0, 1) }\n"
+             "fn h(x: f32[N, 6]) -> f32[N, 3] { x[:, 1::2] - x[:, ::2] }\n"
+             "fn r(x: f32[4, 6]) -> f32[4, 3] { x[::-1, ::-2] }\n"
+             "fn c(x: f32[N, 2], y: f32[N, 3]) -> f32[N, 5] { concat([sin(x), cos(y)], axis = 1) }\n"
+             "fn w(x: f32[N, 4]) -> f32[N, 4] { where(x > 0, sqrt(abs(x)), -x * x) }\n");
+}
+
+Test(kinds, integers_bools_and_casts) {
+  check_text("fn f(x: f32[N, 4]) -> i64[N, 4] {\n"
+             "  let a = i64(floor(x * 10))\n"
+             "  (a % 3) * 100 + a % -4 + i64(x > 0.5) - abs(a) + maximum(a, 2)\n"
+             "}\n"
+             "fn g(x: f32[N, 4]) -> i32[N, 4] { i32(x * 1e10) }\n"
+             "fn h(x: f32[N, 4]) -> bool[N, 4] { (x > 0) and not (x > 1) }\n");
+}
+
+Test(kinds, gather_with_negative_indices) {
+  check_text("fn f(t: f32[10, 4], i: i64[N]) -> f32[N, 4] { take(t, i - 2, axis = 0) * 2 }\n");
+}
+
+Test(kinds, reductions_along_every_axis) {
+  check_text("fn a(x: f32[N, 5, 3]) -> f32[N, 1, 3] { sum(x, axis = 1, keepdims = true) }\n"
+             "fn b(x: f32[N, 5, 3]) -> f32[5, 3] { max(x, axis = 0) }\n"
+             "fn c(x: f32[N, 5, 3]) -> f32[] { mean(x * x) }\n"
+             "fn d(x: f32[N, 5]) -> i64[N] { argmax(x, axis = 1) }\n"
+             "fn e(x: f32[N, 5]) -> i64[5] { argmin(x, axis = 0) }\n"
+             "fn f(x: f32[N, 5]) -> f32[N, 5] { x - mean(x, axis = 0, keepdims = true) }\n"
+             "fn g(x: f32[N, 5]) -> f32[N] { logsumexp(x, axis = 1) }\n");
+}
+
+Test(kinds, softmax_and_layer_norm) {
+  check_text("import nn\n"
+             "fn s(x: f32[N, 7]) -> f32[N, 7] { nn.softmax(x) }\n"
+             "fn l(x: f32[N, 7], w: f32[7], b: f32[7]) -> f32[N, 7] { nn.layer_norm(x, w, b) }\n"
+             "fn r(x: f32[N, 7], w: f32[7]) -> f32[N, 7] { nn.rms_norm(x, w) }\n"
+             "fn ls(x: f32[N, 7]) -> f32[N, 7] { nn.log_softmax(x) }\n");
+}
+
+Test(kinds, batched_matmul_with_broadcast_and_epilogue) {
+  check_text("fn a(x: f32[B, 3, 4], y: f32[4, 5]) -> f32[B, 3, 5] { relu(x @ y + 1) }\n"
+             "fn b(x: f32[B, 3, 4], y: f32[B, 5, 4]) -> f32[B, 3, 5] { x @ transpose(y, 1, 2) }\n"
+             "fn c(x: f32[3, 4], y: f32[B, 4, 5]) -> f32[B, 3, 5] { (x @ y) * 0.5 }\n"
+             "fn d(x: i64[B, 4], y: i64[4, 2]) -> i64[B, 2] { x @ y }\n");
+}
+
+Test(kinds, prints_come_out_as_values) {
+  check_text("fn main() {\n"
+             "  let x = rand([3, 4], seed = 1)\n"
+             "  print(\"x\", x, \"sum\", sum(x))\n"
+             "  print(argmax(x, axis = 1))\n"
+             "}\n");
+}
+
+Test(kinds, outputs_that_are_inputs_or_constants) {
+  check_text("fn id(x: f32[N]) -> (f32[N], f32[N], f32[N]) { (x, x * 1, -(-x)) }\n"
+             "fn k(x: f32[N]) -> (f32[3], f32[]) { (ones([3]) * 2, sum(zeros([0]))) }\n");
+}
+
+Test(kinds, out_of_range_take_is_an_error_naming_the_line) {
+  prog P;
+  cr_assert_eq(load(&P, "t.td", "fn f(t: f32[4, 2], i: i64[N]) -> f32[N, 2] {\n  take(t, i, axis = 0)\n}\n"), 0);
+  td_graph *g = td_program_lower(P.p, "f");
+  cr_assert_not_null(g);
+  compiled_graph cg_;
+  compile_graph(g, &cg_, "take");
+  int64_t n = 3, sh[2] = {4, 2};
+  td_err e;
+  td_tensor *t = td_tensor_zeros(TD_F32, 2, sh, &e), *i = td_tensor_zeros(TD_I64, 1, &n, &e);
+  ((int64_t *)i->data)[1] = 4;   /* one past the end */
+  td_tensor *in[2] = {t, i}, **outs = NULL;
+  td_span sp;
+  cr_expect_eq(td_compiled_run(cg_.c, in, NULL, 0, &outs, &e, &sp), -1);
+  cr_expect(strstr(e.msg, "out of range") != NULL, "%s", e.msg);
+  cr_expect_eq(sp.line, 2);
+  ((int64_t *)i->data)[1] = -4;  /* wraps to row 0: fine */
+  cr_assert_eq(td_compiled_run(cg_.c, in, NULL, 0, &outs, &e, &sp), 0, "%s", e.msg);
+  release_all(outs, cg_.plan->n_out_nodes);
+  td_tensor_release(t);
+  td_tensor_release(i);
+  td_compiled_free(cg_.c);
+  td_arena_free(P.a);
+}
+
+/* Integer floor division and modulo (only reachable from hand-built IR:
+ * the language's `/` is true division) against Python's rules. */
+Test(kinds, integer_floor_division_and_modulo) {
+  td_arena *a = td_arena_new();
+  td_graph *g = td_graph_new(a, "div");
+  td_dim s[1] = {8};
+  td_attr at;
+  memset(&at, 0, sizeof at);
+  int x = td_graph_add(g, TD_IR_INPUT, TD_I64, 1, s, NULL, 0, &at, (td_span){-1, 0, 0, 1, 1});
+  at.i = 1;
+  int y = td_graph_add(g, TD_IR_INPUT, TD_I64, 1, s, NULL, 0, &at, (td_span){-1, 0, 0, 1, 1});
+  int in[2] = {x, y};
+  td_graph_add_output(g, td_graph_add(g, TD_IR_DIV, TD_I64, 1, s, in, 2, NULL, (td_span){-1, 0, 0, 2, 1}));
+  td_graph_add_output(g, td_graph_add(g, TD_IR_MOD, TD_I64, 1, s, in, 2, NULL, (td_span){-1, 0, 0, 3, 1}));
+  int64_t xs[8] = {7, -7, 7, -7, 5, INT64_MIN, 3, -9}, ys[8] = {2, 2, -2, -2, 0, -1, 7, 3};
+  int64_t q[8] = {3, -4, -4, 3, 0, INT64_MIN, 0, -3}, m[8] = {1, 1, -1, -1, 0, 0, 3, 0};
+  int64_t n = 8;
+  td_err e;
+  td_tensor *tx = td_tensor_new(TD_I64, 1, &n, &e), *ty = td_tensor_new(TD_I64, 1, &n, &e);
+  memcpy(tx->data, xs, sizeof xs);
+  memcpy(ty->data, ys, sizeof ys);
+  compiled_graph cg_;
+  compile_graph(g, &cg_, "div");
+  td_tensor *ins[2] = {tx, ty}, **outs = NULL;
+  cr_assert_eq(td_compiled_run(cg_.c, ins, NULL, 0, &outs, &e, NULL), 0, "%s", e.msg);
+  for (int i = 0; i < 8; i++) {
+    cr_expect_eq(((int64_t *)outs[0]->data)[i], q[i], "%lld // %lld", (long long)xs[i], (long long)ys[i]);
+    cr_expect_eq(((int64_t *)outs[1]->data)[i], m[i], "%lld %% %lld", (long long)xs[i], (long long)ys[i]);
+  }
+  release_all(outs, 2);
+  td_tensor_release(tx);
+  td_tensor_release(ty);
+  td_compiled_free(cg_.c);
+  td_arena_free(a);
+}
+
+/* Random ops in compiled code use the interpreter's Philox mapping, also
+ * with a call index mixed into the stream. */
+Test(kinds, random_numbers_match_the_interpreter_for_every_call) {
+  prog P;
+  cr_assert_eq(load(&P, "t.td", "fn f(x: f32[N]) -> f32[N, 3] {\n"
+                                "  unsqueeze(x, 1) + rand([N, 3], seed = 5) + randn([3], seed = 6)\n}\n"), 0);
+  td_graph *g = td_program_lower(P.p, "f");
+  cr_assert_not_null(g);
+  compiled_graph cg_;
+  compile_graph(g, &cg_, "rand");
+  td_tensor *in[1];
+  cr_assert_eq(make_inputs(g, 6, 1, in), 0);
+  for (uint64_t call = 0; call < 3; call++) {
+    td_interp_opts io;
+    memset(&io, 0, sizeof io);
+    io.call_index = call;
+    td_tensor **eager = NULL, **comp = NULL;
+    td_err e;
+    cr_assert_eq(td_interp_run(g, in, NULL, &io, &eager, &e, NULL), 0);
+    cr_assert_eq(td_compiled_run(cg_.c, in, NULL, call, &comp, &e, NULL), 0);
+    cr_expect_eq(memcmp(eager[0]->data, comp[0]->data, (size_t)eager[0]->numel * 4), 0,
+                 "bit-identical random numbers at call %llu", (unsigned long long)call);
+    release_all(eager, 1);
+    release_all(comp, 1);
+  }
+  td_tensor_release(in[0]);
+  td_compiled_free(cg_.c);
+  td_arena_free(P.a);
+}
+
+/* Sizes large enough that kernels are split across the pool's threads
+ * (TDSL_NUM_THREADS, default: every CPU): results must not change. */
+static void check_text_at(const char *text, int64_t size) {
+  prog P;
+  cr_assert_eq(load(&P, "t.td", text), 0);
+  const char **names;
+  int ne = td_program_entries(P.p, &names);
+  for (int i = 0; i < ne; i++) {
+    td_graph *g = td_program_lower(P.p, names[i]);
+    cr_assert_not_null(g);
+    td_tensor **in = td_calloc((size_t)g->n_inputs + 1, sizeof *in);
+    cr_assert_eq(make_inputs(g, size, 3, in), 0);
+    check_graph(g, P.a, in, names[i]);
+    release_all(in, g->n_inputs);
+  }
+  td_arena_free(P.a);
+}
+
+Test(kinds, large_kernels_split_across_threads, .timeout = 120) {
+  check_text_at("import nn\n"
+                "fn p(x: f32[N, 300], b: f32[300]) -> f32[N, 300] { gelu(x * 0.5 + b) }\n"
+                "fn s(x: f32[N, 300]) -> f32[N, 300] { nn.softmax(x) }\n"
+                "fn c(x: f32[N, 300]) -> f32[1, 300] { sum(x, axis = 0, keepdims = true) }\n"
+                "fn m(x: f32[N, 300], w: f32[200, 300], b: f32[200]) -> f32[N, 200] { relu(x @ transpose(w, 0, 1) + b) }\n"
+                "fn bm(x: f32[4, N, 64], y: f32[4, 64, N]) -> f32[4, N, N] { x @ y }\n"
+                "fn d(x: f64[N, 70], y: f64[70, 50]) -> f64[N, 50] { sigmoid(x @ y) }\n",
+                301);
+}
+
+/* The compiled f32 exp (a polynomial, so that loops vectorise) against
+ * libm's expf over its whole range and at the edges. */
+Test(kinds, exp_polynomial_is_within_its_error_bound) {
+  prog P;
+  cr_assert_eq(load(&P, "t.td", "fn f(x: f32[N]) -> f32[N] { exp(x) }\n"), 0);
+  td_graph *g = td_program_lower(P.p, "f");
+  compiled_graph cg_;
+  compile_graph(g, &cg_, "exp");
+  int64_t n = 200003;
+  td_err e;
+  td_tensor *x = td_tensor_new(TD_F32, 1, &n, &e), **outs = NULL;
+  float *xs = x->data;
+  for (int64_t i = 0; i < n - 3; i++) xs[i] = (float)(-87.0 + 175.7 * (double)i / (double)(n - 4));
+  xs[n - 3] = __builtin_nanf("");
+  xs[n - 2] = -__builtin_inff();
+  xs[n - 1] = __builtin_inff();
+  cr_assert_eq(td_compiled_run(cg_.c, &x, NULL, 0, &outs, &e, NULL), 0, "%s", e.msg);
+  const float *ys = outs[0]->data;
+  double worst = 0;
+  for (int64_t i = 0; i < n - 3; i++) {
+    double want = expf(xs[i]), rel = fabs(ys[i] - want) / want;
+    if (rel > worst) worst = rel;
+  }
+  cr_expect_lt(worst, 4e-7, "worst relative error %g", worst);
+  cr_expect(isnan(ys[n - 3]));
+  cr_expect_eq(ys[n - 2], 0.0f);
+  cr_expect(isinf(ys[n - 1]) && ys[n - 1] > 0);
+  release_all(outs, 1);
+  td_tensor_release(x);
+  td_compiled_free(cg_.c);
+  td_arena_free(P.a);
+}
+
+/* The compile cache: a second compilation of the same graph loads the
+ * shared object the first one stored, and computes the same values. */
+Test(cache, second_compilation_comes_from_the_cache) {
+  char dir[] = "/tmp/tdsl-cache-test-XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  setenv("TDSL_CACHE_DIR", dir, 1);
+  unsetenv("TDSL_CACHE");
+  prog P;
+  cr_assert_eq(load(&P, "t.td", "fn f(x: f32[N, 8], w: f32[8, 8]) -> f32[N, 8] { tanh(x @ w) }\n"), 0);
+  td_graph *g = td_program_lower(P.p, "f"), *o;
+  td_err e;
+  cr_assert_eq(td_optimize(g, NULL, &o, NULL, &e), 0);
+  td_plan *plan = td_plan_build(o, &e);
+  td_compile_opts co = {-1, 0, NULL, 1};
+  td_compiled *c1 = td_compile(plan, &co, &e), *c2 = td_compile(plan, &co, &e);
+  cr_assert(c1 && c2, "%s", e.msg);
+  cr_expect_eq(td_compiled_from_cache(c1), 0, "the first compilation fills the cache");
+  cr_expect_eq(td_compiled_from_cache(c2), 1, "the second one reads it");
+  td_tensor *in[2];
+  cr_assert_eq(make_inputs(g, 9, 2, in), 0);
+  td_tensor **o1 = NULL, **o2 = NULL;
+  cr_assert_eq(td_compiled_run(c1, in, NULL, 0, &o1, &e, NULL), 0);
+  cr_assert_eq(td_compiled_run(c2, in, NULL, 0, &o2, &e, NULL), 0);
+  cr_expect_eq(memcmp(o1[0]->data, o2[0]->data, (size_t)o1[0]->numel * 4), 0);
+  release_all(o1, 1);
+  release_all(o2, 1);
+  td_tensor_release(in[0]);
+  td_tensor_release(in[1]);
+  td_compiled_free(c1);
+  td_compiled_free(c2);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_expect_eq(system(cmd), 0);
+  td_arena_free(P.a);
+}
