@@ -369,9 +369,11 @@ static char *generator(const char *word_text, int state) {
 
 static char **attempt_completion(const char *word_text, int start, int end) {
   (void)end;
-  const char *line = rl_line_buffer ? rl_line_buffer : "";
-  line += strspn(line, " \t");
-  if (!strncmp(line, ":load", 5) && start > 0) return NULL; /* file names */
+  const char *line = rl_line_buffer;
+  if (line) {
+    line += strspn(line, " \t");
+    if (!strncmp(line, ":load", 5) && start > 0) return NULL; /* file names */
+  }
   rl_attempted_completion_over = 1;
   return rl_completion_matches(word_text, generator);
 }

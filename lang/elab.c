@@ -1,5 +1,6 @@
-/* elab.c - the elaborator: modules, scopes, statements, expressions, calls
- * and models, lowering each entry point to one Graph IR graph.
+/* elab.c - the elaborator: values, scopes, statements, expressions, calls
+ * and models, lowering each entry point to one Graph IR graph (program.c
+ * loads the modules and drives the lowering of an entry point).
  *
  * Overview.  A program is a set of modules (the main file and its imports).
  * Lowering an entry point evaluates its body with a partial evaluator:
@@ -316,190 +317,10 @@ static td_value const_arith(el_ctx *c, int op, const td_value *a, const td_value
   }
 }
 
-/* ---- modules and loading ---- */
-
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 4096, n = 0;
-  char *buf = td_malloc(cap + 1);
-  while (buf) {
-    size_t r = fread(buf + n, 1, cap - n, f);
-    n += r;
-    if (r == 0) break;
-    if (n == cap) {
-      if (cap > ((size_t)64 << 20)) { td_free(buf); buf = NULL; errno = EFBIG; break; }
-      char *nb = td_realloc(buf, 2 * cap + 1);
-      if (!nb) { td_free(buf); buf = NULL; break; }
-      buf = nb;
-      cap *= 2;
-    }
-  }
-  int bad = buf && ferror(f);
-  fclose(f);
-  if (bad) { td_free(buf); return NULL; }
-  if (buf) { buf[n] = 0; *len = n; }
-  return buf;
-}
-
-static const char *dir_of(td_arena *a, const char *path) {
-  const char *sl = strrchr(path, '/');
-  if (!sl) return ".";
-  return td_arena_strndup(a, path, (size_t)(sl - path > 0 ? sl - path : 1));
-}
-
-td_program *td_program_new(td_arena *a, td_diags *d) {
-  td_program *p = td_arena_alloc(a, sizeof *p);
-  if (!p) return NULL;
-  p->arena = a;
-  p->diags = d;
-  p->node_limit = p->node_limit_set = 1000000;
-  p->step_limit = 10000000L;
-  return p;
-}
-
-void td_program_add_search_dir(td_program *p, const char *dir) {
-  const char **nd = td_arena_alloc(p->arena, (size_t)(p->n_dirs + 1) * sizeof *nd);
-  if (!nd) return;
-  if (p->n_dirs) memcpy(nd, p->dirs, (size_t)p->n_dirs * sizeof *nd);
-  nd[p->n_dirs++] = td_arena_strdup(p->arena, dir);
-  p->dirs = nd;
-}
-
-void td_program_dump_ast(td_program *p, FILE *out) {
-  if (p->main) td_ast_dump(p->main->ast, out);
-}
-
-void td_program_set_node_limit(td_program *p, int n) {
-  p->node_limit = p->node_limit_set = n > 0 ? n : 1;
-  p->step_limit = 100L * p->node_limit;
-}
-
-void td_program_set_seed(td_program *p, uint64_t seed) { p->seed = seed; }
-
-static el_module *load_module(td_program *p, const char *name, const char *path,
-                              const char *text, size_t len);
-
-/* Finds, or loads and binds, the module that `import` item `it` of module m
- * names; NULL after a diagnostic, or with *oom set when memory ran out. */
-static el_module *import_module(td_program *p, el_module *m, const td_ast *it, int *oom) {
-  el_module *im = NULL;
-  for (int k = 0; k < p->n_mods; k++)
-    if (!strcmp(p->mods[k]->name, it->name)) im = p->mods[k];
-  if (im && im->loading) {
-    td_error(p->diags, it->span, "import cycle: '%s' imports itself through its imports", it->name);
-    return NULL;
-  }
-  if (im) return im;
-  const char *dirs[66];
-  int nd = 0;
-  dirs[nd++] = m->dir;
-  for (int k = 0; k < p->n_dirs && nd < 66; k++) dirs[nd++] = p->dirs[k];
-  for (int k = 0; k < nd && !im; k++) {
-    char *path = td_arena_printf(p->arena, "%s/%s.td", dirs[k], it->name);
-    size_t l;
-    char *txt = path ? read_file(path, &l) : NULL;
-    if (!txt) continue;
-    im = load_module(p, it->name, path, txt, l);
-    td_free(txt);
-    if (!im) { *oom = 1; return NULL; }
-  }
-  if (!im) {
-    td_diag *g = td_error(p->diags, it->span, "cannot find module '%s'", it->name);
-    td_diag_help(p->diags, g, "looked for %s.td next to this file, in $TDSL_PATH and in the installed stdlib", it->name);
-  }
-  return im;
-}
-
-int el_bind_item(td_program *p, el_module *m, const td_ast *it, int redefine) {
-  td_value v = el_none(it->span);
-  if (it->kind == TD_A_IMPORT) {
-    int oom = 0;
-    el_module *im = import_module(p, m, it, &oom);
-    if (!im) return oom ? -1 : 0;
-    v.k = V_MODULE;
-    v.mod = im;
-    return el_bind(p, m->globals, it->name, v);
-  }
-  if (it->kind != TD_A_MODEL && it->kind != TD_A_FN) return 0;
-  const td_value *old = el_lookup(m->globals, it->name);
-  if (!redefine && old && old->k != V_MODULE) {
-    td_error(p->diags, it->span, "'%s' is defined twice in this file", it->name);
-    return 0;
-  }
-  v.k = it->kind == TD_A_MODEL ? V_MODELDEF : V_FUNC;
-  v.def = it;
-  v.mod = m;
-  return el_bind(p, m->globals, it->name, v);
-}
-
-/* Binds every item of a module in its globals (imports load the module). */
-static int bind_items(td_program *p, el_module *m) {
-  for (int i = 0; i < m->ast->n; i++)
-    if (el_bind_item(p, m, m->ast->list[i], 0)) return -1;
-  return 0;
-}
-
-static el_module *load_module(td_program *p, const char *name, const char *path,
-                              const char *text, size_t len) {
-  int fid = td_diags_add_source(p->diags, path, text, len);
-  if (fid < 0) return NULL;
-  td_ast *ast = td_parse(p->diags, fid);
-  if (!ast) return NULL;
-  el_module *m = td_arena_alloc(p->arena, sizeof *m);
-  el_module **nm = td_arena_alloc(p->arena, (size_t)(p->n_mods + 1) * sizeof *nm);
-  if (!m || !nm) return NULL;
-  m->name = td_arena_strdup(p->arena, name);
-  m->path = td_arena_strdup(p->arena, path);
-  m->dir = dir_of(p->arena, path);
-  m->ast = ast;
-  m->globals = el_scope_new(p, NULL);
-  if (!m->name || !m->path || !m->dir || !m->globals) return NULL;
-  if (p->n_mods) memcpy(nm, p->mods, (size_t)p->n_mods * sizeof *nm);
-  nm[p->n_mods++] = m;
-  p->mods = nm;
-  m->loading = 1;
-  int r = bind_items(p, m);
-  m->loading = 0;
-  return r ? NULL : m;
-}
-
-int td_program_load_text(td_program *p, const char *path, const char *text) {
-  int before = p->diags->n_errors;
-  el_module *m = load_module(p, "", path, text, strlen(text));
-  if (!m) return -1;
-  p->main = m;
-  return p->diags->n_errors > before ? -1 : 0;
-}
-
-int td_program_load_file(td_program *p, const char *path) {
-  size_t len;
-  char *text = read_file(path, &len);
-  if (!text) {
-    td_span none = {-1, 0, 0, 0, 0};
-    td_error(p->diags, none, "cannot read %s: %s", path, strerror(errno ? errno : EIO));
-    return -1;
-  }
-  if (memchr(text, 0, len)) {
-    td_span none = {-1, 0, 0, 0, 0};
-    td_error(p->diags, none, "%s is not a text file (it contains NUL bytes)", path);
-    td_free(text);
-    return -1;
-  }
-  int before = p->diags->n_errors;
-  el_module *m = load_module(p, "", path, text, len);
-  td_free(text);
-  if (!m) return -1;
-  p->main = m;
-  return p->diags->n_errors > before ? -1 : 0;
-}
-
 /* ---- statements and blocks ---- */
 
-static td_value eval_block(el_ctx *c, el_scope *s, const td_ast *b);
 
 /* Binds NAME to v, checking it against an optional type annotation. */
-static int check_type(el_ctx *c, el_scope *s, const td_ast *ty, const td_value *v, const char *what, int entry);
 
 static void assign(el_ctx *c, el_scope *s, const td_ast *st, td_value v) {
   td_value *slot = el_lookup(s, st->name);
@@ -584,7 +405,7 @@ static void exec_for(el_ctx *c, el_scope *s, const td_ast *st) {
     el_scope *body = el_scope_new(c, s);
     if (!body) return;
     el_bind(c, body, st->name, items ? items[i] : el_int(lo + i, st->span));
-    eval_block(c, body, st->b);
+    el_eval_block(c, body, st->b);
     if (c->diags->n_errors > c->diags->max_errors) return;
   }
 }
@@ -594,7 +415,7 @@ static void exec_stmt(el_ctx *c, el_scope *s, const td_ast *st) {
   case TD_A_LET:
     if (st->name) {
       td_value v = el_eval(c, s, st->b);
-      if (st->a && v.k != V_ERR) check_type(c, s, st->a, &v, st->name, 0);
+      if (st->a && v.k != V_ERR) el_check_type(c, s, st->a, &v, st->name, 0);
       if (v.k == V_TENSOR && !c->g->nodes[v.node].name) c->g->nodes[v.node].name = st->name;
       el_bind(c, s, st->name, v);
     } else {
@@ -622,7 +443,7 @@ static void exec_stmt(el_ctx *c, el_scope *s, const td_ast *st) {
   }
 }
 
-static td_value eval_block(el_ctx *c, el_scope *s, const td_ast *b) {
+td_value el_eval_block(el_ctx *c, el_scope *s, const td_ast *b) {
   if (b->kind != TD_A_BLOCK) return el_eval(c, s, b);
   el_scope *inner = el_scope_new(c, s);
   if (!inner) return el_err();
@@ -658,8 +479,8 @@ static td_value eval_if(el_ctx *c, el_scope *s, const td_ast *e) {
     td_error(c->diags, e->a->span, "an `if` condition must be a bool, found %s", el_kind_name(&cond));
     return el_err();
   }
-  if (cond.i) return eval_block(c, s, e->b);
-  if (e->c) return e->c->kind == TD_A_IF ? eval_if(c, s, e->c) : eval_block(c, s, e->c);
+  if (cond.i) return el_eval_block(c, s, e->b);
+  if (e->c) return e->c->kind == TD_A_IF ? eval_if(c, s, e->c) : el_eval_block(c, s, e->c);
   return el_none(e->span);
 }
 
@@ -695,7 +516,7 @@ static const char *type_text(el_ctx *c, const td_ast *ty) { return td_span_text(
 /* Checks v against type ty (binding dim names in s).  entry != 0 means v is
  * being created as an entry input: the caller passes a V_NONE and gets the
  * shape back through check_type's side effects (see make_input). */
-static int check_type(el_ctx *c, el_scope *s, const td_ast *ty, const td_value *v, const char *what, int entry) {
+int el_check_type(el_ctx *c, el_scope *s, const td_ast *ty, const td_value *v, const char *what, int entry) {
   (void)entry;
   if (v->k == V_ERR) return -1;
   if (ty->kind == TD_A_TTUPLE) {
@@ -705,7 +526,7 @@ static int check_type(el_ctx *c, el_scope *s, const td_ast *ty, const td_value *
       return -1;
     }
     int bad = 0;
-    for (int i = 0; i < ty->n; i++) bad |= check_type(c, s, ty->list[i], &v->items[i], what, 0);
+    for (int i = 0; i < ty->n; i++) bad |= el_check_type(c, s, ty->list[i], &v->items[i], what, 0);
     return bad ? -1 : 0;
   }
   if (ty->kind == TD_A_TNAME) {
@@ -776,7 +597,7 @@ static int check_type(el_ctx *c, el_scope *s, const td_ast *ty, const td_value *
 }
 
 /* Creates an INPUT node for an entry argument of tensor type ty. */
-static td_value make_input(el_ctx *c, el_scope *s, const td_ast *pd, int index) {
+td_value el_make_input(el_ctx *c, el_scope *s, const td_ast *pd, int index) {
   const td_ast *ty = pd->a;
   if (!ty || (ty->kind != TD_A_TTENSOR && ty->kind != TD_A_TNAME)) {
     td_diag *g = td_error(c->diags, pd->span, "entry point argument '%s' needs a tensor type", pd->name);
@@ -812,11 +633,10 @@ static td_value make_input(el_ctx *c, el_scope *s, const td_ast *pd, int index) 
 
 /* ---- calls ---- */
 
-static td_value instantiate(el_ctx *c, const td_value *def, td_value *args, const char **kw, int n, td_span sp);
 
 /* Binds call arguments to a parameter list (PARAMDECLs) in scope `into`,
  * evaluating defaults in `defenv`. */
-static int bind_args(el_ctx *c, const td_ast *decl, el_scope *into, el_scope *defenv,
+int el_bind_args(el_ctx *c, const td_ast *decl, el_scope *into, el_scope *defenv,
                      td_value *args, const char **kw, int n, td_span sp, int skip_self) {
   int np = decl->n;
   td_value *vals = td_arena_alloc(c->arena, (size_t)(np + 1) * sizeof *vals);
@@ -860,7 +680,7 @@ static int bind_args(el_ctx *c, const td_ast *decl, el_scope *into, el_scope *de
       }
       vals[j] = el_eval(c, defenv, pd->b);
     }
-    if (pd->a && check_type(c, into, pd->a, &vals[j],
+    if (pd->a && el_check_type(c, into, pd->a, &vals[j],
                             td_arena_printf(c->arena, "argument '%s' of '%s'", pd->name, decl->name), 0))
       bad = 1;
     el_bind(c, into, pd->name, vals[j]);
@@ -878,16 +698,16 @@ static td_value call_fn(el_ctx *c, const td_value *f, td_value *args, const char
   el_scope *parent = f->inst ? f->inst->env : f->mod->globals;
   el_scope *s = el_scope_new(c, parent);
   if (!s) return el_err();
-  if (bind_args(c, decl, s, parent, args, kw, n, sp, 0)) return el_err();
+  if (el_bind_args(c, decl, s, parent, args, kw, n, sp, 0)) return el_err();
   c->depth++;
   td_value *saved = c->ret;
   c->ret = NULL;
-  td_value r = eval_block(c, s, decl->b);
+  td_value r = el_eval_block(c, s, decl->b);
   if (c->ret) r = *c->ret;
   c->ret = saved;
   c->depth--;
   if (decl->a && r.k != V_ERR &&
-      check_type(c, s, decl->a, &r, td_arena_printf(c->arena, "the result of '%s'", decl->name), 0))
+      el_check_type(c, s, decl->a, &r, td_arena_printf(c->arena, "the result of '%s'", decl->name), 0))
     return el_err();
   return r;
 }
@@ -900,7 +720,7 @@ td_value el_call_value(el_ctx *c, const td_value *callee, td_value *args,
   case V_ERR: return el_err();
   case V_BUILTIN: return el_builtin_call(c, (int)callee->i, args, kw, n, sp, call);
   case V_FUNC: return call_fn(c, callee, args, kw, n, sp);
-  case V_MODELDEF: return instantiate(c, callee, args, kw, n, sp);
+  case V_MODELDEF: return el_instantiate(c, callee, args, kw, n, sp);
   case V_MODEL: {
     td_value *fw = el_lookup(callee->inst->env, "forward");
     if (!fw || fw->k != V_FUNC || fw->inst != callee->inst) {
@@ -1025,7 +845,7 @@ static void declare_param(el_ctx *c, el_inst *in, const td_ast *m) {
   el_bind(c, in->env, m->name, el_tensor(id, m->span));
 }
 
-static td_value instantiate(el_ctx *c, const td_value *def, td_value *args, const char **kw, int n, td_span sp) {
+td_value el_instantiate(el_ctx *c, const td_value *def, td_value *args, const char **kw, int n, td_span sp) {
   const td_ast *d = def->def;
   if (c->depth >= MAX_DEPTH) {
     td_error(c->diags, sp, "models nest more than %d deep", MAX_DEPTH);
@@ -1042,7 +862,7 @@ static td_value instantiate(el_ctx *c, const td_value *def, td_value *args, cons
   c->cur_salt = in->salt;
   in->env = el_scope_new(c, def->mod->globals);
   if (!in->env) return el_err();
-  if (bind_args(c, d, in->env, def->mod->globals, args, kw, n, sp, 0)) return el_err();
+  if (el_bind_args(c, d, in->env, def->mod->globals, args, kw, n, sp, 0)) return el_err();
   c->n_insts++;
   c->depth++;
   const td_ast *members = d->a;
@@ -1349,7 +1169,7 @@ td_value el_eval(el_ctx *c, el_scope *s, const td_ast *e) {
   case TD_A_TUPLE: return eval_seq(c, s, e, V_TUPLE);
   case TD_A_LISTCOMP: return eval_listcomp(c, s, e);
   case TD_A_IF: return eval_if(c, s, e);
-  case TD_A_BLOCK: return eval_block(c, s, e);
+  case TD_A_BLOCK: return el_eval_block(c, s, e);
   case TD_A_RANGE: {
     td_diag *g = td_error(c->diags, e->span, "a range lo..hi can only be looped over");
     td_diag_help(c->diags, g, "for a tensor of consecutive values use arange(lo, hi)");
@@ -1367,185 +1187,3 @@ td_value el_eval(el_ctx *c, el_scope *s, const td_ast *e) {
   }
 }
 
-/* ---- entry points ---- */
-
-static int fn_is_entry(const td_ast *fn) {
-  if (fn->n == 0) return 0;
-  for (int i = 0; i < fn->n; i++) {
-    const td_ast *t = fn->list[i]->a;
-    if (!t) return 0;
-    if (t->kind == TD_A_TTENSOR) {
-      for (int k = 0; k < t->n; k++)
-        if (t->list[k]->kind == TD_A_ELLIPSIS) return 0;
-      continue;
-    }
-    td_dtype dt;
-    if (t->kind != TD_A_TNAME || td_dtype_from_name(t->name, &dt)) return 0;
-  }
-  return 1;
-}
-
-static int model_is_entry(const td_ast *m) {
-  for (int i = 0; i < m->n; i++)
-    if (!m->list[i]->b) return 0; /* a model parameter without a default */
-  return 1;
-}
-
-int td_program_entries(td_program *p, const char ***names) {
-  int n = 0, cap = 16;
-  const char **out = td_arena_alloc(p->arena, (size_t)cap * sizeof *out);
-  if (!p->main || !out) { *names = out; return 0; }
-  for (int i = 0; i < p->main->ast->n; i++) {
-    const td_ast *it = p->main->ast->list[i];
-    const char *add[64];
-    int na = 0;
-    if (it->kind == TD_A_FN && !strcmp(it->name, "main") && it->n == 0) add[na++] = "main";
-    else if (it->kind == TD_A_FN && fn_is_entry(it)) add[na++] = it->name;
-    else if (it->kind == TD_A_MODEL && model_is_entry(it) && it->a)
-      for (int k = 0; k < it->a->n && na < 64; k++) {
-        const td_ast *m = it->a->list[k];
-        if (m->kind == TD_A_FN && fn_is_entry(m))
-          add[na++] = td_arena_printf(p->arena, "%s.%s", it->name, m->name);
-      }
-    for (int k = 0; k < na; k++) {
-      if (n + 1 >= cap) {
-        const char **no = td_arena_alloc(p->arena, (size_t)cap * 2 * sizeof *no);
-        if (!no) break;
-        memcpy(no, out, (size_t)n * sizeof *no);
-        out = no;
-        cap *= 2;
-      }
-      out[n++] = add[k];
-    }
-  }
-  *names = out;
-  return n;
-}
-
-/* Turns the entry's result into graph outputs (tensors, numbers, tuples). */
-static int add_outputs(el_ctx *c, const td_value *v, td_span sp) {
-  switch (v->k) {
-  case V_NONE: return 0;
-  case V_ERR: return -1;
-  case V_TUPLE:
-    for (int i = 0; i < v->n; i++)
-      if (add_outputs(c, &v->items[i], sp)) return -1;
-    return 0;
-  case V_TENSOR: return td_graph_add_output(c->g, v->node);
-  case V_INT: case V_FLOAT: case V_BOOL: case V_SIZE: {
-    td_dtype dt;
-    int weak;
-    el_value_dtype(v, &dt, &weak);
-    int id = el_as_tensor(c, v, dt, v->span);
-    return id < 0 ? -1 : td_graph_add_output(c->g, id);
-  }
-  default:
-    td_error(c->diags, v->span.file >= 0 ? v->span : sp, "an entry point can only return tensors, "
-             "numbers and tuples of them, not %s", el_kind_name(v));
-    return -1;
-  }
-}
-
-/* Finds the declaration of entry "fn", "main" or "Model.method". */
-static int find_entry(td_program *p, const char *entry, const td_ast **model, const td_ast **fn) {
-  *model = *fn = NULL;
-  const char *dot = strchr(entry, '.');
-  for (int i = 0; i < p->main->ast->n; i++) {
-    const td_ast *it = p->main->ast->list[i];
-    if (!dot && it->kind == TD_A_FN && !strcmp(it->name, entry)) { *fn = it; return 0; }
-    if (dot && it->kind == TD_A_MODEL && strlen(it->name) == (size_t)(dot - entry) &&
-        !strncmp(it->name, entry, (size_t)(dot - entry))) {
-      *model = it;
-      for (int k = 0; it->a && k < it->a->n; k++)
-        if (it->a->list[k]->kind == TD_A_FN && !strcmp(it->a->list[k]->name, dot + 1)) { *fn = it->a->list[k]; return 0; }
-    }
-  }
-  return -1;
-}
-
-static void entry_not_found(td_program *p, const char *entry) {
-  td_span none = {-1, 0, 0, 0, 0};
-  const char **names;
-  int n = td_program_entries(p, &names);
-  td_diag *g = td_error(p->diags, none, "no entry point '%s' in %s", entry, p->main ? p->main->path : "the program");
-  if (n) {
-    char buf[1024] = "";
-    size_t w = 0;
-    for (int i = 0; i < n && w < sizeof buf - 64; i++)
-      w += (size_t)snprintf(buf + w, sizeof buf - w, "%s%s", i ? ", " : "", names[i]);
-    td_diag_help(p->diags, g, "entry points here: %s", buf);
-  } else {
-    td_diag_help(p->diags, g, "an entry point is fn main(), a model method whose arguments all have tensor types "
-                 "(model M { fn forward(x: f32[N, 4]) ... }), or such a top-level fn");
-  }
-}
-
-td_graph *el_graph_begin(td_program *p, td_arena *a, const char *name) {
-  p->g = td_graph_new(a, name);
-  p->depth = 0;
-  p->node_limit = p->node_limit_set;
-  p->steps = 0;
-  p->n_rand = 0;
-  p->n_insts = 0;
-  p->ret = NULL;
-  p->inst_prefix = NULL;
-  return p->g;
-}
-
-td_graph *td_program_lower(td_program *p, const char *entry) {
-  if (!p->main) return NULL;
-  const td_ast *model, *fn;
-  if (find_entry(p, entry, &model, &fn) || (!strcmp(entry, "main") ? fn->n != 0 : !fn_is_entry(fn))) {
-    entry_not_found(p, entry);
-    return NULL;
-  }
-  int before = p->diags->n_errors;
-  if (!el_graph_begin(p, p->arena, entry)) return NULL;
-  p->n_roots = 0; /* each entry point initialises its models alike */
-  el_scope *env = p->main->globals;
-  el_inst *inst = NULL;
-  if (model) {
-    td_value def = el_none(model->span);
-    def.k = V_MODELDEF;
-    def.def = model;
-    def.mod = p->main;
-    td_value m = instantiate(p, &def, NULL, NULL, 0, model->span);
-    if (m.k != V_MODEL) return NULL;
-    inst = m.inst;
-    env = inst->env;
-  }
-  el_scope *s = el_scope_new(p, env);
-  if (!s) return NULL;
-  td_value *args = td_arena_alloc(p->arena, (size_t)(fn->n + 1) * sizeof *args);
-  const char **kw = td_arena_alloc(p->arena, (size_t)(fn->n + 1) * sizeof *kw);
-  if (!args || !kw) return NULL;
-  for (int i = 0; i < fn->n; i++) {
-    args[i] = make_input(p, s, fn->list[i], i);
-    kw[i] = NULL;
-  }
-  if (p->diags->n_errors > before) return NULL;
-  /* the body sees the dims bound by the inputs (scope s) */
-  el_scope *body = el_scope_new(p, s);
-  if (!body || bind_args(p, fn, body, s, args, kw, fn->n, fn->span, 0)) return NULL;
-  td_value r = eval_block(p, body, fn->b);
-  if (p->ret) { r = *p->ret; p->ret = NULL; }
-  if (fn->a && r.k != V_ERR)
-    check_type(p, body, fn->a, &r, td_arena_printf(p->arena, "the result of '%s'", entry), 0);
-  if (p->diags->n_errors > before) return NULL;
-  if (add_outputs(p, &r, fn->span) || p->diags->n_errors > before) return NULL;
-  td_err err;
-  if (td_graph_verify(p->g, &err)) {
-    td_span none = {-1, 0, 0, 0, 0};
-    td_error(p->diags, none, "internal compiler error: %s", err.msg);
-    return NULL;
-  }
-  return p->g;
-}
-
-int td_program_check(td_program *p) {
-  if (!p->main) return p->diags->n_errors;
-  const char **names;
-  int n = td_program_entries(p, &names);
-  for (int i = 0; i < n; i++) (void)td_program_lower(p, names[i]);
-  return p->diags->n_errors;
-}

@@ -162,7 +162,21 @@ td_value el_builtin_call(el_ctx *c, int bi, td_value *args, const char **kwnames
 /* dtype named by a cast builtin value (f32 ...), or -1. */
 int el_builtin_dtype(const td_value *v);
 
-/* ---- evaluation (elab.c) ---- */
+/* ---- evaluation (elab.c), used by the driver in program.c ---- */
+/* Evaluates a block (or an expression) in a new scope under s. */
+td_value el_eval_block(el_ctx *c, el_scope *s, const td_ast *b);
+/* Checks v against type annotation ty, binding new dim names in s; what
+ * names the value in messages.  0, or -1 after a diagnostic. */
+int el_check_type(el_ctx *c, el_scope *s, const td_ast *ty, const td_value *v, const char *what, int entry);
+/* An INPUT node for entry argument pd (its type gives dtype and shape;
+ * new dim names become symbols of the graph, bound in s). */
+td_value el_make_input(el_ctx *c, el_scope *s, const td_ast *pd, int index);
+/* Instantiates model `def` with call arguments (declares its params). */
+td_value el_instantiate(el_ctx *c, const td_value *def, td_value *args, const char **kw, int n, td_span sp);
+/* Binds call arguments to decl's parameters in `into` (defaults evaluated
+ * in defenv), checking their type annotations. */
+int el_bind_args(el_ctx *c, const td_ast *decl, el_scope *into, el_scope *defenv,
+                 td_value *args, const char **kw, int n, td_span sp, int skip_self);
 /* Evaluates an expression, or executes a statement (LET, ASSIGN, FOR, ...)
  * in scope s and returns V_NONE. */
 td_value el_eval(el_ctx *c, el_scope *s, const td_ast *e);

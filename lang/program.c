@@ -1,0 +1,373 @@
+/* program.c - programs: loading files and their imports, the entry
+ * points of the main file, and the driver that lowers one entry point to a
+ * graph (instantiate its model, make INPUT nodes for its arguments,
+ * evaluate its body, turn the result into graph outputs, verify).
+ *
+ * The evaluation itself is elab.c's; see elab.h for the overview.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "elab_impl.h"
+
+/* ---- modules and loading ---- */
+
+static char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 4096, n = 0;
+  char *buf = td_malloc(cap + 1);
+  while (buf) {
+    size_t r = fread(buf + n, 1, cap - n, f);
+    n += r;
+    if (r == 0) break;
+    if (n == cap) {
+      if (cap > ((size_t)64 << 20)) { td_free(buf); buf = NULL; errno = EFBIG; break; }
+      char *nb = td_realloc(buf, 2 * cap + 1);
+      if (!nb) { td_free(buf); buf = NULL; break; }
+      buf = nb;
+      cap *= 2;
+    }
+  }
+  int bad = buf && ferror(f);
+  fclose(f);
+  if (bad) { td_free(buf); return NULL; }
+  if (buf) { buf[n] = 0; *len = n; }
+  return buf;
+}
+
+static const char *dir_of(td_arena *a, const char *path) {
+  const char *sl = strrchr(path, '/');
+  if (!sl) return ".";
+  return td_arena_strndup(a, path, (size_t)(sl - path > 0 ? sl - path : 1));
+}
+
+td_program *td_program_new(td_arena *a, td_diags *d) {
+  td_program *p = td_arena_alloc(a, sizeof *p);
+  if (!p) return NULL;
+  p->arena = a;
+  p->diags = d;
+  p->node_limit = p->node_limit_set = 1000000;
+  p->step_limit = 10000000L;
+  return p;
+}
+
+void td_program_add_search_dir(td_program *p, const char *dir) {
+  const char **nd = td_arena_alloc(p->arena, (size_t)(p->n_dirs + 1) * sizeof *nd);
+  if (!nd) return;
+  if (p->n_dirs) memcpy(nd, p->dirs, (size_t)p->n_dirs * sizeof *nd);
+  nd[p->n_dirs++] = td_arena_strdup(p->arena, dir);
+  p->dirs = nd;
+}
+
+void td_program_dump_ast(td_program *p, FILE *out) {
+  if (p->main) td_ast_dump(p->main->ast, out);
+}
+
+void td_program_set_node_limit(td_program *p, int n) {
+  p->node_limit = p->node_limit_set = n > 0 ? n : 1;
+  p->step_limit = 100L * p->node_limit;
+}
+
+void td_program_set_seed(td_program *p, uint64_t seed) { p->seed = seed; }
+
+static el_module *load_module(td_program *p, const char *name, const char *path,
+                              const char *text, size_t len);
+
+/* Finds, or loads and binds, the module that `import` item `it` of module m
+ * names; NULL after a diagnostic, or with *oom set when memory ran out. */
+static el_module *import_module(td_program *p, el_module *m, const td_ast *it, int *oom) {
+  el_module *im = NULL;
+  for (int k = 0; k < p->n_mods; k++)
+    if (!strcmp(p->mods[k]->name, it->name)) im = p->mods[k];
+  if (im && im->loading) {
+    td_error(p->diags, it->span, "import cycle: '%s' imports itself through its imports", it->name);
+    return NULL;
+  }
+  if (im) return im;
+  const char *dirs[66];
+  int nd = 0;
+  dirs[nd++] = m->dir;
+  for (int k = 0; k < p->n_dirs && nd < 66; k++) dirs[nd++] = p->dirs[k];
+  for (int k = 0; k < nd && !im; k++) {
+    char *path = td_arena_printf(p->arena, "%s/%s.td", dirs[k], it->name);
+    size_t l;
+    char *txt = path ? read_file(path, &l) : NULL;
+    if (!txt) continue;
+    im = load_module(p, it->name, path, txt, l);
+    td_free(txt);
+    if (!im) { *oom = 1; return NULL; }
+  }
+  if (!im) {
+    td_diag *g = td_error(p->diags, it->span, "cannot find module '%s'", it->name);
+    td_diag_help(p->diags, g, "looked for %s.td next to this file, in $TDSL_PATH and in the installed stdlib", it->name);
+  }
+  return im;
+}
+
+int el_bind_item(td_program *p, el_module *m, const td_ast *it, int redefine) {
+  td_value v = el_none(it->span);
+  if (it->kind == TD_A_IMPORT) {
+    int oom = 0;
+    el_module *im = import_module(p, m, it, &oom);
+    if (!im) return oom ? -1 : 0;
+    v.k = V_MODULE;
+    v.mod = im;
+    return el_bind(p, m->globals, it->name, v);
+  }
+  if (it->kind != TD_A_MODEL && it->kind != TD_A_FN) return 0;
+  const td_value *old = el_lookup(m->globals, it->name);
+  if (!redefine && old && old->k != V_MODULE) {
+    td_error(p->diags, it->span, "'%s' is defined twice in this file", it->name);
+    return 0;
+  }
+  v.k = it->kind == TD_A_MODEL ? V_MODELDEF : V_FUNC;
+  v.def = it;
+  v.mod = m;
+  return el_bind(p, m->globals, it->name, v);
+}
+
+/* Binds every item of a module in its globals (imports load the module). */
+static int bind_items(td_program *p, el_module *m) {
+  for (int i = 0; i < m->ast->n; i++)
+    if (el_bind_item(p, m, m->ast->list[i], 0)) return -1;
+  return 0;
+}
+
+static el_module *load_module(td_program *p, const char *name, const char *path,
+                              const char *text, size_t len) {
+  int fid = td_diags_add_source(p->diags, path, text, len);
+  if (fid < 0) return NULL;
+  td_ast *ast = td_parse(p->diags, fid);
+  if (!ast) return NULL;
+  el_module *m = td_arena_alloc(p->arena, sizeof *m);
+  el_module **nm = td_arena_alloc(p->arena, (size_t)(p->n_mods + 1) * sizeof *nm);
+  if (!m || !nm) return NULL;
+  m->name = td_arena_strdup(p->arena, name);
+  m->path = td_arena_strdup(p->arena, path);
+  m->dir = dir_of(p->arena, path);
+  m->ast = ast;
+  m->globals = el_scope_new(p, NULL);
+  if (!m->name || !m->path || !m->dir || !m->globals) return NULL;
+  if (p->n_mods) memcpy(nm, p->mods, (size_t)p->n_mods * sizeof *nm);
+  nm[p->n_mods++] = m;
+  p->mods = nm;
+  m->loading = 1;
+  int r = bind_items(p, m);
+  m->loading = 0;
+  return r ? NULL : m;
+}
+
+int td_program_load_text(td_program *p, const char *path, const char *text) {
+  int before = p->diags->n_errors;
+  el_module *m = load_module(p, "", path, text, strlen(text));
+  if (!m) return -1;
+  p->main = m;
+  return p->diags->n_errors > before ? -1 : 0;
+}
+
+int td_program_load_file(td_program *p, const char *path) {
+  size_t len;
+  char *text = read_file(path, &len);
+  if (!text) {
+    td_span none = {-1, 0, 0, 0, 0};
+    td_error(p->diags, none, "cannot read %s: %s", path, strerror(errno ? errno : EIO));
+    return -1;
+  }
+  if (memchr(text, 0, len)) {
+    td_span none = {-1, 0, 0, 0, 0};
+    td_error(p->diags, none, "%s is not a text file (it contains NUL bytes)", path);
+    td_free(text);
+    return -1;
+  }
+  int before = p->diags->n_errors;
+  el_module *m = load_module(p, "", path, text, len);
+  td_free(text);
+  if (!m) return -1;
+  p->main = m;
+  return p->diags->n_errors > before ? -1 : 0;
+}
+
+/* ---- entry points ---- */
+
+static int fn_is_entry(const td_ast *fn) {
+  if (fn->n == 0) return 0;
+  for (int i = 0; i < fn->n; i++) {
+    const td_ast *t = fn->list[i]->a;
+    if (!t) return 0;
+    if (t->kind == TD_A_TTENSOR) {
+      for (int k = 0; k < t->n; k++)
+        if (t->list[k]->kind == TD_A_ELLIPSIS) return 0;
+      continue;
+    }
+    td_dtype dt;
+    if (t->kind != TD_A_TNAME || td_dtype_from_name(t->name, &dt)) return 0;
+  }
+  return 1;
+}
+
+static int model_is_entry(const td_ast *m) {
+  for (int i = 0; i < m->n; i++)
+    if (!m->list[i]->b) return 0; /* a model parameter without a default */
+  return 1;
+}
+
+int td_program_entries(td_program *p, const char ***names) {
+  int n = 0, cap = 16;
+  const char **out = td_arena_alloc(p->arena, (size_t)cap * sizeof *out);
+  if (!p->main || !out) { *names = out; return 0; }
+  for (int i = 0; i < p->main->ast->n; i++) {
+    const td_ast *it = p->main->ast->list[i];
+    const char *add[64];
+    int na = 0;
+    if (it->kind == TD_A_FN && !strcmp(it->name, "main") && it->n == 0) add[na++] = "main";
+    else if (it->kind == TD_A_FN && fn_is_entry(it)) add[na++] = it->name;
+    else if (it->kind == TD_A_MODEL && model_is_entry(it) && it->a)
+      for (int k = 0; k < it->a->n && na < 64; k++) {
+        const td_ast *m = it->a->list[k];
+        if (m->kind == TD_A_FN && fn_is_entry(m))
+          add[na++] = td_arena_printf(p->arena, "%s.%s", it->name, m->name);
+      }
+    for (int k = 0; k < na; k++) {
+      if (n + 1 >= cap) {
+        const char **no = td_arena_alloc(p->arena, (size_t)cap * 2 * sizeof *no);
+        if (!no) break;
+        memcpy(no, out, (size_t)n * sizeof *no);
+        out = no;
+        cap *= 2;
+      }
+      out[n++] = add[k];
+    }
+  }
+  *names = out;
+  return n;
+}
+
+/* Turns the entry's result into graph outputs (tensors, numbers, tuples). */
+static int add_outputs(el_ctx *c, const td_value *v, td_span sp) {
+  switch (v->k) {
+  case V_NONE: return 0;
+  case V_ERR: return -1;
+  case V_TUPLE:
+    for (int i = 0; i < v->n; i++)
+      if (add_outputs(c, &v->items[i], sp)) return -1;
+    return 0;
+  case V_TENSOR: return td_graph_add_output(c->g, v->node);
+  case V_INT: case V_FLOAT: case V_BOOL: case V_SIZE: {
+    td_dtype dt;
+    int weak;
+    el_value_dtype(v, &dt, &weak);
+    int id = el_as_tensor(c, v, dt, v->span);
+    return id < 0 ? -1 : td_graph_add_output(c->g, id);
+  }
+  default:
+    td_error(c->diags, v->span.file >= 0 ? v->span : sp, "an entry point can only return tensors, "
+             "numbers and tuples of them, not %s", el_kind_name(v));
+    return -1;
+  }
+}
+
+/* Finds the declaration of entry "fn", "main" or "Model.method". */
+static int find_entry(td_program *p, const char *entry, const td_ast **model, const td_ast **fn) {
+  *model = *fn = NULL;
+  const char *dot = strchr(entry, '.');
+  for (int i = 0; i < p->main->ast->n; i++) {
+    const td_ast *it = p->main->ast->list[i];
+    if (!dot && it->kind == TD_A_FN && !strcmp(it->name, entry)) { *fn = it; return 0; }
+    if (dot && it->kind == TD_A_MODEL && strlen(it->name) == (size_t)(dot - entry) &&
+        !strncmp(it->name, entry, (size_t)(dot - entry))) {
+      *model = it;
+      for (int k = 0; it->a && k < it->a->n; k++)
+        if (it->a->list[k]->kind == TD_A_FN && !strcmp(it->a->list[k]->name, dot + 1)) { *fn = it->a->list[k]; return 0; }
+    }
+  }
+  return -1;
+}
+
+static void entry_not_found(td_program *p, const char *entry) {
+  td_span none = {-1, 0, 0, 0, 0};
+  const char **names;
+  int n = td_program_entries(p, &names);
+  td_diag *g = td_error(p->diags, none, "no entry point '%s' in %s", entry, p->main ? p->main->path : "the program");
+  if (n) {
+    char buf[1024] = "";
+    size_t w = 0;
+    for (int i = 0; i < n && w < sizeof buf - 64; i++)
+      w += (size_t)snprintf(buf + w, sizeof buf - w, "%s%s", i ? ", " : "", names[i]);
+    td_diag_help(p->diags, g, "entry points here: %s", buf);
+  } else {
+    td_diag_help(p->diags, g, "an entry point is fn main(), a model method whose arguments all have tensor types "
+                 "(model M { fn forward(x: f32[N, 4]) ... }), or such a top-level fn");
+  }
+}
+
+td_graph *el_graph_begin(td_program *p, td_arena *a, const char *name) {
+  p->g = td_graph_new(a, name);
+  p->depth = 0;
+  p->node_limit = p->node_limit_set;
+  p->steps = 0;
+  p->n_rand = 0;
+  p->n_insts = 0;
+  p->ret = NULL;
+  p->inst_prefix = NULL;
+  return p->g;
+}
+
+td_graph *td_program_lower(td_program *p, const char *entry) {
+  if (!p->main) return NULL;
+  const td_ast *model, *fn;
+  if (find_entry(p, entry, &model, &fn) || (!strcmp(entry, "main") ? fn->n != 0 : !fn_is_entry(fn))) {
+    entry_not_found(p, entry);
+    return NULL;
+  }
+  int before = p->diags->n_errors;
+  if (!el_graph_begin(p, p->arena, entry)) return NULL;
+  p->n_roots = 0; /* each entry point initialises its models alike */
+  el_scope *env = p->main->globals;
+  el_inst *inst = NULL;
+  if (model) {
+    td_value def = el_none(model->span);
+    def.k = V_MODELDEF;
+    def.def = model;
+    def.mod = p->main;
+    td_value m = el_instantiate(p, &def, NULL, NULL, 0, model->span);
+    if (m.k != V_MODEL) return NULL;
+    inst = m.inst;
+    env = inst->env;
+  }
+  el_scope *s = el_scope_new(p, env);
+  if (!s) return NULL;
+  td_value *args = td_arena_alloc(p->arena, (size_t)(fn->n + 1) * sizeof *args);
+  const char **kw = td_arena_alloc(p->arena, (size_t)(fn->n + 1) * sizeof *kw);
+  if (!args || !kw) return NULL;
+  for (int i = 0; i < fn->n; i++) {
+    args[i] = el_make_input(p, s, fn->list[i], i);
+    kw[i] = NULL;
+  }
+  if (p->diags->n_errors > before) return NULL;
+  /* the body sees the dims bound by the inputs (scope s) */
+  el_scope *body = el_scope_new(p, s);
+  if (!body || el_bind_args(p, fn, body, s, args, kw, fn->n, fn->span, 0)) return NULL;
+  td_value r = el_eval_block(p, body, fn->b);
+  if (p->ret) { r = *p->ret; p->ret = NULL; }
+  if (fn->a && r.k != V_ERR)
+    el_check_type(p, body, fn->a, &r, td_arena_printf(p->arena, "the result of '%s'", entry), 0);
+  if (p->diags->n_errors > before) return NULL;
+  if (add_outputs(p, &r, fn->span) || p->diags->n_errors > before) return NULL;
+  td_err err;
+  if (td_graph_verify(p->g, &err)) {
+    td_span none = {-1, 0, 0, 0, 0};
+    td_error(p->diags, none, "internal compiler error: %s", err.msg);
+    return NULL;
+  }
+  return p->g;
+}
+
+int td_program_check(td_program *p) {
+  if (!p->main) return p->diags->n_errors;
+  const char **names;
+  int n = td_program_entries(p, &names);
+  for (int i = 0; i < n; i++) (void)td_program_lower(p, names[i]);
+  return p->diags->n_errors;
+}
