@@ -13,9 +13,11 @@
  * reference computed here (--check KIND, see check_kinds below), and the
  * relative error goes into the report: a fast wrong answer is a failure.
  *
- * --mode compiled is the hook for the CPU compiler (compiler/): until it
- * can build an artifact, the harness answers "not available" (exit 0) and
- * bench/run leaves the row out of its tables.
+ * --mode compiled times the CPU compiler's artifact (compiler/compiled.h)
+ * instead: optimise + plan + compile once (cold, compile cache off; then
+ * twice more through a fresh cache directory: the second is the cached
+ * compile time, W7), then the same check and timing with td_compiled_run.
+ * --compile-only with --mode compiled reports the compile times only.
  *
  * Output: one JSON object on stdout.  Errors: a message on stderr, exit 1.
  *
@@ -39,6 +41,9 @@
 #include "lang/ir.h"
 #include "lang/mem.h"
 #include "runtime/tensor.h"
+#include "compiler/compiled.h"
+#include "compiler/passes.h"
+#include "compiler/plan.h"
 
 #define MAX_INPUTS 8
 #define MAX_SEARCH 8
@@ -64,7 +69,7 @@ typedef struct opts {
   int warmup, runs, inner;
   double target_ms;
   uint64_t seed;
-  int frontend_only;
+  int frontend_only, compile_only;
 } opts;
 
 static double now_s(void) {
@@ -127,6 +132,7 @@ static int parse_opts(int argc, char **argv, opts *o) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = NULL;
     if (!strcmp(a, "--frontend-only")) { o->frontend_only = 1; continue; }
+    if (!strcmp(a, "--compile-only")) { o->compile_only = 1; continue; }
     if (a[0] != '-') {
       o->file = a;
       continue;
@@ -194,6 +200,10 @@ typedef struct ctx {
   td_tensor **params;
   td_tensor **outs;
   uint64_t calls;
+  td_compiled *cc;   /* --mode compiled: the artifact, its plan, compile times */
+  const void *plan;
+  double compile_cold, compile_cached;
+  int n_outs;        /* tensors in outs (compiled: outputs + printed values) */
 } ctx;
 
 static void quiet_print(void *ud, const char *text) {
@@ -205,7 +215,10 @@ static long n_prints;
 
 /* One eager call; its outputs are kept in c->outs (released by the caller
  * or by the next call_release). */
+static int call_compiled(ctx *c);
+
 static int call_eager(ctx *c) {
+  if (c->cc) return call_compiled(c);
   td_interp_opts io;
   memset(&io, 0, sizeof io);
   io.on_print = quiet_print;
@@ -224,8 +237,10 @@ static int call_eager(ctx *c) {
 
 static void release_outs(ctx *c) {
   if (!c->outs) return;
-  for (int i = 0; i < c->g->n_outputs; i++) td_tensor_release(c->outs[i]);
-  free(c->outs);
+  int n = c->cc ? c->n_outs : c->g->n_outputs;
+  for (int i = 0; i < n; i++) td_tensor_release(c->outs[i]);
+  if (c->cc) td_free(c->outs);
+  else free(c->outs);
   c->outs = NULL;
 }
 
@@ -590,17 +605,6 @@ static int time_eager(ctx *c, timing *tm) {
   return 0;
 }
 
-/* The compiled path's hook.  When compiler/ can build an artifact from a
- * graph, build it here once (timed separately: that is W7), then time its
- * entry function exactly like time_eager times td_interp_run, and check its
- * outputs with the same run_check.  Until then it reports "not available". */
-static int run_compiled(const opts *o) {
-  printf("{\"label\": \"%s\", \"mode\": \"compiled\", \"entry\": \"%s\", \"status\": \"not available\", "
-         "\"reason\": \"compiled: not available yet (compiler/ has no code generator)\"}\n",
-         o->label, o->entry);
-  return 0;
-}
-
 /* ---- program loading ------------------------------------------------------ */
 
 typedef struct loaded {
@@ -666,13 +670,125 @@ static void print_result(const ctx *c, const timing *tm, double relerr, double t
   const opts *o = c->o;
   int ok = !(relerr > tol) && !isnan(relerr);
   if (!strcmp(o->check, "none")) ok = 1;
-  printf("{\"label\": \"%s\", \"mode\": \"eager\", \"entry\": \"%s\", \"status\": \"ok\", "
+  printf("{\"label\": \"%s\", \"mode\": \"%s\", \"entry\": \"%s\", \"status\": \"ok\", "
          "\"median_s\": %.9g, \"min_s\": %.9g, \"max_s\": %.9g, \"runs\": %d, \"inner\": %d, ",
-         o->label, o->entry, tm->median, tm->min, tm->max, tm->runs, tm->inner);
+         o->label, c->cc ? "compiled" : "eager", o->entry, tm->median, tm->min, tm->max, tm->runs, tm->inner);
   if (isnan(relerr)) printf("\"relerr\": null, ");
   else printf("\"relerr\": %.3g, ", relerr);
+  if (c->cc) printf("\"compile_cold_s\": %.6g, \"compile_cached_s\": %.6g, ", c->compile_cold, c->compile_cached);
   printf("\"tol\": %.3g, \"correct\": %s, \"check\": \"%s\", \"nodes\": %d, \"frontend_s\": %.6g}\n",
          tol, ok ? "true" : "false", o->check, c->g->n_nodes, fe);
+}
+
+/* ---- the compiled path --------------------------------------------------- */
+
+/* One compiled call; outputs (graph outputs, then printed values) kept in
+ * c->outs as for call_eager. */
+static int call_compiled(ctx *c) {
+  td_err err;
+  td_span sp = {0};
+  if (td_compiled_run(c->cc, c->inputs, c->params, c->calls++, &c->outs, &err, &sp)) {
+    fprintf(stderr, "harness: %s: compiled run failed: %s\n", c->o->entry, err.msg);
+    return -1;
+  }
+  c->n_outs = ((const td_plan *)c->plan)->n_out_nodes;
+  return 0;
+}
+
+/* Optimise, plan and compile g; cache as in td_compile_opts.  *plan
+ * receives the plan (in g's arena). */
+static td_compiled *compile_graph(td_graph *g, int cache, td_plan **plan) {
+  td_err err;
+  td_graph *opt;
+  *plan = NULL;
+  if (td_optimize(g, NULL, &opt, NULL, &err) || !(*plan = td_plan_build(opt, &err))) {
+    fail("%s", err.msg);
+    return NULL;
+  }
+  td_compile_opts co = {-1, 0, NULL, cache};
+  td_compiled *cc = td_compile(*plan, &co, &err);
+  if (!cc) fail("%s", err.msg);
+  return cc;
+}
+
+/* Compile times of o's entry, from the lowered graph (optimise + plan +
+ * code generation + gcc, or the cache lookup and dlopen): cold (cache off)
+ * and cached (a fresh cache directory, filled by one compile; best of two
+ * reads).  *hit says whether the cached compile really came from the cache. */
+static int compile_times(const opts *o, double *cold, double *cached, int *hit) {
+  char dir[] = "/tmp/tdsl-bench-cacheXXXXXX";
+  if (!mkdtemp(dir)) return fail("%s", "cannot make a temporary cache directory");
+  char *old = getenv("TDSL_CACHE_DIR") ? strdup(getenv("TDSL_CACHE_DIR")) : NULL;
+  setenv("TDSL_CACHE_DIR", dir, 1);
+  int rc = 0;
+  *cold = *cached = 1e30;
+  for (int pass = 0; pass < 4 && !rc; pass++) {   /* 0: cold, 1: fill, 2-3: cached */
+    loaded l;
+    if (load_graph(o, &l)) return -1;
+    td_plan *plan;
+    double t0 = now_s();
+    td_compiled *cc = compile_graph(l.g, pass > 0, &plan);
+    double dt = now_s() - t0;
+    if (!cc) rc = -1;
+    else if (pass == 0) *cold = dt;
+    else if (pass >= 2 && dt < *cached) *cached = dt, *hit = td_compiled_from_cache(cc);
+    td_compiled_free(cc);
+    td_arena_free(l.arena);
+  }
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd)) { /* a leftover temporary directory is harmless */ }
+  if (old) setenv("TDSL_CACHE_DIR", old, 1), free(old);
+  else unsetenv("TDSL_CACHE_DIR");
+  return rc;
+}
+
+static int run_compiled(const opts *o) {
+  double cold = 0, cached = 0;
+  int hit = 0;
+  if (compile_times(o, &cold, &cached, &hit)) return -1;
+  if (o->compile_only) {
+    printf("{\"label\": \"%s\", \"mode\": \"compiled\", \"entry\": \"%s\", \"status\": \"ok\", "
+           "\"compile_cold_s\": %.6g, \"compile_cached_s\": %.6g, \"cache_hit\": %s}\n",
+           o->label, o->entry, cold, cached, hit ? "true" : "false");
+    return 0;
+  }
+  loaded l;
+  double t0 = now_s();
+  if (load_graph(o, &l)) return -1;
+  double fe = now_s() - t0;
+  ctx c = {.o = o, .g = l.g};
+  int rc = -1;
+  td_err err;
+  td_plan *plan = NULL;
+  c.params = calloc((size_t)l.g->n_params + 1, sizeof *c.params);
+  if (make_inputs(o, &c)) goto done;
+  if (td_make_params(l.g, NULL, o->seed, c.params, &err)) {
+    fail("%s", err.msg);
+    goto done;
+  }
+  if (!(c.cc = compile_graph(l.g, 0, &plan))) goto done;
+  c.plan = plan;
+  if (call_eager(&c)) goto done;
+  double tol, relerr = run_check(&c, &tol);
+  release_outs(&c);
+  if (relerr == -2) goto done;
+  if (relerr == -1) {
+    fail("the outputs or parameters do not fit --check %s", o->check);
+    goto done;
+  }
+  timing tm;
+  if (time_eager(&c, &tm)) goto done;
+  c.compile_cold = cold, c.compile_cached = cached;
+  print_result(&c, &tm, relerr, tol, fe);
+  rc = 0;
+done:
+  td_compiled_free(c.cc);
+  for (int i = 0; i < l.g->n_inputs && i < MAX_INPUTS; i++) td_tensor_release(c.inputs[i]);
+  for (int i = 0; i < l.g->n_params; i++) td_tensor_release(c.params[i]);
+  free(c.params);
+  td_arena_free(l.arena);
+  return rc;
 }
 
 static int run_eager(const opts *o) {

@@ -21,6 +21,7 @@
 #include "../compiler/plan.h"
 #include "../lang/elab.h"
 #include "explain_cmd.h"
+#include "search.h"
 
 #define MAX_SIZES 32
 
@@ -88,24 +89,10 @@ static int parse_xopts(int argc, char **argv, xopts *o) {
   return 0;
 }
 
+static void add_dir(void *ud, const char *dir) { td_program_add_search_dir(ud, dir); }
+
 /* $TDSL_PATH, the installed stdlib and the source tree's stdlib (as run). */
-static void search_path(td_program *p) {
-  const char *env = getenv("TDSL_PATH");
-  if (env && *env) {
-    char *copy = strdup(env);
-    for (char *save = NULL, *tok = strtok_r(copy, ":", &save); tok; tok = strtok_r(NULL, ":", &save))
-      if (*tok) td_program_add_search_dir(p, tok);
-    free(copy);
-  }
-  struct stat st;
-#ifdef TDSL_STDLIB_DIR
-  if (!stat(TDSL_STDLIB_DIR, &st)) td_program_add_search_dir(p, TDSL_STDLIB_DIR);
-#endif
-#ifdef TDSL_SRC_STDLIB_DIR
-  if (!stat(TDSL_SRC_STDLIB_DIR, &st)) td_program_add_search_dir(p, TDSL_SRC_STDLIB_DIR);
-#endif
-  (void)st;
-}
+static void search_path(td_program *p) { cli_search_dirs(add_dir, p); }
 
 static void dump_pass(void *ud, const char *pass, const td_graph *g) {
   printf("# after %s\n", pass);

@@ -3,6 +3,7 @@
  *   tdsl run FILE [options]     run main, or an entry point on .npy inputs
  *   tdsl check FILE             type- and shape-check every entry point
  *   tdsl explain FILE           kernels the compiler makes (cli/explain_cmd.c)
+ *   tdsl build FILE -o DIR      a shared library + C header (cli/build_cmd.c)
  *   tdsl repl [FILE]            interactive eager session (cli/repl.c); also
  *                               `tdsl` alone when stdin is a terminal
  *   tdsl --help | --version
@@ -20,7 +21,10 @@
 #include "../lang/elab.h"
 #include "../interp/interp.h"
 #include "../runtime/io.h"
+#include "search.h"
+#include "build_cmd.h"
 #include "explain_cmd.h"
+#include "../gpu/runtime_cuda.h"
 #include "repl.h"
 
 #ifndef TDSL_VERSION
@@ -39,6 +43,7 @@ typedef struct opts {
   int trace, check_numerics, dump_ast, dump_ir, color;
   int compiled;            /* --compiled: through the compiler (cli/compile_cmd.c) */
   unsigned dump_compiler;  /* --dump= stages of the compiler */
+  int cuda, cuda_graph, dump_cuda; /* --device cuda, --cuda-graph, --dump=cuda (gpu/) */
   uint64_t seed;
 } opts;
 
@@ -46,7 +51,9 @@ static void usage(FILE *f) {
   fputs("usage: tdsl run FILE [--entry NAME] [--in ARG=FILE.npy]... [--weights W.safetensors]\n"
         "                     [--out FILE.npy]... [--save-weights W.safetensors] [--seed N]\n"
         "                     [--trace] [--check-numerics] [--compiled] [--dump=STAGES]\n"
+        "                     [--device cpu|cuda] [--cuda-graph]\n"
         "       tdsl check FILE [--dump=ast,ir]\n"
+        "       tdsl build FILE -o DIR [--exe] [--name PREFIX] [--seed N]\n"
         "       tdsl explain FILE [--entry NAME] [--json | --dot] [--size SYM=N]...\n"
         "                         [--dump=fold,cse,simplify,dce,fused]\n"
         "       tdsl repl [FILE.td]... [--seed N]\n"
@@ -55,6 +62,8 @@ static void usage(FILE *f) {
         "run     runs fn main() of FILE, or with --entry an entry point (\"Model.method\" or \"fn\")\n"
         "        on inputs from .npy files; outputs go to --out files in order, or are printed\n"
         "check   type- and shape-checks every entry point of FILE without running anything\n"
+        "build   compiles every entry point into DIR/PREFIX.so with a C header DIR/PREFIX.h\n"
+        "        (and with --exe an executable reading .npy inputs); see docs/compiler.md\n"
         "explain prints, per entry point, the kernels the compiler fuses its ops into, with\n"
         "        source lines, bytes moved, FLOPs and peak memory (--size N=8 evaluates sizes)\n"
         "repl    an interactive eager session (the default when stdin is a terminal); it reads\n"
@@ -65,6 +74,8 @@ static void usage(FILE *f) {
         "--save-weights W   write the parameters used (loaded or initialised) to a safetensors file\n"
         "--seed N           seed for rand/randn without seed= and for parameter initialisation (default 0)\n"
         "--compiled         compile the graph (fusion, libgccjit) and run the native code\n"
+        "--device cuda      compile the graph to CUDA kernels and run them on the GPU (docs/gpu.md);\n"
+        "                   --cuda-graph launches them as one CUDA Graph, --dump=cuda prints them\n"
         "--dump=ast,ir      print the syntax tree and/or the Graph IR of each entry point\n"
         "                   with --compiled also fold, cse, simplify, dce (the graph after a\n"
         "                   pass), fused (the kernel plan), c (the kernels as C-like code)\n"
@@ -88,14 +99,22 @@ static int parse_opts(int argc, char **argv, opts *o) {
     if (!strcmp(a, "--trace")) o->trace = 1;
     else if (!strcmp(a, "--check-numerics")) o->check_numerics = 1;
     else if (!strcmp(a, "--compiled")) o->compiled = 1;
+    else if (!strcmp(a, "--cuda-graph")) o->cuda_graph = 1;
+    else if (!strcmp(a, "--device")) {
+      if (!val || (strcmp(val, "cpu") && strcmp(val, "cuda")))
+        return bad_usage("--device needs cpu or cuda, got '%s'", val ? val : "nothing");
+      o->cuda = !strcmp(val, "cuda");
+      i++;
+    }
     else if (!strncmp(a, "--dump=", 7)) {
       const char *d = a + 7;
       for (const char *p = d; *p;) {
         size_t n = strcspn(p, ",");
         if (n == 3 && !strncmp(p, "ast", 3)) o->dump_ast = 1;
         else if (n == 2 && !strncmp(p, "ir", 2)) o->dump_ir = 1;
+        else if (n == 4 && !strncmp(p, "cuda", 4)) o->dump_cuda = 1;
         else if (td_cli_compiler_stage(p, n)) o->dump_compiler |= td_cli_compiler_stage(p, n);
-        else return bad_usage("unknown --dump stage in '%s' (stages: ast, ir, fold, cse, simplify, dce, fused, c)", a);
+        else return bad_usage("unknown --dump stage in '%s' (stages: ast, ir, fold, cse, simplify, dce, fused, c, cuda)", a);
         p += n + (p[n] == ',');
       }
     } else if (!strcmp(a, "--entry") || !strcmp(a, "--in") || !strcmp(a, "--weights") || !strcmp(a, "--save-weights") ||
@@ -127,24 +146,10 @@ static int parse_opts(int argc, char **argv, opts *o) {
   return 0;
 }
 
+static void add_dir(void *ud, const char *dir) { td_program_add_search_dir(ud, dir); }
+
 /* Adds $TDSL_PATH, the installed stdlib and the source tree's stdlib. */
-static void add_search_path(td_program *p) {
-  const char *env = getenv("TDSL_PATH");
-  if (env && *env) {
-    char *copy = strdup(env);
-    for (char *tok = strtok(copy, ":"); tok; tok = strtok(NULL, ":"))
-      if (*tok) td_program_add_search_dir(p, tok);
-    free(copy);
-  }
-  struct stat st;
-#ifdef TDSL_STDLIB_DIR
-  if (!stat(TDSL_STDLIB_DIR, &st)) td_program_add_search_dir(p, TDSL_STDLIB_DIR);
-#endif
-#ifdef TDSL_SRC_STDLIB_DIR
-  if (!stat(TDSL_SRC_STDLIB_DIR, &st)) td_program_add_search_dir(p, TDSL_SRC_STDLIB_DIR);
-#endif
-  (void)st;
-}
+static void add_search_path(td_program *p) { cli_search_dirs(add_dir, p); }
 
 static void on_print(void *ud, const char *text) {
   (void)ud;
@@ -269,8 +274,10 @@ static int run_graph(const opts *o, td_diags *d, const td_graph *g) {
   io.check_numerics = o->check_numerics;
   io.print_threshold = 1000;
   io.diags = d;
-  if (o->compiled ? td_cli_run_compiled(g, d, inputs, params, &io, o->dump_compiler, &outs, &err, &sp)
-                  : td_interp_run(g, inputs, params, &io, &outs, &err, &sp)) {
+  td_cuda_opts co = {o->cuda_graph, o->dump_cuda ? stdout : NULL, 1, NULL};
+  if (o->cuda ? td_cuda_run(g, inputs, params, &io, &co, &outs, &err, &sp)
+      : o->compiled ? td_cli_run_compiled(g, d, inputs, params, &io, o->dump_compiler, &outs, &err, &sp)
+                    : td_interp_run(g, inputs, params, &io, &outs, &err, &sp)) {
     char loc[512];
     fflush(stdout);
     fprintf(stderr, "%s: error: %s\n", span_loc(d, sp, loc, sizeof loc), err.msg);
@@ -307,8 +314,9 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(argv[1], "explain")) return td_cli_explain(argc, argv);
+  if (!strcmp(argv[1], "build")) return td_cli_build(argc, argv);
   if (strcmp(argv[1], "run") && strcmp(argv[1], "check"))
-    return bad_usage("unknown command '%s' (commands: run, check, explain, repl)", argv[1]);
+    return bad_usage("unknown command '%s' (commands: run, check, build, explain, repl)", argv[1]);
   opts o;
   int rc = parse_opts(argc, argv, &o);
   if (rc) return rc;

@@ -30,6 +30,7 @@
 #endif
 
 #include "repl.h"
+#include "search.h"
 #include "../lang/session.h"
 
 #define PROMPT ">>> "
@@ -471,23 +472,9 @@ static void read_terminal(repl *r) {
 
 /* Import search path: next to the session (the current directory), then
  * $TDSL_PATH, then the installed and the source tree's stdlib (as `tdsl run`). */
-static void add_search_dirs(td_session *s) {
-  const char *env = getenv("TDSL_PATH");
-  struct stat st;
-  if (env && *env) {
-    char *copy = strdup(env), *save = NULL;
-    for (char *tok = copy ? strtok_r(copy, ":", &save) : NULL; tok; tok = strtok_r(NULL, ":", &save))
-      if (*tok) td_session_add_search_dir(s, tok);
-    free(copy);
-  }
-#ifdef TDSL_STDLIB_DIR
-  if (!stat(TDSL_STDLIB_DIR, &st)) td_session_add_search_dir(s, TDSL_STDLIB_DIR);
-#endif
-#ifdef TDSL_SRC_STDLIB_DIR
-  if (!stat(TDSL_SRC_STDLIB_DIR, &st)) td_session_add_search_dir(s, TDSL_SRC_STDLIB_DIR);
-#endif
-  (void)st;
-}
+static void add_dir(void *ud, const char *dir) { td_session_add_search_dir(ud, dir); }
+
+static void add_search_dirs(td_session *s) { cli_search_dirs(add_dir, s); }
 
 int td_repl_main(int argc, char **argv) {
   td_session_opts o;

@@ -95,13 +95,16 @@ static gcc_jit_rvalue *f32c(cg *c, double v) {
 
 /* exp for f32 without a libm call, so loops using it vectorise: Cody-Waite
  * reduction x = n ln2 + r (|r| <= ln2/2), Cephes' degree-6 polynomial for
- * e^r (about 1 ulp), and 2^n built in the exponent bits.  Below -87.34 the
- * result (a subnormal in libm) is 0; above 88.72 it is +inf; NaN stays
- * NaN.  Measured against expf over its range: relative error <= 1.2e-7
- * (tests/unit/test_compiled.c checks 4e-7). */
+ * e^r (about 1 ulp), and 2^n built in the exponent bits as 2^h 2^(n-h),
+ * h = n/2, so that both factors stay normal.  x is clamped to [-110, 89]
+ * first: below -87.3 the product rounds into the subnormals (as libm's)
+ * and to 0 below -103.9; above 88.72 it overflows to +inf; NaN stays NaN
+ * through the arithmetic, so no final case split is needed.  Measured
+ * against expf over its range: relative error <= 1.2e-7 (tests/unit/
+ * test_compiled.c checks 4e-7, test_mathfns.c too). */
 static gcc_jit_rvalue *exp_f32(cg *c, gcc_jit_rvalue *x) {
   gcc_jit_type *f = c->t_f32;
-  const double hi = 88.72283935546875, lo = -87.33654022216797;
+  const double hi = 89.0, lo = -110.0;
   x = keep(c, x, f);
   gcc_jit_rvalue *xc = cg_select(c, cmp(c, GCC_JIT_COMPARISON_GT, x, f32c(c, hi)), f32c(c, hi), x, f);
   xc = keep(c, cg_select(c, cmp(c, GCC_JIT_COMPARISON_LT, xc, f32c(c, lo)), f32c(c, lo), xc, f), f);
@@ -114,8 +117,6 @@ static gcc_jit_rvalue *exp_f32(cg *c, gcc_jit_rvalue *x) {
   for (int i = 1; i < 6; i++) p = bin(c, GCC_JIT_BINARY_OP_PLUS, f, bin(c, GCC_JIT_BINARY_OP_MULT, f, p, r), f32c(c, cf[i]));
   p = bin(c, GCC_JIT_BINARY_OP_MULT, f, p, bin(c, GCC_JIT_BINARY_OP_MULT, f, r, r));
   p = bin(c, GCC_JIT_BINARY_OP_PLUS, f, bin(c, GCC_JIT_BINARY_OP_PLUS, f, p, r), f32c(c, 1.0));
-  /* 2^n as 2^h * 2^(n-h), h = n/2, so both exponents stay normal (n is
-   * in [-126, 128]) */
   gcc_jit_rvalue *ni = keep(c, cast(c, n, c->t_i32), c->t_i32);
   gcc_jit_rvalue *one_i = gcc_jit_context_new_rvalue_from_int(c->ctx, c->t_i32, 1);
   gcc_jit_rvalue *h = keep(c, bin(c, GCC_JIT_BINARY_OP_RSHIFT, c->t_i32, ni, one_i), c->t_i32);
@@ -127,13 +128,140 @@ static gcc_jit_rvalue *exp_f32(cg *c, gcc_jit_rvalue *x) {
     e = bin(c, GCC_JIT_BINARY_OP_LSHIFT, c->t_i32, e, gcc_jit_context_new_rvalue_from_int(c->ctx, c->t_i32, 23));
     res = bin(c, GCC_JIT_BINARY_OP_MULT, f, res, gcc_jit_context_new_bitcast(c->ctx, NULL, e, f));
   }
-  res = cg_select(c, cmp(c, GCC_JIT_COMPARISON_GT, x, f32c(c, hi)), f32c(c, __builtin_inff()), res, f);
-  res = cg_select(c, cmp(c, GCC_JIT_COMPARISON_LT, x, f32c(c, lo)), f32c(c, 0.0), res, f);
-  return cg_select(c, cmp(c, GCC_JIT_COMPARISON_NE, x, x), x, res, f);
+  return res;
 }
 
 gcc_jit_rvalue *cg_exp(cg *c, td_dtype dt, gcc_jit_rvalue *a) {
   return dt == TD_F32 ? exp_f32(c, a) : fcall(c, "exp", dt, a, NULL);
+}
+
+/* ---- tanh, erf, gelu, log (f32) ----------------------------------------------
+ *
+ * Like exp_f32, these avoid libm so that loops using them vectorise; both
+ * sides of every case split are computed and one is selected.  The
+ * coefficients were fitted here (weighted least squares iterated toward
+ * minimax, in float64, then rounded to f32).  Errors measured in
+ * tests/unit/test_mathfns.c over dense sweeps, against float64 libm (the
+ * table in docs/compiler.md):
+ *   tanh  relative <= 4e-7 (|x| < 0.625: x P(x^2); else 1 - 2/(e^2|x| + 1))
+ *   erf   absolute <= 2e-7 (|x| < 1: x P(x^2), relative 3e-7; else
+ *         1 - e^-x^2 Q(1/|x|), Q fitted to erfcx on [1, 4]; 1 beyond 4)
+ *   gelu  absolute <= 1.5e-7; relative <= 3e-6 above -5.6 (the tail
+ *         1 + erf(s), s <= -1, is e^-s^2 Q(1/|s|): no cancellation)
+ *   log   relative <= 3e-7 away from x = 1, absolute <= 2e-7 near it
+ *         (x = m 2^e, m in [0.707, 1.414), 2 atanh((m-1)/(m+1)) as an odd
+ *         series to s^9; subnormals scaled first; 0, < 0, inf, NaN as libm) */
+
+static gcc_jit_rvalue *horner(cg *c, const double *k, int n, gcc_jit_rvalue *u) {
+  gcc_jit_type *f = c->t_f32;
+  gcc_jit_rvalue *p = f32c(c, k[n - 1]);
+  for (int i = n - 2; i >= 0; i--)
+    p = bin(c, GCC_JIT_BINARY_OP_PLUS, f, bin(c, GCC_JIT_BINARY_OP_MULT, f, p, u), f32c(c, k[i]));
+  return p;
+}
+
+static gcc_jit_rvalue *f_mul(cg *c, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  return bin(c, GCC_JIT_BINARY_OP_MULT, c->t_f32, a, b);
+}
+
+static gcc_jit_rvalue *f_add(cg *c, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  return bin(c, GCC_JIT_BINARY_OP_PLUS, c->t_f32, a, b);
+}
+
+static gcc_jit_rvalue *f_sub(cg *c, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  return bin(c, GCC_JIT_BINARY_OP_MINUS, c->t_f32, a, b);
+}
+
+/* cond ? a : b with both sides already computed (so GCC if-converts). */
+static gcc_jit_rvalue *fsel(cg *c, gcc_jit_rvalue *cond, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  return cg_select(c, cond, keep(c, a, c->t_f32), keep(c, b, c->t_f32), c->t_f32);
+}
+
+static gcc_jit_rvalue *tanh_f32(cg *c, gcc_jit_rvalue *x) {
+  static const double P[] = {1.0, -0.33333155512809753, 0.13329674303531647, -0.053638387471437454,
+                             0.02038448303937912, -0.00547208683565259};
+  x = keep(c, x, c->t_f32);
+  gcc_jit_rvalue *ax = keep(c, fcall(c, "fabs", TD_F32, x, NULL), c->t_f32);
+  gcc_jit_rvalue *small = f_mul(c, x, horner(c, P, 6, keep(c, f_mul(c, x, x), c->t_f32)));
+  gcc_jit_rvalue *axc = fsel(c, cmp(c, GCC_JIT_COMPARISON_GT, ax, f32c(c, 10.0)), f32c(c, 10.0), ax);
+  gcc_jit_rvalue *e = keep(c, exp_f32(c, f_mul(c, axc, f32c(c, 2.0))), c->t_f32);
+  gcc_jit_rvalue *big = keep(c, f_sub(c, f32c(c, 1.0), bin(c, GCC_JIT_BINARY_OP_DIVIDE, c->t_f32, f32c(c, 2.0),
+                                                            f_add(c, e, f32c(c, 1.0)))), c->t_f32);
+  gcc_jit_rvalue *neg = gcc_jit_context_new_unary_op(c->ctx, NULL, GCC_JIT_UNARY_OP_MINUS, c->t_f32, big);
+  big = fsel(c, cmp(c, GCC_JIT_COMPARISON_LT, x, f32c(c, 0.0)), neg, big);
+  return fsel(c, cmp(c, GCC_JIT_COMPARISON_LT, ax, f32c(c, 0.625)), small, big);
+}
+
+/* erf's two parts at x: *small = erf(x) for |x| < 1 (x P(x^2)), *tail =
+ * erfc(|x|) for |x| >= 1 (0 beyond 4); *ax = |x|, kept. */
+static void erf_parts(cg *c, gcc_jit_rvalue *x, gcc_jit_rvalue **ax, gcc_jit_rvalue **small,
+                      gcc_jit_rvalue **tail) {
+  static const double P[] = {1.1283791065216064, -0.3761230707168579, 0.11280214786529541,
+                             -0.026714764535427094, 0.004923390224575996, -0.0005660624592565};
+  static const double Q[] = {0.00024081504670903087, 0.5595282912254333, 0.038611654192209244,
+                             -0.45846399664878845, 0.4659734070301056, -0.19677415490150452,
+                             -0.016038144007325172, 0.047995295375585556, -0.013489649631083012};
+  gcc_jit_type *f = c->t_f32;
+  *ax = keep(c, fcall(c, "fabs", TD_F32, x, NULL), f);
+  *small = keep(c, f_mul(c, x, horner(c, P, 6, keep(c, f_mul(c, x, x), f))), f);
+  gcc_jit_rvalue *t = fsel(c, cmp(c, GCC_JIT_COMPARISON_LT, *ax, f32c(c, 1.0)), f32c(c, 1.0), *ax);
+  t = keep(c, fsel(c, cmp(c, GCC_JIT_COMPARISON_GT, t, f32c(c, 4.0)), f32c(c, 4.0), t), f);
+  gcc_jit_rvalue *u = keep(c, bin(c, GCC_JIT_BINARY_OP_DIVIDE, f, f32c(c, 1.0), t), f);
+  gcc_jit_rvalue *e = exp_f32(c, gcc_jit_context_new_unary_op(c->ctx, NULL, GCC_JIT_UNARY_OP_MINUS, f, f_mul(c, t, t)));
+  gcc_jit_rvalue *tl = f_mul(c, keep(c, e, f), horner(c, Q, 9, u));
+  *tail = fsel(c, cmp(c, GCC_JIT_COMPARISON_GT, *ax, f32c(c, 4.0)), f32c(c, 0.0), tl);
+}
+
+static gcc_jit_rvalue *erf_f32(cg *c, gcc_jit_rvalue *x) {
+  gcc_jit_rvalue *ax, *small, *tail;
+  x = keep(c, x, c->t_f32);
+  erf_parts(c, x, &ax, &small, &tail);
+  gcc_jit_rvalue *big = keep(c, f_sub(c, f32c(c, 1.0), tail), c->t_f32);
+  gcc_jit_rvalue *neg = gcc_jit_context_new_unary_op(c->ctx, NULL, GCC_JIT_UNARY_OP_MINUS, c->t_f32, big);
+  big = fsel(c, cmp(c, GCC_JIT_COMPARISON_LT, x, f32c(c, 0.0)), neg, big);
+  return fsel(c, cmp(c, GCC_JIT_COMPARISON_LT, ax, f32c(c, 1.0)), small, big);
+}
+
+/* The exact gelu, 0.5 a (1 + erf(a / sqrt 2)), with 1 + erf(s) for s <= -1
+ * taken as erfc(|s|) directly (no cancellation). */
+static gcc_jit_rvalue *gelu_f32(cg *c, gcc_jit_rvalue *a) {
+  gcc_jit_rvalue *ax, *small, *tail;
+  a = keep(c, a, c->t_f32);
+  gcc_jit_rvalue *s = keep(c, f_mul(c, a, f32c(c, (double)0.70710678118654752f)), c->t_f32);
+  erf_parts(c, s, &ax, &small, &tail);
+  gcc_jit_rvalue *tl = keep(c, tail, c->t_f32);
+  gcc_jit_rvalue *big = fsel(c, cmp(c, GCC_JIT_COMPARISON_LT, s, f32c(c, 0.0)), tl, f_sub(c, f32c(c, 2.0), tl));
+  gcc_jit_rvalue *one_p = fsel(c, cmp(c, GCC_JIT_COMPARISON_LT, ax, f32c(c, 1.0)), f_add(c, f32c(c, 1.0), small), big);
+  return f_mul(c, f_mul(c, f32c(c, 0.5), a), one_p);
+}
+
+static gcc_jit_rvalue *i32c(cg *c, int v) {
+  return gcc_jit_context_new_rvalue_from_int(c->ctx, c->t_i32, v);
+}
+
+static gcc_jit_rvalue *log_f32(cg *c, gcc_jit_rvalue *x) {
+  gcc_jit_type *f = c->t_f32, *i = c->t_i32;
+  x = keep(c, x, f);
+  gcc_jit_rvalue *sub = keep(c, cmp(c, GCC_JIT_COMPARISON_LT, x, f32c(c, 0x1p-126)), c->t_bool);
+  gcc_jit_rvalue *xs = fsel(c, sub, f_mul(c, x, f32c(c, 0x1p23)), x);
+  gcc_jit_rvalue *bits = keep(c, gcc_jit_context_new_bitcast(c->ctx, NULL, xs, i), i);
+  gcc_jit_rvalue *e = bin(c, GCC_JIT_BINARY_OP_MINUS, i, bin(c, GCC_JIT_BINARY_OP_RSHIFT, i, bits, i32c(c, 23)), i32c(c, 127));
+  e = bin(c, GCC_JIT_BINARY_OP_MINUS, i, e, cg_select(c, sub, i32c(c, 23), i32c(c, 0), i));
+  gcc_jit_rvalue *mb = bin(c, GCC_JIT_BINARY_OP_BITWISE_OR, i,
+                           bin(c, GCC_JIT_BINARY_OP_BITWISE_AND, i, bits, i32c(c, 0x7fffff)), i32c(c, 0x3f800000));
+  gcc_jit_rvalue *m = keep(c, gcc_jit_context_new_bitcast(c->ctx, NULL, mb, f), f);
+  gcc_jit_rvalue *big = keep(c, cmp(c, GCC_JIT_COMPARISON_GT, m, f32c(c, 1.41421356237)), c->t_bool);
+  m = fsel(c, big, f_mul(c, m, f32c(c, 0.5)), m);
+  gcc_jit_rvalue *ef = keep(c, cast(c, bin(c, GCC_JIT_BINARY_OP_PLUS, i, e, cg_select(c, big, i32c(c, 1), i32c(c, 0), i)), f), f);
+  gcc_jit_rvalue *sx = keep(c, bin(c, GCC_JIT_BINARY_OP_DIVIDE, f, f_sub(c, m, f32c(c, 1.0)), f_add(c, m, f32c(c, 1.0))), f);
+  gcc_jit_rvalue *z = keep(c, f_mul(c, sx, sx), f);
+  static const double S[] = {2.0 / 3, 2.0 / 5, 2.0 / 7, 2.0 / 9};
+  gcc_jit_rvalue *lm = f_add(c, f_mul(c, sx, f32c(c, 2.0)), f_mul(c, f_mul(c, sx, z), horner(c, S, 4, z)));
+  gcc_jit_rvalue *r = f_add(c, f_mul(c, ef, f32c(c, 0.693359375)), f_add(c, lm, f_mul(c, ef, f32c(c, -2.12194440e-4))));
+  r = fsel(c, cmp(c, GCC_JIT_COMPARISON_EQ, x, f32c(c, __builtin_inff())), x, r);
+  r = fsel(c, cmp(c, GCC_JIT_COMPARISON_EQ, x, f32c(c, 0.0)), f32c(c, -__builtin_inff()), r);
+  r = fsel(c, cmp(c, GCC_JIT_COMPARISON_LT, x, f32c(c, 0.0)), f32c(c, __builtin_nanf("")), r);
+  return fsel(c, cmp(c, GCC_JIT_COMPARISON_NE, x, x), x, r);
 }
 
 /* ---- conversions ------------------------------------------------------------ */
@@ -171,13 +299,13 @@ static gcc_jit_rvalue *float_unary(cg *c, td_op op, td_dtype dt, gcc_jit_rvalue 
   case TD_IR_NEG: return gcc_jit_context_new_unary_op(c->ctx, NULL, GCC_JIT_UNARY_OP_MINUS, t, a);
   case TD_IR_ABS: return fcall(c, "fabs", dt, a, NULL);
   case TD_IR_EXP: return cg_exp(c, dt, a);
-  case TD_IR_LOG: return fcall(c, "log", dt, a, NULL);
+  case TD_IR_LOG: return dt == TD_F32 ? log_f32(c, a) : fcall(c, "log", dt, a, NULL);
   case TD_IR_SQRT: return fcall(c, "sqrt", dt, a, NULL);
   case TD_IR_RSQRT: return bin(c, GCC_JIT_BINARY_OP_DIVIDE, t, one, fcall(c, "sqrt", dt, a, NULL));
   case TD_IR_SIN: return fcall(c, "sin", dt, a, NULL);
   case TD_IR_COS: return fcall(c, "cos", dt, a, NULL);
-  case TD_IR_TANH: return fcall(c, "tanh", dt, a, NULL);
-  case TD_IR_ERF: return fcall(c, "erf", dt, a, NULL);
+  case TD_IR_TANH: return dt == TD_F32 ? tanh_f32(c, a) : fcall(c, "tanh", dt, a, NULL);
+  case TD_IR_ERF: return dt == TD_F32 ? erf_f32(c, a) : fcall(c, "erf", dt, a, NULL);
   case TD_IR_FLOOR: return fcall(c, "floor", dt, a, NULL);
   case TD_IR_CEIL: return fcall(c, "ceil", dt, a, NULL);
   case TD_IR_ROUND: return fcall(c, "rint", dt, a, NULL);
@@ -188,6 +316,7 @@ static gcc_jit_rvalue *float_unary(cg *c, td_op op, td_dtype dt, gcc_jit_rvalue 
     return bin(c, GCC_JIT_BINARY_OP_DIVIDE, t, op == TD_IR_SIGMOID ? one : a, den);
   }
   case TD_IR_GELU: {
+    if (dt == TD_F32) return gelu_f32(c, a);
     gcc_jit_rvalue *s = bin(c, GCC_JIT_BINARY_OP_MULT, t, a,
                             cg_const(c, dt, dt == TD_F32 ? (double)0.70710678118654752f : 0.70710678118654752440, 0));
     gcc_jit_rvalue *h = bin(c, GCC_JIT_BINARY_OP_MULT, t, cg_const(c, dt, 0.5, 0), a);
@@ -541,9 +670,34 @@ static gcc_jit_rvalue *concat_value(cg *c, int n, const cg_ix *ix) {
 
 /* ---- the evaluator -------------------------------------------------------------------- */
 
+/* 1 + tanh(u) (f32, tanh computed in this kernel) as 2 / (1 + e^-2u): one
+ * exp and one division, without the cancellation of 1 + tanh for u << 0
+ * (the tanh form of gelu).  Returns 0 when n is not of that form, else 1
+ * with the value in *out (NULL on error). */
+static int one_plus_tanh(cg *c, int n, const cg_ix *ix, gcc_jit_rvalue **out) {
+  const td_node *nd = ND(c, n);
+  *out = NULL;
+  if (nd->op != TD_IR_ADD || nd->dtype != TD_F32) return 0;
+  for (int k = 0; k < 2; k++) {
+    int t = nd->in[k], o = nd->in[1 - k];
+    if (!c->in_k[t] || ND(c, t)->op != TD_IR_TANH || ND(c, o)->op != TD_IR_CONST ||
+        ND(c, o)->dtype != TD_F32 || ND(c, o)->attr.f != 1.0)
+      continue;
+    gcc_jit_rvalue *u = cg_eval(c, ND(c, t)->in[0], child_ix(c, t, 0, child_ix(c, n, k, ix)));
+    if (u) {
+      gcc_jit_rvalue *e = exp_f32(c, f_mul(c, u, f32c(c, -2.0)));
+      *out = bin(c, GCC_JIT_BINARY_OP_DIVIDE, c->t_f32, f32c(c, 2.0), f_add(c, f32c(c, 1.0), e));
+    }
+    return 1;
+  }
+  return 0;
+}
+
 static gcc_jit_rvalue *elementwise(cg *c, int n, const cg_ix *ix) {
   const td_node *nd = ND(c, n);
   gcc_jit_rvalue *a[3] = {NULL, NULL, NULL};
+  gcc_jit_rvalue *opt;
+  if (one_plus_tanh(c, n, ix, &opt)) return opt;
   for (int k = 0; k < nd->n_in && k < 3; k++)
     if (!(a[k] = cg_eval(c, nd->in[k], child_ix(c, n, k, ix)))) return NULL;
   td_dtype in = ND(c, nd->in[0])->dtype;

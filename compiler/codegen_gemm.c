@@ -21,7 +21,11 @@
  *   (halved in elements for f64); MC = 8 MR, KC = 256.  With threads, each
  *   range of rows packs its own copy of B.
  *
- * simple (integers, small products): per row i, a row accumulator of N
+ * dot (floats, small products, B^T contiguous as in x @ w.T): every
+ *   element a dot product of two contiguous vectors, one vector
+ *   accumulator per column, 8 columns at a time, nothing packed (dot_path);
+ *
+ * simple (integers, other small products): per row i, a row accumulator of N
  *   elements gets a[i,k] * B[k, :] for every k (B packed into a row-major
  *   panel when its rows are not contiguous), then the epilogue.
  *
@@ -175,6 +179,102 @@ static int simple_path(cg *c, mm *m) {
   cg_loop_close(c, &l2);
   cg_loop_close(c, &li);
   return 0;
+}
+
+/* ---- the dot path: small M with B transposed in memory -------------------------------- */
+
+#define DOT_J 8    /* columns of C per step: independent FMA chains sharing A's loads */
+
+typedef struct dotv {
+  int vl;
+  gcc_jit_type *vt, *vtp;     /* the vector type; a pointer to its unaligned variant */
+  gcc_jit_lvalue *spill;      /* a local array of vl elements, for the final sums */
+} dotv;
+
+/* The vector at base[off] (any alignment of the element type). */
+static gcc_jit_lvalue *dot_vec(cg *c, const dotv *D, gcc_jit_rvalue *base, gcc_jit_rvalue *off) {
+  gcc_jit_rvalue *addr = gcc_jit_lvalue_get_address(at(c, base, off), NULL);
+  return gcc_jit_rvalue_dereference(gcc_jit_context_new_cast(c->ctx, NULL, addr, D->vtp), NULL);
+}
+
+/* nj columns j0 .. j0 + nj - 1 of row i: one vector accumulator per column
+ * over the contiguous rows of A and of B^T, a scalar one for the K % vl
+ * tail, then the lanes summed and the epilogue of each column. */
+static int dot_cols(cg *c, mm *m, const dotv *D, gcc_jit_rvalue *i, gcc_jit_rvalue *abase, gcc_jit_rvalue *kf,
+                    gcc_jit_rvalue *j0, int nj) {
+  gcc_jit_lvalue *acc[DOT_J], *tail[DOT_J];
+  gcc_jit_rvalue *brow[DOT_J], *zeros[64];
+  for (int l = 0; l < D->vl; l++) zeros[l] = cg_const(c, m->dt, 0, 0);
+  for (int jj = 0; jj < nj; jj++) {
+    acc[jj] = cg_local(c, D->vt, "dacc");
+    cg_assign(c, acc[jj], gcc_jit_context_new_rvalue_from_vector(c->ctx, NULL, D->vt, (size_t)D->vl, zeros));
+    tail[jj] = cg_local(c, m->t, "dtail");
+    cg_assign(c, tail[jj], cg_const(c, m->dt, 0, 0));
+    brow[jj] = keep_i(c, add(c, m->boff, mul(c, add(c, j0, cg_i64(c, jj)), m->sbn)), "brow");
+  }
+  cloop lk, lr;
+  gcc_jit_rvalue *k = cg_loop_range(c, &lk, cg_i64(c, 0), kf, D->vl);
+  gcc_jit_lvalue *av = cg_local(c, D->vt, "av");
+  cg_assign(c, av, rv(dot_vec(c, D, m->aptr, add(c, abase, k))));
+  for (int jj = 0; jj < nj; jj++)
+    gcc_jit_block_add_assignment_op(c->blk, NULL, acc[jj], GCC_JIT_BINARY_OP_PLUS,
+                                    gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, D->vt, rv(av),
+                                                                  rv(dot_vec(c, D, m->bptr, add(c, brow[jj], k)))));
+  cg_loop_close(c, &lk);
+  k = cg_loop_range(c, &lr, kf, m->K, 1);
+  for (int jj = 0; jj < nj; jj++)
+    gcc_jit_block_add_assignment_op(c->blk, NULL, tail[jj], GCC_JIT_BINARY_OP_PLUS,
+                                    gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, m->t,
+                                                                  elem(c, m->aptr, add(c, abase, k)),
+                                                                  elem(c, m->bptr, add(c, brow[jj], k))));
+  cg_loop_close(c, &lr);
+  gcc_jit_rvalue *sp = gcc_jit_lvalue_get_address(gcc_jit_context_new_array_access(c->ctx, NULL, rv(D->spill), cg_i64(c, 0)), NULL);
+  for (int jj = 0; jj < nj; jj++) {
+    cg_assign(c, dot_vec(c, D, sp, cg_i64(c, 0)), rv(acc[jj]));
+    gcc_jit_rvalue *part[64];
+    for (int l = 0; l < D->vl; l++) part[l] = elem(c, sp, cg_i64(c, l));
+    for (int w = D->vl; w > 1; w /= 2)
+      for (int l = 0; l < w / 2; l++)
+        part[l] = gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_PLUS, m->t, part[l], part[l + w / 2]);
+    gcc_jit_lvalue *sum = cg_local(c, m->t, "dot");
+    cg_assign(c, sum, gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_PLUS, m->t, part[0], rv(tail[jj])));
+    if (epilogue(c, m->ix, m->r, i, keep_i(c, add(c, j0, cg_i64(c, jj)), "j"), rv(sum))) return -1;
+  }
+  return 0;
+}
+
+/* C = A B where A's rows and B's columns are contiguous (x @ w.T with w
+ * stored [out, in], as nn.Linear does): every element is a dot product of
+ * two contiguous vectors, so nothing is packed or copied — the path for
+ * small M (batch-1 inference), where packing B would cost more than the
+ * product itself. */
+static int dot_path(cg *c, mm *m) {
+  dotv D;
+  D.vl = shape_for(c->isa, m->dt).vl;
+  D.vt = gcc_jit_type_get_vector(m->t, (size_t)D.vl);
+  D.vtp = gcc_jit_type_get_pointer(gcc_jit_type_get_aligned(D.vt, td_dtype_size(m->dt)));
+  D.spill = cg_local(c, gcc_jit_context_new_array_type(c->ctx, NULL, m->t, D.vl), "spill");
+  cloop li, lj, lr;
+  gcc_jit_rvalue *kf = keep_i(c, ib(c, GCC_JIT_BINARY_OP_MINUS, m->K, ib(c, GCC_JIT_BINARY_OP_MODULO, m->K, cg_i64(c, D.vl))), "kf");
+  gcc_jit_rvalue *nf = keep_i(c, ib(c, GCC_JIT_BINARY_OP_MINUS, m->N, ib(c, GCC_JIT_BINARY_OP_MODULO, m->N, cg_i64(c, DOT_J))), "nf");
+  /* columns outer, rows inner: a block of DOT_J rows of B^T stays in cache
+   * for all the rows of A */
+  for (int pass = 0; pass < 2; pass++) {
+    gcc_jit_rvalue *j = pass == 0 ? cg_loop_range(c, &lj, cg_i64(c, 0), nf, DOT_J) : cg_loop_range(c, &lj, nf, m->N, 1);
+    gcc_jit_rvalue *i = c->par_axis >= 0 ? cg_loop_range(c, &li, c->p_lo, c->p_hi, 1) : cg_loop_open(c, &li, m->M);
+    gcc_jit_rvalue *abase = keep_i(c, add(c, m->aoff, mul(c, i, m->sam)), "arow");
+    if (dot_cols(c, m, &D, i, abase, kf, j, pass == 0 ? DOT_J : 1)) return -1;
+    cg_loop_close(c, &li);
+    cg_loop_close(c, &lj);
+  }
+  (void)lr;
+  return 0;
+}
+
+/* Are A's rows and B's columns contiguous (unit stride along K)? */
+static int dot_able(const mm *m) {
+  return m->A->stride[m->A->rank - 1] == 1 && m->B->stride[m->B->rank - 2] == 1 &&
+         m->B->stride[m->B->rank - 1] != 1;
 }
 
 /* ---- the packed path: shared GEMM functions ------------------------------------------ */
@@ -526,7 +626,7 @@ int tdc_emit_matmul(cg *c) {
     if (packed_path(c, &m)) return -1;
     gcc_jit_block_end_with_jump(c->blk, NULL, join);
     c->blk = sm;
-    if (simple_path(c, &m)) return -1;
+    if (dot_able(&m) ? dot_path(c, &m) : simple_path(c, &m)) return -1;
     gcc_jit_block_end_with_jump(c->blk, NULL, join);
     c->blk = join;
   }

@@ -1,7 +1,10 @@
 /* codegen_reduce.c - the body of a REDUCE (row) kernel.
  *
  * For every kept index (outer loops, the parallel one over [lo, hi)):
- *   - each stage (plan.h's td_kstage) is one loop nest over the reduced
+ *   - a stage whose reductions are all float sum/max/min, online-softmax
+ *     or moments pairs over the innermost axis alone is processed in
+ *     chunks of vectorisable loops (see "chunked stages" below);
+ *   - any other stage (plan.h's td_kstage) is one loop nest over the reduced
  *     axes updating accumulators: f64 for float sums and products, i64 for
  *     integers, the element type for max/min, value and first index for
  *     argmax/argmin; the online-softmax pair keeps a running maximum and a
@@ -355,6 +358,227 @@ static int lanes_body(cg *c, racc (*r)[64], int n, const cg_ix *ix, int a, gcc_j
   return 0;
 }
 
+/* ---- chunked stages: reductions as vectorisable loops ----
+ *
+ * When the only reduced axis is the innermost (contiguous) one and every
+ * reduction of the stage is a float sum, max or min, an online softmax
+ * pair or a moments pair, the row is processed in chunks of CHUNK
+ * elements: one elementwise loop evaluates the reductions' inputs into
+ * local arrays (it vectorises like any pointwise kernel: exp, casts and
+ * selects included), the arrays are padded with the identity up to a power
+ * of two P >= 16, and reduced by a pairwise tree of elementwise loops
+ * (a[j] = a[j] op a[j + h] for h = P/2, ..., 1), which vectorise too —
+ * GCC cannot vectorise a float reduction loop without reassociating it.
+ * Sums stay in f64 (pairwise, so more accurate than a serial sum); the
+ * online softmax rescales its sum once per chunk by exp(M_old - M_new). */
+
+#define CHUNK 256
+
+/* Arrays of one reduction of a chunked stage. */
+typedef struct carr {
+  gcc_jit_lvalue *v, *m, *s, *q;   /* values, max tree, f64 terms, f64 squares */
+} carr;
+
+static gcc_jit_lvalue *arr_at(cg *c, gcc_jit_lvalue *arr, gcc_jit_rvalue *i) {
+  return gcc_jit_context_new_array_access(c->ctx, NULL, rv(arr), i);
+}
+
+static gcc_jit_lvalue *new_arr(cg *c, gcc_jit_type *t) {
+  return cg_local(c, gcc_jit_context_new_array_type(c->ctx, NULL, t, CHUNK), "chunk");
+}
+
+static int chunk_ok(cg *c, racc *r, int n) {
+  const td_kernel *k = c->k;
+  if (k->red_axes != 1u << (k->rank - 1) || k->space[k->rank - 1] == 1) return 0;
+  for (int i = 0; i < n; i++) {
+    const td_node *nd = &c->g->nodes[r[i].node];
+    td_dtype dt = c->g->nodes[nd->in[0]].dtype;
+    if (!td_dtype_is_float(dt)) return 0;
+    if (r[i].role == 0 && nd->op != TD_IR_SUM && nd->op != TD_IR_RMAX && nd->op != TD_IR_RMIN) return 0;
+  }
+  return 1;
+}
+
+/* arr[j] = a for j in [lo, hi) */
+static void fill(cg *c, gcc_jit_lvalue *arr, gcc_jit_rvalue *lo, gcc_jit_rvalue *hi, gcc_jit_rvalue *a) {
+  cloop L;
+  gcc_jit_rvalue *j = cg_loop_range(c, &L, lo, hi, 1);
+  cg_assign(c, arr_at(c, arr, j), a);
+  cg_loop_close(c, &L);
+}
+
+/* Pairwise tree over arr[0 .. P): arr[0] ends up holding the sum (op SUM,
+ * type t) or the max/min (op RMAX/RMIN, element dtype dt). */
+static void tree(cg *c, gcc_jit_lvalue *arr, gcc_jit_rvalue *P, td_op op, td_dtype dt, gcc_jit_type *t) {
+  gcc_jit_lvalue *h = cg_local(c, c->t_i64, "h");
+  cg_assign(c, h, binv(c, GCC_JIT_BINARY_OP_DIVIDE, c->t_i64, P, cg_i64(c, 2)));
+  gcc_jit_block *cond = cg_block(c, "tree"), *body = cg_block(c, "level"), *after = cg_block(c, "tree_end");
+  gcc_jit_block_end_with_jump(c->blk, NULL, cond);
+  gcc_jit_block_end_with_conditional(cond, NULL, cmpv(c, GCC_JIT_COMPARISON_GE, rv(h), cg_i64(c, 1)), body, after);
+  c->blk = body;
+  cloop L;
+  gcc_jit_rvalue *j = cg_loop_range(c, &L, cg_i64(c, 0), rv(h), 1);
+  gcc_jit_rvalue *a = rv(arr_at(c, arr, j));
+  gcc_jit_rvalue *b = rv(arr_at(c, arr, binv(c, GCC_JIT_BINARY_OP_PLUS, c->t_i64, j, rv(h))));
+  gcc_jit_rvalue *v;
+  if (op == TD_IR_SUM) {
+    v = binv(c, GCC_JIT_BINARY_OP_PLUS, t, a, b);
+  } else {   /* better(b, a) without || (which would be control flow) */
+    gcc_jit_lvalue *av = cg_local(c, t, "ta"), *bv = cg_local(c, t, "tb");
+    cg_assign(c, av, a);
+    cg_assign(c, bv, b);
+    v = cg_select(c, cmpv(c, op == TD_IR_RMAX ? GCC_JIT_COMPARISON_GT : GCC_JIT_COMPARISON_LT, rv(bv), rv(av)),
+                  rv(bv), rv(av), t);
+    v = cg_select(c, cmpv(c, GCC_JIT_COMPARISON_NE, rv(bv), rv(bv)), rv(bv), v, t);
+  }
+  cg_assign(c, arr_at(c, arr, j), v);
+  cg_loop_close(c, &L);
+  cg_assign(c, h, binv(c, GCC_JIT_BINARY_OP_DIVIDE, c->t_i64, rv(h), cg_i64(c, 2)));
+  gcc_jit_block_end_with_jump(c->blk, NULL, cond);
+  c->blk = after;
+}
+
+/* Pads arr from n to P with a, then reduces it; returns arr[0]. */
+static gcc_jit_rvalue *pad_reduce(cg *c, gcc_jit_lvalue *arr, gcc_jit_rvalue *n, gcc_jit_rvalue *P, gcc_jit_rvalue *a,
+                                  td_op op, td_dtype dt, gcc_jit_type *t) {
+  fill(c, arr, n, P, a);
+  tree(c, arr, P, op, dt, t);
+  return rv(arr_at(c, arr, cg_i64(c, 0)));
+}
+
+/* The input of reduction i (its head's input for an online tail) at ix. */
+static gcc_jit_rvalue *red_input(cg *c, racc *r, int i, const cg_ix *ix) {
+  int src = r[i].role == 2 ? c->g->nodes[r[r[i].partner].node].in[0] : c->g->nodes[r[i].node].in[0];
+  return cg_eval(c, src, ix);
+}
+
+/* Loop A of a chunk: every reduction's input into its arrays. */
+static int chunk_load(cg *c, racc *r, carr *A, int n, const cg_ix *row, gcc_jit_rvalue *j0, gcc_jit_rvalue *len) {
+  int a = c->k->rank - 1;
+  cloop L;
+  long mark = cg_memo_mark(c);
+  gcc_jit_rvalue *j = cg_loop_range(c, &L, cg_i64(c, 0), len, 1);
+  cg_ix *ix = cg_ix_new(c, row->rank);
+  *ix = *row;
+  ix->v[a] = binv(c, GCC_JIT_BINARY_OP_PLUS, c->t_i64, j0, j);
+  ix->zero[a] = 0;
+  for (int i = 0; i < n; i++) {
+    if (r[i].role == 1 || r[i].role == 4) continue;
+    gcc_jit_rvalue *v = red_input(c, r, i, ix);
+    if (!v) return -1;
+    if (A[i].v) cg_assign(c, arr_at(c, A[i].v, j), v);
+    if (A[i].m) cg_assign(c, arr_at(c, A[i].m, j), v);
+    if (A[i].s && r[i].role != 2) {
+      gcc_jit_lvalue *x = cg_local(c, c->t_f64, "x");
+      cg_assign(c, x, to_f64(c, v));
+      cg_assign(c, arr_at(c, A[i].s, j), rv(x));
+      if (A[i].q) cg_assign(c, arr_at(c, A[i].q, j), binv(c, GCC_JIT_BINARY_OP_MULT, c->t_f64, rv(x), rv(x)));
+    }
+  }
+  cg_loop_close(c, &L);
+  cg_memo_release(c, mark);
+  return 0;
+}
+
+/* The online pair over one chunk: chunk max, rescale, terms, sum. */
+static void chunk_online(cg *c, racc *head, racc *tail, carr *A, gcc_jit_rvalue *len, gcc_jit_rvalue *P) {
+  td_dtype dt = c->g->nodes[head->node].dtype;
+  gcc_jit_type *t = c->vt[dt], *d = c->t_f64;
+  gcc_jit_lvalue *cm = cg_local(c, t, "cmax");
+  cg_assign(c, cm, pad_reduce(c, A->m, len, P, acc_init(c, TD_IR_RMAX, dt), TD_IR_RMAX, dt, t));
+  gcc_jit_lvalue *mn = cg_local(c, t, "mnew");
+  cg_assign(c, mn, cg_select(c, better(c, TD_IR_RMAX, dt, rv(cm), rv(head->acc)), rv(cm), rv(head->acc), t));
+  gcc_jit_rvalue *one = gcc_jit_context_new_rvalue_from_double(c->ctx, d, 1.0);
+  gcc_jit_block *grow = cg_block(c, "newmax"), *join = cg_block(c, "samemax");
+  gcc_jit_block_end_with_conditional(c->blk, NULL, cmpv(c, GCC_JIT_COMPARISON_NE, rv(mn), rv(head->acc)), grow, join);
+  c->blk = grow;
+  gcc_jit_rvalue *scale = cg_builtin(c, "__builtin_exp", binv(c, GCC_JIT_BINARY_OP_MINUS, d, to_f64(c, rv(head->acc)),
+                                                             to_f64(c, rv(mn))), NULL);
+  cg_assign(c, tail->acc, binv(c, GCC_JIT_BINARY_OP_MULT, d, rv(tail->acc), scale));
+  cg_assign(c, head->acc, rv(mn));
+  gcc_jit_block_end_with_jump(c->blk, NULL, join);
+  c->blk = join;
+  cloop L;
+  gcc_jit_rvalue *j = cg_loop_range(c, &L, cg_i64(c, 0), len, 1);
+  gcc_jit_lvalue *v = cg_local(c, t, "v");
+  cg_assign(c, v, rv(arr_at(c, A->v, j)));
+  gcc_jit_lvalue *e = cg_local(c, t, "e");
+  cg_assign(c, e, cg_exp(c, dt, binv(c, GCC_JIT_BINARY_OP_MINUS, t, rv(v), rv(head->acc))));
+  cg_assign(c, arr_at(c, A->s, j), cg_select(c, cmpv(c, GCC_JIT_COMPARISON_EQ, rv(v), rv(head->acc)),
+                                             cg_const(c, dt, 1, 1), rv(e), t));
+  cg_loop_close(c, &L);
+  (void)one;
+  /* the terms (<= 1 each) are summed pairwise in the element type within
+   * the chunk, then in f64 across chunks */
+  gcc_jit_rvalue *sum = pad_reduce(c, A->s, len, P, cg_const(c, dt, 0, 0), TD_IR_SUM, dt, t);
+  cg_assign(c, tail->acc, binv(c, GCC_JIT_BINARY_OP_PLUS, d, rv(tail->acc), to_f64(c, sum)));
+}
+
+/* Folds the chunk's arrays into the accumulators. */
+static void chunk_fold(cg *c, racc *r, carr *A, int n, gcc_jit_rvalue *len, gcc_jit_rvalue *P) {
+  gcc_jit_type *d = c->t_f64;
+  gcc_jit_rvalue *zero = gcc_jit_context_new_rvalue_from_double(c->ctx, d, 0.0);
+  for (int i = 0; i < n; i++) {
+    const td_node *nd = &c->g->nodes[r[i].node];
+    td_dtype dt = c->g->nodes[nd->in[0]].dtype;
+    if (r[i].role == 2) {
+      chunk_online(c, &r[r[i].partner], &r[i], &A[i], len, P);
+    } else if (r[i].role == 3) {
+      cg_assign(c, r[i].acc, binv(c, GCC_JIT_BINARY_OP_PLUS, d, rv(r[i].acc), pad_reduce(c, A[i].s, len, P, zero, TD_IR_SUM, TD_F64, d)));
+      cg_assign(c, r[i].acc2, binv(c, GCC_JIT_BINARY_OP_PLUS, d, rv(r[i].acc2), pad_reduce(c, A[i].q, len, P, zero, TD_IR_SUM, TD_F64, d)));
+    } else if (r[i].role == 0 && nd->op == TD_IR_SUM) {
+      cg_assign(c, r[i].acc, binv(c, GCC_JIT_BINARY_OP_PLUS, d, rv(r[i].acc), pad_reduce(c, A[i].s, len, P, zero, TD_IR_SUM, TD_F64, d)));
+    } else if (r[i].role == 0) {
+      gcc_jit_type *t = c->vt[dt];
+      gcc_jit_lvalue *m = cg_local(c, t, "cm");
+      cg_assign(c, m, pad_reduce(c, A[i].m, len, P, acc_init(c, nd->op, dt), nd->op, dt, t));
+      cg_assign(c, r[i].acc, cg_select(c, better(c, nd->op, dt, rv(m), rv(r[i].acc)), rv(m), rv(r[i].acc), t));
+    }
+  }
+}
+
+static int emit_stage_chunked(cg *c, racc *r, int n, const cg_ix *row) {
+  carr *A = td_arena_alloc(c->arena, (size_t)n * sizeof *A);
+  if (!A) return td_err_set(c->err, "out of memory");
+  for (int i = 0; i < n; i++) {
+    const td_node *nd = &c->g->nodes[r[i].node];
+    td_dtype dt = c->g->nodes[nd->in[0]].dtype;
+    memset(&A[i], 0, sizeof A[i]);
+    if (r[i].role == 2) {
+      dt = c->g->nodes[r[r[i].partner].node].dtype;
+      A[i].v = new_arr(c, c->vt[dt]);
+      A[i].m = new_arr(c, c->vt[dt]);
+      A[i].s = new_arr(c, c->vt[dt]);
+    } else if (r[i].role == 3) {
+      A[i].s = new_arr(c, c->t_f64);
+      A[i].q = new_arr(c, c->t_f64);
+    } else if (r[i].role == 0 && nd->op == TD_IR_SUM) {
+      A[i].s = new_arr(c, c->t_f64);
+    } else if (r[i].role == 0) {
+      A[i].m = new_arr(c, c->vt[dt]);
+    }
+  }
+  int a = c->k->rank - 1;
+  gcc_jit_rvalue *L = cg_dim(c, c->k->space[a]);
+  cloop lc;
+  gcc_jit_rvalue *j0 = cg_loop_range(c, &lc, cg_i64(c, 0), L, CHUNK);
+  gcc_jit_lvalue *len = cg_local(c, c->t_i64, "len");
+  gcc_jit_rvalue *rest = binv(c, GCC_JIT_BINARY_OP_MINUS, c->t_i64, L, j0);
+  cg_assign(c, len, cg_select(c, cmpv(c, GCC_JIT_COMPARISON_LT, rest, cg_i64(c, CHUNK)), rest, cg_i64(c, CHUNK), c->t_i64));
+  gcc_jit_lvalue *P = cg_local(c, c->t_i64, "p2");   /* power of two >= len, >= 16 */
+  cg_assign(c, P, cg_i64(c, 16));
+  gcc_jit_block *cond = cg_block(c, "p2"), *body = cg_block(c, "p2_up"), *after = cg_block(c, "p2_end");
+  gcc_jit_block_end_with_jump(c->blk, NULL, cond);
+  gcc_jit_block_end_with_conditional(cond, NULL, cmpv(c, GCC_JIT_COMPARISON_LT, rv(P), rv(len)), body, after);
+  gcc_jit_block_add_assignment_op(body, NULL, P, GCC_JIT_BINARY_OP_MULT, cg_i64(c, 2));
+  gcc_jit_block_end_with_jump(body, NULL, cond);
+  c->blk = after;
+  if (chunk_load(c, r, A, n, row, j0, rv(len))) return -1;
+  chunk_fold(c, r, A, n, rv(len), rv(P));
+  cg_loop_close(c, &lc);
+  return stage_finish(c, r, n, row);
+}
+
 static int emit_stage(cg *c, const td_kstage *S, const cg_ix *row) {
   int n = S->n_reds, a = lane_axis(c->k), lanes = a < 0 ? 1 : LANES;
   if (n > 64) return td_err_set(c->err, "kernel %s: too many reductions in one pass", c->k->name);
@@ -363,6 +587,7 @@ static int emit_stage(cg *c, const td_kstage *S, const cg_ix *row) {
   for (int l = 0; l < lanes; l++) {
     stage_roles(c, S, r[l]);
     stage_init(c, r[l], n);
+    if (l == 0 && chunk_ok(c, r[0], n)) return emit_stage_chunked(c, r[0], n, row);
   }
   cloop L[TD_MAX_RANK], main_, rest;
   cg_ix *ix = cg_ix_new(c, c->k->rank);

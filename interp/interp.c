@@ -33,6 +33,7 @@
  * *err_span to its span; otherwise *err_span.file is -1.
  */
 #include "interp.h"
+#include "../runtime/strbuf.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -312,49 +313,26 @@ static int check_permute(interp *I, const td_node *n, const td_tensor *in, const
 
 /* ---- PRINT ------------------------------------------------------------- */
 
-typedef struct strbuf {
-  char *s;
-  size_t n, cap;
-  int oom;
-} strbuf;
-
-static void sb_add(strbuf *b, const char *s, size_t n) {
-  if (b->oom) return;
-  if (b->n + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 128;
-    while (cap < b->n + n + 1) cap *= 2;
-    char *p = td_realloc(b->s, cap);
-    if (!p) {
-      b->oom = 1;
-      return;
-    }
-    b->s = p;
-    b->cap = cap;
-  }
-  memcpy(b->s + b->n, s, n);
-  b->n += n;
-  b->s[b->n] = 0;
-}
-
-static void sb_str(strbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
+/* The text of one print is built in a td_strbuf (runtime/strbuf.h). */
+static void sb_str(td_strbuf *b, const char *s) { td_sb_add(b, s, strlen(s)); }
 
 /* Appends text, indenting its continuation lines to the current column. */
-static void sb_add_aligned(strbuf *b, const char *text) {
+static void sb_add_aligned(td_strbuf *b, const char *text) {
   size_t col = 0;
-  while (col < b->n && b->s[b->n - col - 1] != '\n') col++;
+  while (col < b->len && b->s[b->len - col - 1] != '\n') col++;
   for (const char *p = text; *p;) {
     const char *nl = strchr(p, '\n');
     size_t len = nl ? (size_t)(nl - p) : strlen(p);
     if (p != text && len > 0)
-      for (size_t i = 0; i < col; i++) sb_add(b, " ", 1);
-    sb_add(b, p, len);
+      for (size_t i = 0; i < col; i++) td_sb_add(b, " ", 1);
+    td_sb_add(b, p, len);
     if (!nl) break;
-    sb_add(b, "\n", 1);
+    td_sb_add(b, "\n", 1);
     p = nl + 1;
   }
 }
 
-static void print_tensor(strbuf *b, const td_tensor *t, int64_t threshold) {
+static void print_tensor(td_strbuf *b, const td_tensor *t, int64_t threshold) {
   char *s = td_tensor_format(t, threshold);
   if (!s) {
     b->oom = 1;
@@ -373,7 +351,7 @@ static void print_tensor(strbuf *b, const td_tensor *t, int64_t threshold) {
 static int run_print(interp *I, const td_node *n, td_tensor *const *in) {
   if (!I->o->on_print) return 0;
   int64_t thr = I->o->print_threshold ? I->o->print_threshold : 1000;
-  strbuf b = {0};
+  td_strbuf b = {0};
   for (int p = 0; p < n->attr.n_parts; p++) {
     const td_print_part *part = &n->attr.parts[p];
     if (p > 0) sb_str(&b, " ");

@@ -11,7 +11,9 @@
 #endif
 #include "mem.h"
 
+#include <malloc.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +70,57 @@ char *td_strdup(const char *s) {
   return d;
 }
 
+/* A few freed large blocks are kept for reuse: glibc returns blocks this
+ * big to the kernel on free, so a program that allocates a 64 MiB output
+ * per call would fault in fresh pages every call (5-30 ms per 64 MiB,
+ * bench/NOTES.md).  Blocks of 4 MiB .. 512 MiB, at most BIG_KEEP of them;
+ * a request reuses a kept block at most 25 % (+ 2 MiB) larger than it. */
+#define BIG_MIN ((size_t)4 << 20)
+#define BIG_MAX ((size_t)512 << 20)
+#define BIG_KEEP 4
+static struct {
+  void *p;
+  size_t n;
+} big_kept[BIG_KEEP];
+static atomic_flag big_lock = ATOMIC_FLAG_INIT;
+
+static void big_acquire(void) {
+  while (atomic_flag_test_and_set_explicit(&big_lock, memory_order_acquire)) {
+  }
+}
+
+static void big_release(void) { atomic_flag_clear_explicit(&big_lock, memory_order_release); }
+
+static void *big_take(size_t n) {
+  void *p = NULL;
+  big_acquire();
+  for (int i = 0; i < BIG_KEEP && !p; i++)
+    if (big_kept[i].p && big_kept[i].n >= n && big_kept[i].n - n <= n / 4 + ((size_t)2 << 20)) {
+      p = big_kept[i].p;
+      big_kept[i].p = NULL;
+    }
+  big_release();
+  return p;
+}
+
+/* Keeps p (usable size n) for reuse; returns the block to free instead
+ * (p itself, or the oldest kept block), or NULL. */
+static void *big_keep(void *p, size_t n) {
+  big_acquire();
+  int slot = -1;
+  for (int i = 0; i < BIG_KEEP && slot < 0; i++)
+    if (!big_kept[i].p) slot = i;
+  void *evict = NULL;
+  if (slot < 0) {
+    evict = big_kept[0].p;
+    memmove(big_kept, big_kept + 1, (BIG_KEEP - 1) * sizeof big_kept[0]);
+    slot = BIG_KEEP - 1;
+  }
+  big_kept[slot].p = p, big_kept[slot].n = n;
+  big_release();
+  return evict;
+}
+
 void *td_aligned_alloc(size_t align, size_t n) {
   void *p = NULL;
   if (mem_should_fail())
@@ -76,9 +129,11 @@ void *td_aligned_alloc(size_t align, size_t n) {
     align = sizeof(void *);
   /* Large blocks: align to 2 MiB and ask for transparent huge pages, which
    * makes first touch of fresh memory ~10x cheaper (PERFORMANCE.md). */
-  int huge = n >= ((size_t)4 << 20);
+  int huge = n >= BIG_MIN;
   if (huge && align < ((size_t)2 << 20))
     align = (size_t)2 << 20;
+  if (huge && align == ((size_t)2 << 20) && (p = big_take(n)))
+    return p;
   if (posix_memalign(&p, align, n ? n : 1) != 0)
     return NULL;
 #ifdef MADV_HUGEPAGE
@@ -88,7 +143,12 @@ void *td_aligned_alloc(size_t align, size_t n) {
   return p;
 }
 
-void td_aligned_free(void *p) { free(p); }
+void td_aligned_free(void *p) {
+  size_t n = p ? malloc_usable_size(p) : 0;
+  if (n >= BIG_MIN && n <= BIG_MAX && ((uintptr_t)p & (((size_t)2 << 20) - 1)) == 0)
+    p = big_keep(p, n);
+  free(p);
+}
 
 /* ---- arenas ------------------------------------------------------------ */
 

@@ -45,51 +45,20 @@
 #include <time.h>
 
 #include "session.h"
+#include "../runtime/strbuf.h"
 #include "elab_impl.h"
 #include "../interp/interp.h"
 
 /* ---- growable text ------------------------------------------------------ */
 
-typedef struct sbuf {
-  char *s;
-  size_t len, cap;
-  int oom;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *t, size_t n) {
-  if (b->oom) return;
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 64;
-    while (b->len + n + 1 > cap) cap *= 2;
-    char *ns = td_realloc(b->s, cap);
-    if (!ns) { b->oom = 1; return; }
-    b->s = ns;
-    b->cap = cap;
-  }
-  memcpy(b->s + b->len, t, n);
-  b->len += n;
-  b->s[b->len] = 0;
-}
-
-static void sb_puts(sbuf *b, const char *t) { sb_add(b, t, strlen(t)); }
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  sb_puts(b, buf);
-}
 
 /* Appends text, indenting every line after the first by `indent` blanks
  * (so a multi-line array stays aligned after a prefix). */
-static void sb_indented(sbuf *b, const char *text, int indent) {
+static void sb_indented(td_strbuf *b, const char *text, int indent) {
   for (const char *p = text; *p; p++) {
-    sb_add(b, p, 1);
+    td_sb_add(b, p, 1);
     if (*p == '\n' && p[1] && p[1] != '\n')
-      for (int i = 0; i < indent; i++) sb_add(b, " ", 1);
+      for (int i = 0; i < indent; i++) td_sb_add(b, " ", 1);
   }
 }
 
@@ -713,107 +682,107 @@ static void fmt_float(double f, char *buf, size_t n) {
 }
 
 /* "(x, axis = -1)" from the parameter declarations of an item. */
-static void signature(td_session *s, const td_ast *decl, sbuf *b) {
-  sb_puts(b, "(");
+static void signature(td_session *s, const td_ast *decl, td_strbuf *b) {
+  td_sb_puts(b, "(");
   for (int i = 0; i < decl->n; i++)
-    sb_printf(b, "%s%s", i ? ", " : "", td_span_text(&s->diags, decl->list[i]->span));
-  sb_puts(b, ")");
-  if (decl->kind == TD_A_FN && decl->a) sb_printf(b, " -> %s", td_span_text(&s->diags, decl->a->span));
+    td_sb_printf(b, "%s%s", i ? ", " : "", td_span_text(&s->diags, decl->list[i]->span));
+  td_sb_puts(b, ")");
+  if (decl->kind == TD_A_FN && decl->a) td_sb_printf(b, " -> %s", td_span_text(&s->diags, decl->a->span));
 }
 
-static void type_of(td_session *s, lowering *L, const td_value *v, sbuf *b);
+static void type_of(td_session *s, lowering *L, const td_value *v, td_strbuf *b);
 
 /* The shape of a tensor value, attached or detached. */
-static void tensor_type(td_session *s, lowering *L, const td_value *v, sbuf *b) {
+static void tensor_type(td_session *s, lowering *L, const td_value *v, td_strbuf *b) {
   char t[256];
   if (v->node < 0) {
     int j = -1 - v->node;
     const td_tensor *x = j < s->n_slots ? s->slots[j].t : NULL;
-    sb_puts(b, x ? td_shape_str(x->dtype, x->rank, x->shape, t, sizeof t) : "tensor");
+    td_sb_puts(b, x ? td_shape_str(x->dtype, x->rank, x->shape, t, sizeof t) : "tensor");
   } else {
     const td_node *n = &L->g->nodes[v->node];
-    sb_puts(b, td_type_str(L->g, n->dtype, n->rank, n->shape, t, sizeof t));
+    td_sb_puts(b, td_type_str(L->g, n->dtype, n->rank, n->shape, t, sizeof t));
   }
 }
 
 /* "Linear(in = 4, out = 2, has_bias = true)": a model instance and the
  * values of its model parameters. */
-static void instance_name(td_session *s, lowering *L, const el_inst *in, sbuf *b) {
+static void instance_name(td_session *s, lowering *L, const el_inst *in, td_strbuf *b) {
   const td_ast *d = in->def;
-  sb_printf(b, "%s(", d->name);
+  td_sb_printf(b, "%s(", d->name);
   for (int i = 0; i < d->n && i < in->env->n; i++) {
-    sb_printf(b, "%s%s = ", i ? ", " : "", in->env->b[i].name);
+    td_sb_printf(b, "%s%s = ", i ? ", " : "", in->env->b[i].name);
     type_of(s, L, &in->env->b[i].v, b);
   }
-  sb_puts(b, ")");
+  td_sb_puts(b, ")");
 }
 
 /* One-line description of v: its type, or its value when it is a
  * compile-time scalar (used inside model and list descriptions). */
-static void type_of(td_session *s, lowering *L, const td_value *v, sbuf *b) {
+static void type_of(td_session *s, lowering *L, const td_value *v, td_strbuf *b) {
   char f[64];
   switch (v->k) {
   case V_TENSOR: tensor_type(s, L, v, b); break;
-  case V_INT: sb_printf(b, "%lld", (long long)v->i); break;
-  case V_FLOAT: fmt_float(v->f, f, sizeof f); sb_puts(b, f); break;
-  case V_BOOL: sb_puts(b, v->i ? "true" : "false"); break;
-  case V_STR: sb_printf(b, "\"%s\"", v->s); break;
+  case V_INT: td_sb_printf(b, "%lld", (long long)v->i); break;
+  case V_FLOAT: fmt_float(v->f, f, sizeof f); td_sb_puts(b, f); break;
+  case V_BOOL: td_sb_puts(b, v->i ? "true" : "false"); break;
+  case V_STR: td_sb_printf(b, "\"%s\"", v->s); break;
   case V_LIST: case V_TUPLE:
-    sb_puts(b, v->k == V_LIST ? "[" : "(");
+    td_sb_puts(b, v->k == V_LIST ? "[" : "(");
     for (int i = 0; i < v->n && !b->oom; i++) {
-      if (i) sb_puts(b, ", ");
+      if (i) td_sb_puts(b, ", ");
       type_of(s, L, &v->items[i], b);
     }
-    sb_puts(b, v->k == V_LIST ? "]" : v->n == 1 ? ",)" : ")");
+    td_sb_puts(b, v->k == V_LIST ? "]" : v->n == 1 ? ",)" : ")");
     break;
   case V_MODEL: instance_name(s, L, v->inst, b); break;
-  case V_MODELDEF: sb_printf(b, "model %s", v->def->name); signature(s, v->def, b); break;
+  case V_MODELDEF: td_sb_printf(b, "model %s", v->def->name); signature(s, v->def, b); break;
   case V_FUNC:
-    sb_printf(b, "fn %s%s%s", v->inst ? v->inst->def->name : "", v->inst ? "." : "", v->def->name);
+    td_sb_printf(b, "fn %s%s%s", v->inst ? v->inst->def->name : "", v->inst ? "." : "", v->def->name);
     signature(s, v->def, b);
     break;
-  case V_MODULE: sb_printf(b, "module %s", v->mod->name); break;
-  case V_BUILTIN: sb_printf(b, "built-in %s", el_builtin_name((int)v->i)); break;
-  default: sb_puts(b, el_kind_name(v)); break;
+  case V_MODULE: td_sb_printf(b, "module %s", v->mod->name); break;
+  case V_BUILTIN: td_sb_printf(b, "built-in %s", el_builtin_name((int)v->i)); break;
+  default: td_sb_puts(b, el_kind_name(v)); break;
   }
 }
 
 /* The :type answer: like type_of, but scalars give their kind. */
-static void type_answer(td_session *s, lowering *L, const td_value *v, sbuf *b) {
+static void type_answer(td_session *s, lowering *L, const td_value *v, td_strbuf *b) {
   switch (v->k) {
-  case V_INT: sb_puts(b, "int"); break;
-  case V_FLOAT: sb_puts(b, "float"); break;
-  case V_BOOL: sb_puts(b, "bool"); break;
-  case V_STR: sb_puts(b, "str"); break;
+  case V_INT: td_sb_puts(b, "int"); break;
+  case V_FLOAT: td_sb_puts(b, "float"); break;
+  case V_BOOL: td_sb_puts(b, "bool"); break;
+  case V_STR: td_sb_puts(b, "str"); break;
   case V_LIST: case V_TUPLE:
-    sb_puts(b, v->k == V_LIST ? "[" : "(");
+    td_sb_puts(b, v->k == V_LIST ? "[" : "(");
     for (int i = 0; i < v->n && !b->oom; i++) {
-      if (i) sb_puts(b, ", ");
+      if (i) td_sb_puts(b, ", ");
       type_answer(s, L, &v->items[i], b);
     }
-    sb_puts(b, v->k == V_LIST ? "]" : v->n == 1 ? ",)" : ")");
+    td_sb_puts(b, v->k == V_LIST ? "]" : v->n == 1 ? ",)" : ")");
     break;
-  case V_MODEL: sb_puts(b, "model instance "); type_of(s, L, v, b); break;
+  case V_MODEL: td_sb_puts(b, "model instance "); type_of(s, L, v, b); break;
   default: type_of(s, L, v, b); break;
   }
 }
 
 /* "<Linear(in = 4, out = 2, has_bias = true): weight f32[2, 4], bias f32[2]>" */
-static void show_instance(td_session *s, lowering *L, const el_inst *in, sbuf *b) {
-  sb_puts(b, "<");
+static void show_instance(td_session *s, lowering *L, const el_inst *in, td_strbuf *b) {
+  td_sb_puts(b, "<");
   instance_name(s, L, in, b);
   int shown = 0;
   for (int i = in->def->n; i < in->env->n; i++) {
     const el_binding *m = &in->env->b[i];
     if (m->v.k == V_FUNC || m->v.k == V_NONE) continue;
-    if (shown == 8) { sb_puts(b, ", ..."); break; }
-    sb_printf(b, "%s%s ", shown++ ? ", " : ": ", m->name);
-    if (m->v.k == V_MODEL) sb_puts(b, m->v.inst->def->name);
+    if (shown == 8) { td_sb_puts(b, ", ..."); break; }
+    td_sb_printf(b, "%s%s ", shown++ ? ", " : ": ", m->name);
+    if (m->v.k == V_MODEL) td_sb_puts(b, m->v.inst->def->name);
     else if (m->v.k == V_LIST && m->v.n && m->v.items[0].k == V_MODEL)
-      sb_printf(b, "[%d x %s]", m->v.n, m->v.items[0].inst->def->name);
+      td_sb_printf(b, "[%d x %s]", m->v.n, m->v.items[0].inst->def->name);
     else type_of(s, L, &m->v, b);
   }
-  sb_puts(b, ">");
+  td_sb_puts(b, ">");
 }
 
 static int is_scalar(const td_value *v) {
@@ -821,34 +790,34 @@ static int is_scalar(const td_value *v) {
 }
 
 /* The text of a shown value: "[1, 2] (i64[2])", "3 (int)", ... */
-static void show_value(td_session *s, lowering *L, const td_value *v, sbuf *b) {
+static void show_value(td_session *s, lowering *L, const td_value *v, td_strbuf *b) {
   static const char *kinds[] = {[V_INT] = "int", [V_FLOAT] = "float", [V_BOOL] = "bool", [V_STR] = "str"};
   if (v->k == V_TENSOR) {
     const td_tensor *t = v->node < 0 ? s->slots[-1 - v->node].t : node_tensor(s, L, v->node);
     char *text = t ? td_tensor_format(t, s->o.print_threshold) : NULL;
-    sb_puts(b, text ? text : "(no value)");
+    td_sb_puts(b, text ? text : "(no value)");
     td_free(text);
-    sb_puts(b, " (");
+    td_sb_puts(b, " (");
     tensor_type(s, L, v, b);
-    sb_puts(b, ")");
+    td_sb_puts(b, ")");
   } else if (is_scalar(v)) {
     type_of(s, L, v, b);
-    sb_printf(b, " (%s)", kinds[v->k]);
+    td_sb_printf(b, " (%s)", kinds[v->k]);
   } else if (v->k == V_LIST || v->k == V_TUPLE) {
     int all = 1;
     for (int i = 0; i < v->n; i++) all &= is_scalar(&v->items[i]);
     if (all) {
       type_of(s, L, v, b);
-      sb_puts(b, v->k == V_LIST ? " (list)" : " (tuple)");
+      td_sb_puts(b, v->k == V_LIST ? " (list)" : " (tuple)");
       return;
     }
-    sb_printf(b, "%s of %d:", v->k == V_LIST ? "list" : "tuple", v->n);
+    td_sb_printf(b, "%s of %d:", v->k == V_LIST ? "list" : "tuple", v->n);
     for (int i = 0; i < v->n && !b->oom; i++) {
-      sbuf item = {0};
+      td_strbuf item = {0};
       char pre[32];
       int w = snprintf(pre, sizeof pre, "\n[%d] ", i);
       show_value(s, L, &v->items[i], &item);
-      sb_puts(b, pre);
+      td_sb_puts(b, pre);
       sb_indented(b, item.s ? item.s : "", w - 1);
       b->oom |= item.oom;
       td_free(item.s);
@@ -856,16 +825,16 @@ static void show_value(td_session *s, lowering *L, const td_value *v, sbuf *b) {
   } else if (v->k == V_MODEL) {
     show_instance(s, L, v->inst, b);
   } else {
-    sb_puts(b, "<");
+    td_sb_puts(b, "<");
     type_of(s, L, v, b);
-    sb_puts(b, ">");
+    td_sb_puts(b, ">");
   }
 }
 
 static void show_all(td_session *s, lowering *L) {
   if (!s->o.on_value) return;
   for (int k = 0; k < L->n_shown; k++) {
-    sbuf b = {0};
+    td_strbuf b = {0};
     show_value(s, L, &L->shown[k], &b);
     s->o.on_value(s->o.ud, b.oom || !b.s ? "(out of memory)" : b.s);
     td_free(b.s);
@@ -895,11 +864,11 @@ static char *dir_of(td_session *s, const char *path) {
 /* Reads a whole text file (td_malloc'd); NULL with a diagnostic. */
 static char *read_text(td_session *s, const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
-  sbuf b = {0};
+  td_strbuf b = {0};
   char buf[4096];
   size_t n;
   if (f) {
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) sb_add(&b, buf, n);
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) td_sb_add(&b, buf, n);
     if (ferror(f)) b.oom = 2;
     fclose(f);
   }
@@ -909,7 +878,7 @@ static char *read_text(td_session *s, const char *path, size_t *len) {
     td_free(b.s);
     return NULL;
   }
-  if (!b.s) sb_puts(&b, "");
+  if (!b.s) td_sb_puts(&b, "");
   *len = b.len;
   if (b.s && memchr(b.s, 0, b.len)) {
     td_error(&s->diags, no_span(), "%s is not a text file (it contains NUL bytes)", path);
@@ -986,7 +955,7 @@ int td_session_type(td_session *s, const char *text, int first_line, char **out)
   int rc = lower_text(s, &L, text, first_line);
   const td_value *v = rc == 0 ? last_value(s, &L, ":type") : NULL;
   if (v) {
-    sbuf b = {0};
+    td_strbuf b = {0};
     type_answer(s, &L, v, &b);
     if (b.oom) { td_free(b.s); oom_error(s); rc = -1; }
     else *out = b.s;

@@ -14,6 +14,7 @@
 
 #include "fileio.h"
 #include "io.h"
+#include "strbuf.h"
 #include "json.h"
 #include "mem.h"
 
@@ -306,53 +307,28 @@ int td_safetensors_read(const char *path, td_tensor_map *out, td_err *err) {
 
 /* ---- writing ------------------------------------------------------------ */
 
-typedef struct strbuf {
-  char *s;
-  size_t len, cap;
-  int oom;
-} strbuf;
 
-static void sb_add(strbuf *b, const char *s, size_t n) {
-  if (b->oom)
-    return;
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + n + 1)
-      cap *= 2;
-    char *p = td_realloc(b->s, cap);
-    if (!p) {
-      b->oom = 1;
-      return;
-    }
-    b->s = p;
-    b->cap = cap;
-  }
-  memcpy(b->s + b->len, s, n);
-  b->len += n;
-  b->s[b->len] = '\0';
-}
-
-static void sb_fmt(strbuf *b, const char *fmt, unsigned long long v) {
+static void sb_fmt(td_strbuf *b, const char *fmt, unsigned long long v) {
   char tmp[32];
   int n = snprintf(tmp, sizeof tmp, fmt, v);
-  sb_add(b, tmp, (size_t)n);
+  td_sb_add(b, tmp, (size_t)n);
 }
 
 /* A JSON string literal with the escapes JSON requires. */
-static void sb_json_str(strbuf *b, const char *s) {
-  sb_add(b, "\"", 1);
+static void sb_json_str(td_strbuf *b, const char *s) {
+  td_sb_add(b, "\"", 1);
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
     if (c == '"' || c == '\\') {
       char e[2] = {'\\', (char)c};
-      sb_add(b, e, 2);
+      td_sb_add(b, e, 2);
     } else if (c < 0x20) {
       sb_fmt(b, "\\u%04llx", c);
     } else {
-      sb_add(b, s, 1);
+      td_sb_add(b, s, 1);
     }
   }
-  sb_add(b, "\"", 1);
+  td_sb_add(b, "\"", 1);
 }
 
 static int cmp_by_name(const void *a, const void *b) {
@@ -362,34 +338,34 @@ static int cmp_by_name(const void *a, const void *b) {
 }
 
 /* Header JSON for the tensors in `order`, padded to a multiple of 8. */
-static void build_st_header(strbuf *b, td_named_tensor **order, int n) {
+static void build_st_header(td_strbuf *b, td_named_tensor **order, int n) {
   uint64_t off = 0;
-  sb_add(b, "{", 1);
+  td_sb_add(b, "{", 1);
   for (int i = 0; i < n; i++) {
     const td_tensor *t = order[i]->tensor;
     uint64_t bytes = (uint64_t)t->numel * td_dtype_size(t->dtype);
     if (i)
-      sb_add(b, ",", 1);
+      td_sb_add(b, ",", 1);
     sb_json_str(b, order[i]->name);
-    sb_add(b, ":{\"dtype\":\"", 11);
-    sb_add(b, st_dtype_name(t->dtype), strlen(st_dtype_name(t->dtype)));
-    sb_add(b, "\",\"shape\":[", 11);
+    td_sb_add(b, ":{\"dtype\":\"", 11);
+    td_sb_add(b, st_dtype_name(t->dtype), strlen(st_dtype_name(t->dtype)));
+    td_sb_add(b, "\",\"shape\":[", 11);
     for (int k = 0; k < t->rank; k++)
       sb_fmt(b, k ? ",%llu" : "%llu", (unsigned long long)t->shape[k]);
     sb_fmt(b, "],\"data_offsets\":[%llu,", off);
     sb_fmt(b, "%llu]}", off + bytes);
     off += bytes;
   }
-  sb_add(b, "}", 1);
+  td_sb_add(b, "}", 1);
   while (b->len % 8)
-    sb_add(b, " ", 1);
+    td_sb_add(b, " ", 1);
 }
 
 int td_safetensors_write(const char *path, const td_tensor_map *m, td_err *err) {
   int n = m->n;
   td_named_tensor **order = td_malloc((size_t)(n ? n : 1) * sizeof *order);
   td_io_chunk *chunks = td_malloc((size_t)(n + 2) * sizeof *chunks);
-  strbuf hdr = {0};
+  td_strbuf hdr = {0};
   int rc = -1;
   if (!order || !chunks) {
     td_err_set(err, "%s: out of memory", path);

@@ -1,0 +1,114 @@
+/* build_cmd.c - `tdsl build FILE -o DIR [--exe] [--name PREFIX] [--seed N]`.
+ *
+ * Loads FILE and writes the artifact of its entry points (compiler/build.h)
+ * into DIR: PREFIX.so, PREFIX.h and with --exe the executable PREFIX.
+ * PREFIX defaults to FILE's base name made a C identifier.  The artifact
+ * runtime libtdsl_rt.a is found through $TDSL_RT_LIB, else the build tree,
+ * else the installed copy.
+ */
+#include "build_cmd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../compiler/build.h"
+#include "../lang/mem.h"
+#include "search.h"
+
+static int busage(const char *msg, const char *arg) {
+  fprintf(stderr, "tdsl: ");
+  fprintf(stderr, msg, arg);
+  fprintf(stderr, "\nusage: tdsl build FILE -o DIR [--exe] [--name PREFIX] [--seed N] [--march ARCH]\n");
+  return 2;
+}
+
+static const char *rt_lib(void) {
+  const char *env = getenv("TDSL_RT_LIB");
+  if (env && *env) return env;
+#ifdef TDSL_RT_LIB_BUILD
+  if (!access(TDSL_RT_LIB_BUILD, R_OK)) return TDSL_RT_LIB_BUILD;
+#endif
+#ifdef TDSL_RT_LIB_INSTALL
+  return TDSL_RT_LIB_INSTALL;
+#else
+  return "libtdsl_rt.a";
+#endif
+}
+
+/* "examples/seed/simple.td" -> "simple" (letters, digits, _; lower case). */
+static void default_prefix(const char *file, char *out, size_t n) {
+  const char *base = strrchr(file, '/');
+  base = base ? base + 1 : file;
+  size_t i = 0;
+  if (!(base[0] >= 'a' && base[0] <= 'z') && !(base[0] >= 'A' && base[0] <= 'Z') && n > 2) out[i++] = 'm';
+  for (; *base && *base != '.' && i + 1 < n; base++) {
+    char c = *base;
+    if (c >= 'A' && c <= 'Z') c = (char)(c + 32);
+    out[i++] = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ? c : '_';
+  }
+  out[i] = 0;
+}
+
+static void add_dir(void *ud, const char *dir) { td_program_add_search_dir(ud, dir); }
+
+static int parse(int argc, char **argv, td_build_opts *o, const char **file) {
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--exe")) o->exe = 1;
+    else if (!strcmp(a, "-o") || !strcmp(a, "--name") || !strcmp(a, "--seed") || !strcmp(a, "--march")) {
+      if (!v) return busage("%s needs a value", a);
+      i++;
+      if (!strcmp(a, "-o")) o->dir = v;
+      else if (!strcmp(a, "--name")) o->prefix = v;
+      else if (!strcmp(a, "--march")) o->march = v;
+      else {
+        char *end;
+        o->seed = strtoull(v, &end, 10);
+        if (*end || !*v) return busage("--seed needs a non-negative integer, got '%s'", v);
+      }
+    } else if (a[0] == '-') return busage("unknown option '%s'", a);
+    else if (*file) return busage("only one file can be given, found another: '%s'", a);
+    else *file = a;
+  }
+  if (!*file) return busage("%s needs a .td file", "build");
+  if (!o->dir) return busage("%s needs -o DIR", "build");
+  return 0;
+}
+
+int td_cli_build(int argc, char **argv) {
+  td_build_opts o;
+  const char *file = NULL;
+  char prefix[64];
+  memset(&o, 0, sizeof o);
+  int rc = parse(argc, argv, &o, &file);
+  if (rc) return rc;
+  if (!o.prefix) {
+    default_prefix(file, prefix, sizeof prefix);
+    o.prefix = prefix;
+  }
+  o.source = file;
+  o.rt_lib = rt_lib();
+  td_arena *arena = td_arena_new();
+  td_diags d;
+  td_diags_init(&d, arena);
+  td_program *p = arena ? td_program_new(arena, &d) : NULL;
+  if (!p) {
+    fprintf(stderr, "tdsl: error: out of memory\n");
+    return 1;
+  }
+  td_program_set_seed(p, o.seed);
+  cli_search_dirs(add_dir, p);
+  int color = isatty(2) && !getenv("NO_COLOR");
+  td_err err;
+  rc = 0;
+  if (td_program_load_file(p, file) == 0 && td_build(p, &o, &err)) {
+    if (!d.n_errors) fprintf(stderr, "tdsl: error: %s\n", err.msg);
+    rc = 1;
+  }
+  td_diag_render(&d, stderr, color);
+  if (d.n_errors) rc = 1;
+  td_arena_free(arena);
+  return rc;
+}

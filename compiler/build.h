@@ -1,0 +1,29 @@
+/* build.h - `tdsl build`: a model compiled into a self-contained artifact.
+ *
+ * td_build writes into dir: <prefix>.so (the kernels of every entry point,
+ * the initial parameters, the C API and the artifact runtime of
+ * artifact_rt.c), <prefix>.h (the C API), and with exe also <prefix> (an
+ * executable reading .npy inputs; see docs/compiler.md, "Artifacts and
+ * their C API").  The artifact needs only libc, libm and pthreads.
+ */
+#ifndef TD_BUILD_H
+#define TD_BUILD_H
+
+#include "../lang/elab.h"
+#include "../runtime/tensor.h"
+
+typedef struct td_build_opts {
+  const char *dir;       /* output directory (created) */
+  const char *prefix;    /* C name prefix and file stem ("simple") */
+  const char *source;    /* the .td file, named in the header */
+  const char *rt_lib;    /* path of libtdsl_rt.a */
+  const char *march;     /* NULL: the building CPU's level (x86-64-v2/v3/v4) */
+  int exe;               /* also write the executable */
+  uint64_t seed;         /* parameter initialisation, as `tdsl run --seed` */
+} td_build_opts;
+
+/* Builds every entry point of p except main.  Returns 0, or -1 with err
+ * filled (program errors are in p's diagnostics when lowering failed). */
+int td_build(td_program *p, const td_build_opts *o, td_err *err);
+
+#endif

@@ -1,0 +1,205 @@
+/* bench_gpu.c - GPU benchmarks for gpu/device-check.sh (not built by make).
+ *
+ *   bench_gpu SRCDIR
+ *
+ * Prints one line per measurement, "name value unit [reference]":
+ *   pointwise   relu(x * 2 + 1) over 2^26 f32 through tdsl, in GB/s (bytes
+ *               read + written), against a device-to-device copy of the
+ *               same bytes (cuMemcpyDtoDAsync);
+ *   gemm_f32    4096^3 through tdsl (f32, CUDA cores), in TFLOP/s, against
+ *               cuBLAS sgemm (f32), sgemm with TF32 tensor cores and
+ *               GemmEx in bf16 (tdsl has no bf16 dtype: reference only);
+ *   mlp, transformer   fn main of the examples, per-call latency in
+ *               microseconds, with plain launches and with --cuda-graph.
+ * cuBLAS is loaded with dlopen; without it the references are "n/a".
+ * Timing: the kernels of one call are launched `repeat` times after one
+ * warm-up call and the stream is synchronised (runtime_cuda.h).
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../interp/interp.h"
+#include "../lang/elab.h"
+#include "cuda_loader.h"
+#include "runtime_cuda.h"
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static const char *srcdir = ".";
+
+static void on_print(void *ud, const char *text) {
+  (void)ud;
+  (void)text;
+}
+
+/* Runs `entry` of the program text with the given inputs `repeat` times;
+ * returns ms per call, or -1. */
+static double time_entry(const char *path, const char *text, const char *entry, td_tensor **inputs, int repeat,
+                         int graph) {
+  td_arena *a = td_arena_new();
+  td_diags d;
+  td_diags_init(&d, a);
+  td_program *p = td_program_new(a, &d);
+  char stdlib[2048];
+  snprintf(stdlib, sizeof stdlib, "%s/stdlib", srcdir);
+  td_program_add_search_dir(p, stdlib);
+  double ms = -1;
+  if (text ? td_program_load_text(p, path, text) : td_program_load_file(p, path)) {
+    td_diag_render(&d, stderr, 0);
+    td_arena_free(a);
+    return -1;
+  }
+  td_graph *g = td_program_lower(p, entry);
+  td_tensor *params[256] = {0};
+  td_err err;
+  if (g && g->n_params <= 256 && !td_make_params(g, NULL, 0, params, &err)) {
+    td_interp_opts io;
+    memset(&io, 0, sizeof io);
+    io.on_print = on_print;
+    io.print_threshold = 1000;
+    td_cuda_opts co = {graph, NULL, repeat, &ms};
+    td_tensor **outs = NULL;
+    td_span sp;
+    if (td_cuda_run(g, inputs, params, &io, &co, &outs, &err, &sp)) {
+      fprintf(stderr, "bench_gpu: %s: %s\n", entry, err.msg);
+      ms = -1;
+    }
+    for (int i = 0; outs && i < g->n_outputs; i++) td_tensor_release(outs[i]);
+    free(outs);
+    for (int i = 0; i < g->n_params; i++) td_tensor_release(params[i]);
+  }
+  td_arena_free(a);
+  return ms;
+}
+
+static td_tensor *random_tensor(int rank, const int64_t *shape) {
+  td_err err;
+  td_tensor *t = td_tensor_new(TD_F32, rank, shape, &err);
+  if (!t) return NULL;
+  float *f = t->data;
+  for (int64_t i = 0; i < t->numel; i++) f[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+  return t;
+}
+
+/* ---- cuBLAS through dlopen ---- */
+
+typedef int (*create_fn)(void **);
+typedef int (*stream_fn)(void *, void *);
+typedef int (*mode_fn)(void *, int);
+typedef int (*sgemm_fn)(void *, int, int, int, int, int, const float *, const void *, int, const void *, int,
+                        const float *, void *, int);
+typedef int (*gemmex_fn)(void *, int, int, int, int, int, const void *, const void *, int, int, const void *, int,
+                         int, const void *, void *, int, int, int, int);
+
+static double cublas_ms(const td_cuda_api *cu, int kind, int n, int repeat) {
+  void *lib = dlopen("libcublas.so.13", RTLD_NOW);
+  if (!lib) lib = dlopen("libcublas.so.12", RTLD_NOW);
+  if (!lib) lib = dlopen("/usr/local/cuda/lib64/libcublas.so", RTLD_NOW);
+  if (!lib) return -1;
+  create_fn create = (create_fn)dlsym(lib, "cublasCreate_v2");
+  stream_fn set_stream = (stream_fn)dlsym(lib, "cublasSetStream_v2");
+  mode_fn set_mode = (mode_fn)dlsym(lib, "cublasSetMathMode");
+  sgemm_fn sgemm = (sgemm_fn)dlsym(lib, "cublasSgemm_v2");
+  gemmex_fn gemmex = (gemmex_fn)dlsym(lib, "cublasGemmEx");
+  void *h = NULL;
+  if (!create || !set_stream || !set_mode || !sgemm || !gemmex || create(&h)) return -1;
+  td_cu_stream s;
+  td_cu_deviceptr a, b, c;
+  size_t bytes = (size_t)n * (size_t)n * 4;
+  if (cu->cuStreamCreate(&s, 1) || cu->cuMemAlloc(&a, bytes) || cu->cuMemAlloc(&b, bytes) || cu->cuMemAlloc(&c, bytes))
+    return -1;
+  cu->cuMemsetD32Async(a, 0x3c23d70a, (size_t)n * n, s);  /* 0.01f */
+  cu->cuMemsetD32Async(b, 0x3c23d70a, (size_t)n * n, s);
+  set_stream(h, s);
+  set_mode(h, kind == 1 ? 3 /* CUBLAS_TF32_TENSOR_OP_MATH */ : 0);
+  const float one = 1, zero = 0;
+  double t0 = 0;
+  int rc = 0;
+  for (int i = 0; i <= repeat && !rc; i++) {
+    if (i == 1) {
+      cu->cuStreamSynchronize(s);
+      t0 = now_ms();
+    }
+    if (kind == 2)  /* bf16 inputs (CUDA_R_16BF = 14), f32 output, f32 compute (68) */
+      rc = gemmex(h, 0, 0, n, n, n, &one, (void *)a, 14, n, (void *)b, 14, n, &zero, (void *)c, 0, n, 68, -1);
+    else rc = sgemm(h, 0, 0, n, n, n, &one, (void *)a, n, (void *)b, n, &zero, (void *)c, n);
+  }
+  cu->cuStreamSynchronize(s);
+  double ms = rc ? -1 : (now_ms() - t0) / repeat;
+  cu->cuMemFree(a);
+  cu->cuMemFree(b);
+  cu->cuMemFree(c);
+  return ms;
+}
+
+static double d2d_ms(const td_cuda_api *cu, size_t bytes, int repeat) {
+  td_cu_stream s;
+  td_cu_deviceptr a, b;
+  if (cu->cuStreamCreate(&s, 1) || cu->cuMemAlloc(&a, bytes) || cu->cuMemAlloc(&b, bytes)) return -1;
+  cu->cuMemcpyDtoDAsync(b, a, bytes, s);
+  cu->cuStreamSynchronize(s);
+  double t0 = now_ms();
+  for (int i = 0; i < repeat; i++) cu->cuMemcpyDtoDAsync(b, a, bytes, s);
+  cu->cuStreamSynchronize(s);
+  double ms = (now_ms() - t0) / repeat;
+  cu->cuMemFree(a);
+  cu->cuMemFree(b);
+  return ms;
+}
+
+static void row(const char *name, double v, const char *unit, const char *ref_name, double ref) {
+  printf("%-22s %10.2f %-8s", name, v, v < 0 ? "(failed)" : unit);
+  if (ref_name) printf("  %s %.2f", ref_name, ref);
+  printf("\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: bench_gpu SRCDIR\n");
+    return 2;
+  }
+  srcdir = argv[1];
+  const char *bench = "fn pw(x: f32[N]) {\n  relu(x * 2.0 + 1.0)\n}\n"
+                      "fn mm(a: f32[N, N], b: f32[N, N]) {\n  a @ b\n}\n";
+  int64_t n_pw = (int64_t)1 << 26, n_mm[2] = {4096, 4096};
+  td_tensor *x = random_tensor(1, &n_pw);
+  td_tensor *ab[2] = {random_tensor(2, n_mm), random_tensor(2, n_mm)};
+  td_err err;
+  double pw = time_entry("bench.td", bench, "pw", &x, 50, 0);
+  const td_cuda_api *cu = td_cuda_load_driver(&err);
+  if (!cu) {
+    fprintf(stderr, "bench_gpu: %s\n", err.msg);
+    return 1;
+  }
+  double bytes = (double)n_pw * 8;
+  double cp = d2d_ms(cu, (size_t)n_pw * 4, 50);
+  row("pointwise_GB/s", bytes / (pw * 1e6), "GB/s", "d2d_copy", bytes / (cp * 1e6));
+  double flops = 2.0 * 4096.0 * 4096.0 * 4096.0;
+  double mm = time_entry("bench.td", bench, "mm", ab, 10, 0);
+  double cb[3];
+  for (int k = 0; k < 3; k++) cb[k] = cublas_ms(cu, k, 4096, 10);
+  row("gemm_f32_TFLOP/s", flops / (mm * 1e9), "TFLOP/s", "cublas_f32", cb[0] > 0 ? flops / (cb[0] * 1e9) : -1);
+  row("cublas_tf32_TFLOP/s", cb[1] > 0 ? flops / (cb[1] * 1e9) : -1, "TFLOP/s", NULL, 0);
+  row("cublas_bf16_TFLOP/s", cb[2] > 0 ? flops / (cb[2] * 1e9) : -1, "TFLOP/s", NULL, 0);
+  char path[2048];
+  const char *ex[2] = {"mlp", "transformer"};
+  for (int i = 0; i < 2; i++) {
+    snprintf(path, sizeof path, "%s/examples/%s.td", argv[1], ex[i]);
+    double plain = time_entry(path, NULL, "main", NULL, 100, 0);
+    double graph = time_entry(path, NULL, "main", NULL, 100, 1);
+    char name[64];
+    snprintf(name, sizeof name, "%s_us_per_call", ex[i]);
+    row(name, plain * 1e3, "us", "with_cuda_graph", graph * 1e3);
+  }
+  td_tensor_release(x);
+  td_tensor_release(ab[0]);
+  td_tensor_release(ab[1]);
+  return 0;
+}

@@ -1,0 +1,135 @@
+#!/bin/sh
+# device-check.sh - the CUDA backend on a GPU machine, in under 5 minutes.
+#
+#   gpu/device-check.sh LOGDIR
+#
+# On a machine with an NVIDIA GPU (the H200 is the target), its driver, the
+# CUDA toolkit and tdsl's build dependencies (a C compiler, make, re2c,
+# Bison 3.8, Criterion; libgccjit optional), this script
+#   1. builds tdsl out of tree in LOGDIR/build from the tree it lives in;
+#   2. runs the differential tests: every program under examples/ and
+#      tests/lang/ with a `fn main` that the interpreter runs (files with
+#      # error, # args, # cmd or # runner directives are left out, as in
+#      tests/unit/test_compiled.c) runs again with --device cuda, and again
+#      with --device cuda --cuda-graph; the printed output must match the
+#      interpreter's, numbers within a relative 2e-3 (the printed digits)
+#      and everything else exactly;
+#   3. runs gpu/bench_gpu.c: fused pointwise bandwidth against a
+#      device-to-device copy, a 4096^3 GEMM against cuBLAS (f32, and
+#      cuBLAS' TF32 and BF16 rates for reference), and the per-call latency
+#      of the MLP and transformer examples, plain and as a CUDA Graph;
+# and prints one short table.  Everything, including each failing diff,
+# goes to LOGDIR/device-check.log.  Nothing is installed; when a dependency
+# is missing the script says which and stops (exit 2).  Exit code: 0 when
+# the build and every differential test passed, 1 otherwise.
+set -u
+if [ $# -ne 1 ]; then
+  echo "usage: gpu/device-check.sh LOGDIR" >&2
+  exit 2
+fi
+mkdir -p "$1" || exit 2
+out=$(cd "$1" && pwd)
+src=$(cd "$(dirname "$0")/.." && pwd)
+log=$out/device-check.log
+exec 3>&1 >"$log" 2>&1
+t_start=$(date +%s)
+say() { echo "$*" >&3; echo "$*"; }
+row() { printf '%-24s %s\n' "$1" "$2" >&3; printf '%-24s %s\n' "$1" "$2"; }
+elapsed() { echo $(( $(date +%s) - t_start )); }
+
+# ---- 1. prerequisites and build ----------------------------------------------
+missing=
+for tool in cc make re2c bison timeout awk; do
+  command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
+done
+echo '#include <criterion/criterion.h>' | cc -E - >/dev/null 2>&1 || missing="$missing criterion(libcriterion-dev)"
+if [ ! -x "$src/configure" ]; then
+  command -v autoreconf >/dev/null 2>&1 || missing="$missing autoreconf(configure is not generated)"
+fi
+if [ -n "$missing" ]; then
+  say "device-check: missing:$missing (scripts/install-deps installs them on Debian/Ubuntu)"
+  exit 2
+fi
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
+say "tdsl device check: ${gpu:-no nvidia-smi}; log in $log"
+
+if [ ! -x "$src/configure" ]; then
+  (cd "$src" && autoreconf -fi) || { say "device-check: autoreconf failed"; exit 2; }
+fi
+mkdir -p "$out/build"
+jobs=$(nproc 2>/dev/null || echo 4)
+if (cd "$out/build" && timeout 200 "$src/configure" -q && timeout 200 make -j"$jobs"); then
+  row build "ok ($(elapsed) s)"
+else
+  row build "FAILED (see $log)"
+  exit 1
+fi
+tdsl=$out/build/tdsl
+
+# ---- 2. differential tests ---------------------------------------------------------
+# Tokens of a program's output, one per line (numbers compared with a
+# tolerance by same_output).
+tokens() { tr -s ' \t[](),:=;' '\n\n\n\n\n\n\n\n\n' <"$1"; }
+same_output() {
+  tokens "$1" >"$out/a.tok"
+  tokens "$2" >"$out/b.tok"
+  [ "$(wc -l <"$out/a.tok")" -eq "$(wc -l <"$out/b.tok")" ] || return 1
+  paste "$out/a.tok" "$out/b.tok" | awk -F '\t' '
+    function isnum(s) { return s ~ /^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$/ }
+    {
+      if ($1 == $2) next
+      if (isnum($1) && isnum($2)) {
+        a = $1 + 0; b = $2 + 0; d = a - b; if (d < 0) d = -d
+        m = (a < 0 ? -a : a); if ((b < 0 ? -b : b) > m) m = (b < 0 ? -b : b)
+        if (d <= 2e-3 * m + 1e-6) next
+      }
+      print "differs at token " NR ": cpu " $1 " gpu " $2; bad = 1; exit
+    }
+    END { exit bad }'
+}
+
+pass=0 fail=0 skip=0
+failed=
+files=$( (find "$src/examples" "$src/tests/lang" -name '*.td' | sort) 2>/dev/null)
+for f in $files; do
+  if grep -Eq '^#[[:space:]]*(error|args|cmd|runner)[[:space:]]*:' "$f" || ! grep -q '^fn main' "$f"; then
+    skip=$((skip + 1)); continue
+  fi
+  if ! (cd "$(dirname "$f")" && timeout 60 "$tdsl" run "$f") >"$out/cpu.txt" 2>"$out/cpu.err"; then
+    skip=$((skip + 1)); continue
+  fi
+  for mode in plain graph; do
+    flag=; [ $mode = graph ] && flag=--cuda-graph
+    if (cd "$(dirname "$f")" && timeout 60 "$tdsl" run "$f" --device cuda $flag) >"$out/gpu.txt" 2>"$out/gpu.err" &&
+       same_output "$out/cpu.txt" "$out/gpu.txt"; then
+      pass=$((pass + 1))
+    else
+      fail=$((fail + 1))
+      failed="$failed ${f#$src/}($mode)"
+      echo "=== FAIL $f ($mode)"; cat "$out/gpu.err"; diff "$out/cpu.txt" "$out/gpu.txt" | head -n 40
+    fi
+  done
+  if [ "$(elapsed)" -gt 200 ]; then echo "=== time budget: stopping the differential tests"; break; fi
+done
+row "differential tests" "$pass passed, $fail failed, $skip programs skipped"
+[ -n "$failed" ] && say "  failed:$failed"
+
+# ---- 3. benchmarks ---------------------------------------------------------------
+jit=$(sed -n 's/^GCCJIT_LIBS = //p' "$out/build/Makefile")
+pth=$(sed -n 's/^PTHREAD_CFLAGS = //p' "$out/build/Makefile")
+if cc -std=c11 -O2 -D_GNU_SOURCE -I"$src" -I"$src/lang" -I"$src/runtime" -I"$src/interp" \
+      -o "$out/bench_gpu" "$src/gpu/bench_gpu.c" "$out/build/libtdsl.a" $jit -ldl -lm -lpthread $pth; then
+  if timeout 120 "$out/bench_gpu" "$src" >"$out/bench.txt"; then
+    cat "$out/bench.txt"
+    while read -r name value unit rest; do
+      row "$name" "$value $unit ${rest:-}"
+    done <"$out/bench.txt"
+  else
+    row benchmarks "FAILED (see $log)"
+  fi
+else
+  row benchmarks "bench_gpu did not build (see $log)"
+fi
+row "total time" "$(elapsed) s"
+[ "$fail" -eq 0 ] || exit 1
+exit 0

@@ -1,0 +1,479 @@
+/* runtime_cuda.c - a graph on the GPU (see runtime_cuda.h).
+ *
+ * Device memory: one cuMemAlloc per call holding, each at a 256-byte
+ * boundary, the arena of temporaries (the plan's slots, each rounded up to
+ * 64 bytes as on the CPU), every input, parameter and output buffer, the
+ * table of buffer pointers the kernels index (bufs), the runtime table
+ * (dv: sizes and random streams, computed exactly as compiler/compiled.c
+ * does) and the gather status word.
+ *
+ * Modules: compiled once per (source, architecture, options, tdsl version):
+ * looked up in a per-process list, then in the on-disk cache
+ * ($TDSL_CACHE_DIR, else $XDG_CACHE_HOME/tdsl, else ~/.cache/tdsl; off with
+ * TDSL_CACHE=0) as cuda-<key>.cubin, else compiled with NVRTC and stored.
+ *
+ * This file needs a GPU to run; the build and the tests without one only
+ * compile it (gpu/device-check.sh exercises it on a GPU machine).
+ */
+#include "runtime_cuda.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../compiler/compiled.h"
+#include "../compiler/passes.h"
+#include "../lang/mem.h"
+#include "../runtime/philox.h"
+#include "codegen_cuda.h"
+#include "cuda_loader.h"
+
+#ifndef TDSL_VERSION
+#define TDSL_VERSION "0.1.0"
+#endif
+
+/* NVRTC options of every module (part of the cache key). */
+static const char *const rtc_opts[] = {"--fmad=false", "-lineinfo"};
+#define N_RTC_OPTS 2
+
+/* Checks a driver call: on failure fills err with the call, the kernel (if
+ * any) and the driver's message, and returns -1. */
+static int ck(const td_cuda_api *cu, td_cu_result r, const char *call, const char *kernel, td_err *err) {
+  if (!r) return 0;
+  char msg[200];
+  td_cuda_strerror(r, msg, sizeof msg);
+  if (kernel) return td_err_set(err, "%s failed for kernel %s: %s", call, kernel, msg);
+  (void)cu;
+  return td_err_set(err, "%s failed: %s", call, msg);
+}
+
+/* ---- the module cache ---- */
+
+typedef struct modent {
+  uint64_t key;
+  td_cu_module mod;
+  struct modent *next;
+} modent;
+static modent *modules;   /* this process's loaded modules (kept until exit) */
+
+static uint64_t module_key(const char *src, int arch) {
+  uint64_t h = td_hash_str(src);
+  h = td_hash_mix(h, (uint64_t)arch);
+  for (int i = 0; i < N_RTC_OPTS; i++) h = td_hash_mix(h, td_hash_str(rtc_opts[i]));
+  return td_hash_mix(h, td_hash_str(TDSL_VERSION));
+}
+
+static int cache_path(char *buf, size_t n, uint64_t key) {
+  const char *off = getenv("TDSL_CACHE"), *dir = getenv("TDSL_CACHE_DIR");
+  if (off && !strcmp(off, "0")) return -1;
+  if (dir && *dir) snprintf(buf, n, "%s", dir);
+  else if ((dir = getenv("XDG_CACHE_HOME")) && *dir) snprintf(buf, n, "%s/tdsl", dir);
+  else if ((dir = getenv("HOME")) && *dir) snprintf(buf, n, "%s/.cache/tdsl", dir);
+  else return -1;
+  for (char *s = buf + 1; *s; s++)
+    if (*s == '/') {
+      *s = 0;
+      if (mkdir(buf, 0755) && errno != EEXIST) return -1;
+      *s = '/';
+    }
+  if (mkdir(buf, 0755) && errno != EEXIST) return -1;
+  size_t len = strlen(buf);
+  snprintf(buf + len, n - len, "/cuda-%016llx.cubin", (unsigned long long)key);
+  return 0;
+}
+
+/* Reads a whole file (td_malloc'd) or NULL. */
+static char *read_file(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *data = NULL;
+  if (!fseek(f, 0, SEEK_END)) {
+    long n = ftell(f);
+    if (n > 0 && !fseek(f, 0, SEEK_SET) && (data = td_malloc((size_t)n)) && fread(data, 1, (size_t)n, f) != (size_t)n) {
+      td_free(data);
+      data = NULL;
+    }
+    *size = n > 0 ? (size_t)n : 0;
+  }
+  fclose(f);
+  return data;
+}
+
+/* Writes a file completely or not at all (temporary file and rename). */
+static void write_file(const char *path, const char *data, size_t n) {
+  char tmp[1100];
+  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+  FILE *f = fopen(tmp, "wb");
+  if (!f) return;
+  int ok = fwrite(data, 1, n, f) == n;
+  ok &= fclose(f) == 0;
+  if (!ok || rename(tmp, path)) remove(tmp);
+}
+
+static int load_module(const td_cuda_api *cu, const char *src, int arch, const char *what, td_cu_module *mod,
+                       td_err *err) {
+  uint64_t key = module_key(src, arch);
+  for (modent *m = modules; m; m = m->next)
+    if (m->key == key) { *mod = m->mod; return 0; }
+  char path[1024];
+  size_t size = 0;
+  char *cubin = NULL, *log = NULL;
+  int cached = cache_path(path, sizeof path, key) == 0;
+  if (cached) cubin = read_file(path, &size);
+  if (cubin && cu->cuModuleLoadData(mod, cubin)) {   /* a stale or damaged entry: recompile */
+    td_free(cubin);
+    cubin = NULL;
+  } else if (cubin) goto loaded;
+  if (td_nvrtc_compile(src, what, arch, rtc_opts, N_RTC_OPTS, &cubin, &size, &log, err)) {
+    td_free(log);
+    return -1;
+  }
+  td_free(log);
+  if (ck(cu, cu->cuModuleLoadData(mod, cubin), "cuModuleLoadData", NULL, err)) {
+    td_free(cubin);
+    return -1;
+  }
+  if (cached) write_file(path, cubin, size);
+loaded:
+  td_free(cubin);
+  modent *e = td_malloc(sizeof *e);
+  if (e) {
+    *e = (modent){key, *mod, modules};
+    modules = e;
+  }
+  return 0;
+}
+
+/* ---- one call ---- */
+
+typedef struct dev {
+  const td_cuda_api *cu;
+  td_cu_device device;
+  int arch, sms;
+  td_cu_stream stream;
+} dev;
+
+static int open_device(dev *d, td_err *err) {
+  static td_cu_ctx ctx;
+  static td_cu_stream stream;
+  static int arch, sms;
+  d->cu = td_cuda_load_driver(err);
+  if (!d->cu) return -1;
+  const td_cuda_api *cu = d->cu;
+  if (!ctx) {
+    int major = 0, minor = 0;
+    if (ck(cu, cu->cuDeviceGet(&d->device, 0), "cuDeviceGet", NULL, err) ||
+        ck(cu, cu->cuDeviceGetAttribute(&major, TD_CU_ATTR_CC_MAJOR, d->device), "cuDeviceGetAttribute", NULL, err) ||
+        ck(cu, cu->cuDeviceGetAttribute(&minor, TD_CU_ATTR_CC_MINOR, d->device), "cuDeviceGetAttribute", NULL, err) ||
+        ck(cu, cu->cuDeviceGetAttribute(&sms, TD_CU_ATTR_MULTIPROCESSOR_COUNT, d->device), "cuDeviceGetAttribute",
+           NULL, err) ||
+        ck(cu, cu->cuDevicePrimaryCtxRetain(&ctx, d->device), "cuDevicePrimaryCtxRetain", NULL, err) ||
+        ck(cu, cu->cuCtxSetCurrent(ctx), "cuCtxSetCurrent", NULL, err) ||
+        ck(cu, cu->cuStreamCreate(&stream, 1 /* non-blocking */), "cuStreamCreate", NULL, err)) {
+      ctx = NULL;
+      return -1;
+    }
+    arch = major * 10 + minor;
+  } else if (ck(cu, cu->cuCtxSetCurrent(ctx), "cuCtxSetCurrent", NULL, err)) return -1;
+  d->arch = arch;
+  d->sms = sms;
+  d->stream = stream;
+  return 0;
+}
+
+typedef struct run {
+  dev d;
+  const td_plan *p;
+  const td_cuda_code *code;
+  td_err *err;
+  int64_t *symvals;
+  int64_t *dv;
+  size_t *buf_off;          /* per plan buffer: byte offset in the allocation */
+  size_t *buf_bytes;
+  size_t total, off_table, off_dv, off_status;
+  td_cu_deviceptr mem;
+  td_cu_function *fns;
+  td_tensor **owned;        /* host tensors of the OUTPUT buffers */
+} run;
+
+static size_t up256(size_t n) { return (n + 255) & ~(size_t)255; }
+
+static int eval_shape(run *r, int n, int64_t *shape) {
+  const td_node *nd = &r->p->g->nodes[n];
+  for (int k = 0; k < nd->rank; k++)
+    if ((shape[k] = td_dim_eval(r->p->g, nd->shape[k], r->symvals)) < 0)
+      return td_err_set(r->err, "size of axis %d of %s evaluates to %lld", k, td_ops[nd->op].name, (long long)shape[k]);
+  return 0;
+}
+
+/* Lays out the one allocation and creates the host output tensors. */
+static int layout(run *r) {
+  const td_plan *p = r->p;
+  size_t arena = 0;
+  size_t *slot_off = td_calloc((size_t)p->n_slots + 1, sizeof *slot_off);
+  if (!slot_off) return td_err_set(r->err, "out of memory");
+  for (int s = 0; s < p->n_slots; s++) {
+    slot_off[s] = arena;
+    arena += ((size_t)td_dim_eval(p->g, p->slot_bytes[s], r->symvals) + 63) & ~(size_t)63;
+  }
+  size_t at = up256(arena);
+  int rc = 0;
+  for (int i = 0; i < p->n_bufs && !rc; i++) {
+    const td_buffer *b = &p->bufs[i];
+    int64_t shape[TD_MAX_RANK];
+    const td_node *nd = &p->g->nodes[b->node];
+    if ((rc = eval_shape(r, b->node, shape))) break;
+    size_t n = td_dtype_size(nd->dtype);
+    for (int k = 0; k < nd->rank; k++) n *= (size_t)shape[k];
+    r->buf_bytes[i] = n;
+    if (b->kind == TD_BUF_TEMP) { r->buf_off[i] = slot_off[b->index]; continue; }
+    r->buf_off[i] = at;
+    at += up256(n ? n : 1);
+    if (b->kind == TD_BUF_OUTPUT && !(r->owned[i] = td_tensor_new(nd->dtype, nd->rank, shape, r->err))) rc = -1;
+  }
+  td_free(slot_off);
+  r->off_table = at;
+  at += up256(sizeof(uint64_t) * (size_t)(p->n_bufs + 1));
+  r->off_dv = at;
+  at += up256(sizeof(int64_t) * (size_t)(r->code->n_dims + 1));
+  r->off_status = at;
+  r->total = at + 256;
+  return rc;
+}
+
+static void eval_table(run *r, uint64_t call) {
+  const td_graph *g = r->p->g;
+  for (int i = 0; i < r->code->n_dims; i++) {
+    const td_cuda_dimref *d = &r->code->dims[i];
+    if (d->rand_node >= 0) {
+      uint64_t s = g->nodes[d->rand_node].attr.stream;
+      if (call) s = td_hash_mix(s, call);
+      memcpy(&r->dv[i], &s, sizeof s);
+    } else {
+      r->dv[i] = td_dim_eval(g, d->dim, r->symvals);
+    }
+  }
+}
+
+/* Copies inputs, parameters and the two tables to the device. */
+static int upload(run *r, td_tensor *const *inputs, td_tensor *const *params, uint64_t *table) {
+  const td_cuda_api *cu = r->d.cu;
+  for (int i = 0; i < r->p->n_bufs; i++) {
+    const td_buffer *b = &r->p->bufs[i];
+    table[i] = r->mem + r->buf_off[i];
+    const td_tensor *t = b->kind == TD_BUF_INPUT ? inputs[b->index] : b->kind == TD_BUF_PARAM ? params[b->index] : NULL;
+    if (t && r->buf_bytes[i] &&
+        ck(cu, cu->cuMemcpyHtoDAsync(table[i], t->data, r->buf_bytes[i], r->d.stream), "cuMemcpyHtoDAsync", NULL,
+           r->err))
+      return -1;
+  }
+  if (ck(cu, cu->cuMemcpyHtoDAsync(r->mem + r->off_table, table, sizeof *table * (size_t)(r->p->n_bufs + 1),
+                                   r->d.stream), "cuMemcpyHtoDAsync", NULL, r->err) ||
+      ck(cu, cu->cuMemcpyHtoDAsync(r->mem + r->off_dv, r->dv, sizeof *r->dv * (size_t)(r->code->n_dims + 1),
+                                   r->d.stream), "cuMemcpyHtoDAsync", NULL, r->err) ||
+      ck(cu, cu->cuMemsetD32Async(r->mem + r->off_status, 0, 1, r->d.stream), "cuMemsetD32Async", NULL, r->err))
+    return -1;
+  return 0;
+}
+
+static unsigned clamp_grid(int64_t n, int64_t cap) { return (unsigned)(n < 1 ? 1 : n > cap ? cap : n); }
+
+/* Launches every kernel once, in plan order, on the stream. */
+static int launch_all(run *r) {
+  const td_cuda_api *cu = r->d.cu;
+  td_cu_deviceptr table = r->mem + r->off_table, dv = r->mem + r->off_dv, status = r->mem + r->off_status;
+  void *args[3] = {&table, &dv, &status};
+  for (int k = 0; k < r->code->n_kernels; k++) {
+    const td_cuda_kernel *kn = &r->code->kernels[k];
+    int64_t work = td_dim_eval(r->p->g, kn->work, r->symvals);
+    unsigned gx, gy = 1, gz = 1;
+    if (kn->kind == TD_KERN_MATMUL) {
+      int64_t m = td_dim_eval(r->p->g, kn->m, r->symvals), n = td_dim_eval(r->p->g, kn->n, r->symvals);
+      if (!m || !n || !work) continue;
+      if ((m + TD_CUDA_TILE - 1) / TD_CUDA_TILE > 65535)
+        return td_err_set(r->err, "kernel %s: %lld rows are more than one launch covers", kn->name, (long long)m);
+      gx = clamp_grid((n + TD_CUDA_TILE - 1) / TD_CUDA_TILE, 0x7fffffff);
+      gy = clamp_grid((m + TD_CUDA_TILE - 1) / TD_CUDA_TILE, 65535);
+      gz = clamp_grid(work, 65535);
+    } else if (kn->kind == TD_KERN_REDUCE) {
+      if (!work) continue;
+      gx = clamp_grid(work, (int64_t)r->d.sms * 64);
+    } else {
+      if (!work) continue;
+      int64_t threads = kn->vec ? (work + 3) / 4 : work;
+      gx = clamp_grid((threads + TD_CUDA_BLOCK - 1) / TD_CUDA_BLOCK, (int64_t)r->d.sms * 32);
+    }
+    if (ck(cu, cu->cuLaunchKernel(r->fns[k], gx, gy, gz, TD_CUDA_BLOCK, 1, 1, 0, r->d.stream, args, NULL),
+           "cuLaunchKernel", kn->name, r->err))
+      return -1;
+  }
+  return 0;
+}
+
+/* Runs the launches `repeat` times, directly or through a CUDA Graph. */
+static int execute(run *r, const td_cuda_opts *co) {
+  const td_cuda_api *cu = r->d.cu;
+  int repeat = co && co->repeat > 1 ? co->repeat : 1;
+  if (!co || !co->cuda_graph) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < repeat; i++)
+      if (launch_all(r)) return -1;
+    if (ck(cu, cu->cuStreamSynchronize(r->d.stream), "cuStreamSynchronize", NULL, r->err)) return -1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (co && co->ms_per_call)
+      *co->ms_per_call = ((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6) / repeat;
+    return 0;
+  }
+  td_cu_graph graph = NULL;
+  td_cu_graph_exec exec = NULL;
+  if (ck(cu, cu->cuStreamBeginCapture(r->d.stream, 0 /* global */), "cuStreamBeginCapture", NULL, r->err)) return -1;
+  int rc = launch_all(r);
+  td_cu_result er = cu->cuStreamEndCapture(r->d.stream, &graph);
+  if (!rc) rc = ck(cu, er, "cuStreamEndCapture", NULL, r->err);
+  if (!rc) rc = ck(cu, cu->cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiateWithFlags", NULL, r->err);
+  if (!rc) rc = ck(cu, cu->cuStreamSynchronize(r->d.stream), "cuStreamSynchronize", NULL, r->err);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (int i = 0; i < repeat && !rc; i++) rc = ck(cu, cu->cuGraphLaunch(exec, r->d.stream), "cuGraphLaunch", NULL, r->err);
+  if (!rc) rc = ck(cu, cu->cuStreamSynchronize(r->d.stream), "cuStreamSynchronize", NULL, r->err);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (!rc && co->ms_per_call)
+    *co->ms_per_call = ((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6) / repeat;
+  if (exec) cu->cuGraphExecDestroy(exec);
+  if (graph) cu->cuGraphDestroy(graph);
+  return rc;
+}
+
+/* Copies the OUTPUT buffers back and checks the gather status. */
+static int download(run *r, td_span *sp) {
+  const td_cuda_api *cu = r->d.cu;
+  int32_t status = 0;
+  for (int i = 0; i < r->p->n_bufs; i++)
+    if (r->owned[i] && r->buf_bytes[i] &&
+        ck(cu, cu->cuMemcpyDtoHAsync(r->owned[i]->data, r->mem + r->buf_off[i], r->buf_bytes[i], r->d.stream),
+           "cuMemcpyDtoHAsync", NULL, r->err))
+      return -1;
+  if (ck(cu, cu->cuMemcpyDtoHAsync(&status, r->mem + r->off_status, sizeof status, r->d.stream), "cuMemcpyDtoHAsync",
+         NULL, r->err) ||
+      ck(cu, cu->cuStreamSynchronize(r->d.stream), "cuStreamSynchronize", NULL, r->err))
+    return -1;
+  if (status > 0 && status <= r->p->g->n_nodes) {
+    const td_node *nd = &r->p->g->nodes[status - 1];
+    if (sp) *sp = nd->span;
+    return td_err_set(r->err, "take: an index is out of range for axis %d of size %lld", nd->attr.axis,
+                      (long long)td_dim_eval(r->p->g, r->p->g->nodes[nd->in[0]].shape[nd->attr.axis], r->symvals));
+  }
+  return 0;
+}
+
+static int collect(run *r, td_tensor *const *inputs, td_tensor *const *params, td_tensor ***all) {
+  const td_plan *p = r->p;
+  td_tensor **o = td_malloc((size_t)(p->n_out_nodes + 1) * sizeof *o);
+  if (!o) return td_err_set(r->err, "out of memory");
+  for (int i = 0; i < p->n_out_nodes; i++) {
+    int b = p->buf_of[p->out_nodes[i]];
+    const td_buffer *bf = &p->bufs[b];
+    td_tensor *t = bf->kind == TD_BUF_INPUT ? inputs[bf->index] : bf->kind == TD_BUF_PARAM ? params[bf->index] : r->owned[b];
+    o[i] = td_tensor_retain(t);
+  }
+  *all = o;
+  return 0;
+}
+
+static int get_functions(run *r, td_cu_module mod) {
+  for (int k = 0; k < r->code->n_kernels; k++)
+    if (ck(r->d.cu, r->d.cu->cuModuleGetFunction(&r->fns[k], mod, r->code->kernels[k].name), "cuModuleGetFunction",
+           r->code->kernels[k].name, r->err))
+      return -1;
+  return 0;
+}
+
+static int run_plan(run *r, td_tensor *const *inputs, td_tensor *const *params, const td_interp_opts *io,
+                    const td_cuda_opts *co, td_tensor ***all, td_span *sp) {
+  const td_plan *p = r->p;
+  td_cu_module mod;
+  uint64_t *table = td_calloc((size_t)p->n_bufs + 1, sizeof *table);
+  int rc = table ? 0 : td_err_set(r->err, "out of memory");
+  if (!rc) rc = load_module(r->d.cu, r->code->src, r->d.arch, p->g->name, &mod, r->err);
+  if (!rc) rc = get_functions(r, mod);
+  if (!rc) rc = td_bind_inputs(p->g, inputs, p->g->n_inputs, r->symvals, r->err);
+  if (!rc) rc = layout(r);
+  if (!rc) {
+    eval_table(r, io->call_index);
+    rc = ck(r->d.cu, r->d.cu->cuMemAlloc(&r->mem, r->total), "cuMemAlloc", NULL, r->err);
+  }
+  if (!rc) rc = upload(r, inputs, params, table);
+  if (!rc) rc = execute(r, co);
+  if (!rc) rc = download(r, sp);
+  if (!rc) rc = collect(r, inputs, params, all);
+  if (r->mem) {
+    r->d.cu->cuStreamSynchronize(r->d.stream);
+    r->d.cu->cuMemFree(r->mem);
+  }
+  td_free(table);
+  return rc;
+}
+
+int td_cuda_dump(const td_graph *g, FILE *out, td_err *err) {
+  td_graph *opt;
+  td_plan *plan;
+  if (td_optimize(g, NULL, &opt, NULL, err) || !(plan = td_plan_build(opt, err))) return -1;
+  td_cuda_code code;
+  if (td_cuda_codegen(plan, opt->arena, &code, err)) return -1;
+  fputs(code.src, out);
+  td_cuda_code_free(&code);
+  return 0;
+}
+
+int td_cuda_run(const td_graph *g, td_tensor *const *inputs, td_tensor *const *params,
+                const td_interp_opts *io, const td_cuda_opts *co, td_tensor ***outs, td_err *err,
+                td_span *sp) {
+  *outs = NULL;
+  if (io->trace || io->check_numerics)
+    return td_err_set(err, "--trace and --check-numerics run op by op: use them without --device cuda");
+  if (co && co->dump_cuda && td_cuda_dump(g, co->dump_cuda, err)) return -1;
+  run r;
+  memset(&r, 0, sizeof r);
+  r.err = err;
+  if (open_device(&r.d, err)) return -1;
+  if (!td_cuda_load_nvrtc(err)) return -1;
+  td_graph *opt;
+  td_plan *plan;
+  if (td_optimize(g, NULL, &opt, NULL, err) || !(plan = td_plan_build(opt, err))) return -1;
+  td_cuda_code code;
+  if (td_cuda_codegen(plan, opt->arena, &code, err)) return -1;
+  r.p = plan;
+  r.code = &code;
+  r.symvals = td_calloc((size_t)plan->g->n_syms + 1, sizeof *r.symvals);
+  r.dv = td_calloc((size_t)code.n_dims + 1, sizeof *r.dv);
+  r.buf_off = td_calloc((size_t)plan->n_bufs + 1, sizeof *r.buf_off);
+  r.buf_bytes = td_calloc((size_t)plan->n_bufs + 1, sizeof *r.buf_bytes);
+  r.fns = td_calloc((size_t)code.n_kernels + 1, sizeof *r.fns);
+  r.owned = td_calloc((size_t)plan->n_bufs + 1, sizeof *r.owned);
+  td_tensor **all = NULL;
+  int rc = r.symvals && r.dv && r.buf_off && r.buf_bytes && r.fns && r.owned ? 0 : td_err_set(err, "out of memory");
+  if (!rc) rc = run_plan(&r, inputs, params, io, co, &all, sp);
+  if (!rc) rc = td_compiled_prints(plan, all, io, err);
+  if (!rc) {
+    *outs = td_malloc((size_t)(g->n_outputs + 1) * sizeof **outs);
+    if (!*outs) rc = td_err_set(err, "out of memory");
+  }
+  for (int i = 0; all && i < plan->n_out_nodes; i++) {
+    if (!rc && i < g->n_outputs) (*outs)[i] = all[i];
+    else td_tensor_release(all[i]);
+  }
+  td_free(all);
+  for (int i = 0; r.owned && i < plan->n_bufs; i++) td_tensor_release(r.owned[i]);
+  td_free(r.symvals);
+  td_free(r.dv);
+  td_free(r.buf_off);
+  td_free(r.buf_bytes);
+  td_free(r.fns);
+  td_free(r.owned);
+  td_cuda_code_free(&code);
+  return rc;
+}

@@ -1,0 +1,49 @@
+/* strbuf.c - growable strings (see strbuf.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "mem.h"
+#include "strbuf.h"
+
+void td_sb_add(td_strbuf *b, const char *s, size_t n) {
+  if (b->oom) return;
+  if (b->len + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 128;
+    while (cap < b->len + n + 1) cap *= 2;
+    char *p = td_realloc(b->s, cap);
+    if (!p) {
+      b->oom = 1;
+      return;
+    }
+    b->s = p;
+    b->cap = cap;
+  }
+  memcpy(b->s + b->len, s, n);
+  b->len += n;
+  b->s[b->len] = 0;
+}
+
+void td_sb_puts(td_strbuf *b, const char *s) { td_sb_add(b, s, strlen(s)); }
+
+void td_sb_printf(td_strbuf *b, const char *fmt, ...) {
+  char small[256];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(small, sizeof small, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n < sizeof small) {
+    td_sb_add(b, small, (size_t)n);
+    return;
+  }
+  char *big = td_malloc((size_t)n + 1);
+  if (!big) {
+    b->oom = 1;
+    return;
+  }
+  va_start(ap, fmt);
+  vsnprintf(big, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  td_sb_add(b, big, (size_t)n);
+  td_free(big);
+}

@@ -1,0 +1,23 @@
+/* strbuf.h - a growable NUL-terminated string, through the allocation hook.
+ *
+ * Appends never fail visibly: when memory runs out, `oom` is set and later
+ * appends are ignored, so a caller checks once at the end.  A zeroed
+ * td_strbuf is empty; the caller frees `s` with td_free.
+ */
+#ifndef TD_STRBUF_H
+#define TD_STRBUF_H
+
+#include <stddef.h>
+
+typedef struct td_strbuf {
+  char *s;        /* the text (NULL while empty) */
+  size_t len;     /* bytes in s, not counting the NUL */
+  size_t cap;     /* bytes allocated */
+  int oom;        /* an append ran out of memory */
+} td_strbuf;
+
+void td_sb_add(td_strbuf *b, const char *s, size_t n);
+void td_sb_puts(td_strbuf *b, const char *s);
+void td_sb_printf(td_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,329 @@
+/* test_build.c - `tdsl build`: artifacts with a C API, end to end.
+ *
+ * Each test builds a model into a fresh temporary directory with the built
+ * tdsl, compiles a C program against the generated header with the system
+ * cc (examples/embed/main.c, or a small program written here), runs it,
+ * and compares what the artifact computes with the eager interpreter
+ * (`tdsl run --entry ... --out`, an independent implementation), read back
+ * with the runtime's .npy reader.  Also: --exe with .npy files and --bench,
+ * the ABI check, bad arguments, and that the artifact needs nothing but
+ * libc, libm and pthreads (DT_NEEDED read with readelf).
+ *
+ * Skipped under sanitizer builds: the artifact runtime is then built with
+ * the sanitizers and cannot be loaded into an uninstrumented program.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "io.h"
+
+#ifndef TDSL_SRCDIR
+#define TDSL_SRCDIR "."
+#endif
+#ifndef TDSL_BIN
+#define TDSL_BIN "tdsl"
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
+static char dir[256];
+
+static void setup(void) {
+  strcpy(dir, "/tmp/tdsl_build_XXXXXX");
+  cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd)) { /* best effort */ }
+}
+
+TestSuite(build, .init = setup, .fini = teardown, .timeout = 120);
+
+static const char *path(const char *name) {
+  static char buf[8][512];
+  static int k;
+  k = (k + 1) % 8;
+  snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+  return buf[k];
+}
+
+/* Runs a shell command; returns its exit status. */
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...) {
+  char cmd[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  int rc = system(cmd);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static char *read_text(const char *p) {
+  FILE *f = fopen(p, "r");
+  cr_assert_not_null(f, "cannot open %s", p);
+  char *s = calloc(1, 1 << 20);
+  size_t n = fread(s, 1, (1 << 20) - 1, f);
+  s[n] = 0;
+  fclose(f);
+  return s;
+}
+
+static void skip_if_sanitized(void) {
+  if (SANITIZED) cr_skip_test("the artifact runtime is built with sanitizers");
+}
+
+/* The embed example's input: row-major x[i] = sin(0.37 i + N). */
+static void write_x(const char *name, int64_t n, int64_t cols) {
+  int64_t shape[2] = {n, cols};
+  td_err err;
+  td_tensor *t = td_tensor_new(TD_F32, 2, shape, &err);
+  cr_assert_not_null(t);
+  for (int64_t i = 0; i < n * cols; i++) ((float *)t->data)[i] = (float)sin(0.37 * (double)i + (double)n);
+  cr_assert_eq(td_npy_write(path(name), t, &err), 0, "%s", err.msg);
+  td_tensor_release(t);
+}
+
+static td_tensor *read_npy(const char *name) {
+  td_tensor *t = NULL;
+  td_err err;
+  cr_assert_eq(td_npy_read(path(name), &t, &err), 0, "%s", err.msg);
+  return t;
+}
+
+static void expect_close(double got, double want, double tol, const char *what) {
+  cr_expect(fabs(got - want) <= tol * (1 + fabs(want)), "%s: got %.9g, eager %.9g", what, got, want);
+}
+
+/* Builds FILE (relative to the source tree) into dir. */
+static void build(const char *file, const char *extra) {
+  cr_assert_eq(sh("'%s' build '%s/%s' -o '%s' %s", TDSL_BIN, TDSL_SRCDIR, file, dir, extra), 0, "tdsl build %s", file);
+}
+
+/* Runs examples/embed/main.c against model `name` and checks every batch
+ * against eager `tdsl run` of entry on the same input (and weights). */
+static void check_embed(const char *file, const char *name, const char *entry, int in, int out, const char *weights,
+                        const char *seed) {
+  build(file, "");
+  cr_assert_eq(sh("cc -I'%s' -DTD_MODEL=%s '-DTD_HEADER=\"%s.h\"' -DTD_IN=%d -DTD_OUT=%d '%s/examples/embed/main.c' "
+                  "'%s/%s.so' -Wl,-rpath,'%s' -lm -o '%s'",
+                  dir, name, name, in, out, TDSL_SRCDIR, dir, name, dir, path("embed")),
+               0);
+  cr_assert_eq(sh("'%s' %s > '%s'", path("embed"), weights ? path(weights) : "", path("embed.txt")), 0);
+  char *text = read_text(path("embed.txt")), *at = text;
+  static const int64_t batches[] = {1, 3, 8};
+  for (int b = 0; b < 3; b++) {
+    int64_t n = batches[b];
+    write_x("x.npy", n, in);
+    cr_assert_eq(sh("'%s' run '%s/%s' --entry %s --in x='%s' --out '%s' %s %s%s", TDSL_BIN, TDSL_SRCDIR, file, entry,
+                    path("x.npy"), path("ref.npy"), seed, weights ? "--weights " : "", weights ? path(weights) : ""),
+                 0);
+    td_tensor *ref = read_npy("ref.npy");
+    cr_assert_eq(ref->shape[0], n);
+    char head[32];
+    snprintf(head, sizeof head, "N=%lld\n", (long long)n);
+    at = strstr(at, head);
+    cr_assert_not_null(at, "no %s in the output", head);
+    at += strlen(head);
+    for (int64_t i = 0; i < n * out; i++) {
+      char *end;
+      double v = strtod(at, &end);
+      cr_assert(end != at, "output ends early");
+      at = end;
+      expect_close(v, ((float *)ref->data)[i], 1e-5, "embed");
+    }
+    td_tensor_release(ref);
+  }
+  free(text);
+}
+
+Test(build, embed_simple_matches_eager) {
+  skip_if_sanitized();
+  check_embed("examples/seed/simple.td", "simple", "Simple.forward", 4, 2, NULL, "");
+}
+
+Test(build, embed_mlp_matches_eager) {
+  skip_if_sanitized();
+  check_embed("examples/mlp.td", "mlp", "MLP.forward", 784, 10, NULL, "");
+}
+
+Test(build, load_weights_matches_eager) {
+  skip_if_sanitized();
+  write_x("x.npy", 2, 4);
+  cr_assert_eq(sh("'%s' run '%s/examples/seed/simple.td' --entry Simple.forward --in x='%s' --seed 7 --save-weights '%s' > /dev/null",
+                  TDSL_BIN, TDSL_SRCDIR, path("x.npy"), path("w.safetensors")),
+               0);
+  check_embed("examples/seed/simple.td", "simple", "Simple.forward", 4, 2, "w.safetensors", "");
+}
+
+/* The weights of --seed 7 differ from the artifact's own (seed 0): the
+ * embed program without weights must not match eager --seed 7. */
+Test(build, seed_changes_parameters) {
+  skip_if_sanitized();
+  build("examples/seed/simple.td", "--seed 7");
+  write_x("x.npy", 3, 4);
+  cr_assert_eq(access(path("simple"), F_OK), -1, "no executable without --exe");
+  build("examples/seed/simple.td", "--seed 7 --exe");
+  cr_assert_eq(sh("'%s' --in x='%s' --out '%s'", path("simple"), path("x.npy"), path("y.npy")), 0);
+  cr_assert_eq(sh("'%s' run '%s/examples/seed/simple.td' --entry Simple.forward --seed 7 --in x='%s' --out '%s'",
+                  TDSL_BIN, TDSL_SRCDIR, path("x.npy"), path("ref.npy")),
+               0);
+  td_tensor *y = read_npy("y.npy"), *ref = read_npy("ref.npy");
+  for (int i = 0; i < 6; i++) expect_close(((float *)y->data)[i], ((float *)ref->data)[i], 1e-6, "seed 7");
+  td_tensor_release(y);
+  td_tensor_release(ref);
+}
+
+Test(build, exe_reads_and_writes_npy) {
+  skip_if_sanitized();
+  build("examples/seed/good_where.td", "--exe");
+  write_x("x.npy", 4, 16);
+  cr_assert_eq(sh("'%s' --in x='%s' --out '%s'", path("good_where"), path("x.npy"), path("y.npy")), 0);
+  cr_assert_eq(sh("'%s' run '%s/examples/seed/good_where.td' --entry GoodWhere.forward --in x='%s' --out '%s'",
+                  TDSL_BIN, TDSL_SRCDIR, path("x.npy"), path("ref.npy")),
+               0);
+  td_tensor *y = read_npy("y.npy"), *ref = read_npy("ref.npy");
+  cr_assert_eq(y->rank, 2);
+  cr_assert_eq(y->shape[0], 4);
+  cr_assert_eq(y->shape[1], 16);
+  for (int i = 0; i < 64; i++) expect_close(((float *)y->data)[i], ((float *)ref->data)[i], 1e-5, "good_where");
+  td_tensor_release(y);
+  td_tensor_release(ref);
+}
+
+Test(build, exe_entry_with_two_outputs) {
+  skip_if_sanitized();
+  build("examples/mlp.td", "--exe");
+  write_x("x.npy", 5, 784);
+  cr_assert_eq(sh("'%s' --entry MLP.predict --in x='%s' --out '%s' --out '%s'", path("mlp"), path("x.npy"), path("p.npy"),
+                  path("c.npy")),
+               0);
+  cr_assert_eq(sh("'%s' run '%s/examples/mlp.td' --entry MLP.predict --in x='%s' --out '%s' --out '%s'", TDSL_BIN,
+                  TDSL_SRCDIR, path("x.npy"), path("rp.npy"), path("rc.npy")),
+               0);
+  td_tensor *p = read_npy("p.npy"), *rp = read_npy("rp.npy"), *c = read_npy("c.npy"), *rc = read_npy("rc.npy");
+  cr_assert_eq(c->dtype, TD_I64);
+  for (int i = 0; i < 50; i++) expect_close(((float *)p->data)[i], ((float *)rp->data)[i], 1e-5, "probabilities");
+  for (int i = 0; i < 5; i++) cr_expect_eq(((int64_t *)c->data)[i], ((int64_t *)rc->data)[i]);
+  td_tensor_release(p);
+  td_tensor_release(rp);
+  td_tensor_release(c);
+  td_tensor_release(rc);
+  /* a wrong input shape and a missing input are refused */
+  write_x("bad.npy", 5, 10);
+  cr_expect_eq(sh("'%s' --in x='%s' > /dev/null 2>&1", path("mlp"), path("bad.npy")), 1);
+  cr_expect_eq(sh("'%s' > /dev/null 2>&1", path("mlp")), 1);
+}
+
+Test(build, exe_bench_prints_latency) {
+  skip_if_sanitized();
+  build("examples/seed/simple.td", "--exe");
+  write_x("x.npy", 1, 4);
+  cr_assert_eq(sh("'%s' --in x='%s' --bench 1000 > '%s'", path("simple"), path("x.npy"), path("bench.txt")), 0);
+  char *text = read_text(path("bench.txt"));
+  const char *at = strstr(text, "median ");
+  cr_assert_not_null(at, "%s", text);
+  cr_expect_gt(atol(at + 7), 0);
+  free(text);
+}
+
+/* A program of its own: the ABI check, the version, a bad size. */
+Test(build, abi_mismatch_and_bad_arguments) {
+  skip_if_sanitized();
+  build("examples/seed/simple.td", "");
+  FILE *f = fopen(path("abi.c"), "w");
+  cr_assert_not_null(f);
+  fputs("#include <stdio.h>\n#include \"simple.h\"\n"
+        "int main(void) {\n"
+        "  if (simple_abi_version() != SIMPLE_TDSL_ABI) return 10;\n"
+        "  if (simple_create_abi(SIMPLE_TDSL_ABI + 1)) return 11;\n"
+        "  simple_model *m = simple_create();\n"
+        "  if (!m) return 12;\n"
+        "  float x[4] = {1, 2, 3, 4}, y[2];\n"
+        "  if (simple_forward(m, -1, x, y) != 1) return 13;\n"
+        "  if (!simple_error(m)[0]) return 14;\n"
+        "  if (simple_forward(m, 1, NULL, y) == 0) return 15;\n"
+        "  if (simple_forward(m, 0, x, y) != 0) return 16;\n"
+        "  char err[128];\n"
+        "  if (simple_load_weights(m, \"/nonexistent.safetensors\", err, sizeof err) == 0 || !err[0]) return 17;\n"
+        "  simple_free(m);\n"
+        "  return 0;\n}\n",
+        f);
+  fclose(f);
+  cr_assert_eq(sh("cc -I'%s' '%s' '%s/simple.so' -Wl,-rpath,'%s' -o '%s'", dir, path("abi.c"), dir, dir, path("abi")), 0);
+  cr_expect_eq(sh("'%s'", path("abi")), 0);
+}
+
+/* DT_NEEDED of the library and the executable: libc, libm, pthreads only. */
+Test(build, artifact_needs_only_libc) {
+  skip_if_sanitized();
+  build("examples/mlp.td", "--exe");
+  const char *files[2] = {path("mlp.so"), path("mlp")};
+  for (int i = 0; i < 2; i++) {
+    char cmd[1024], line[512];
+    snprintf(cmd, sizeof cmd, "readelf -d '%s'", files[i]);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    int needed = 0;
+    while (fgets(line, sizeof line, p)) {
+      const char *lib = strstr(line, "Shared library: [");
+      if (!lib) continue;
+      lib += 17;
+      needed++;
+      int ok = !strncmp(lib, "libc.so", 7) || !strncmp(lib, "libm.so", 7) || !strncmp(lib, "libpthread.so", 13) ||
+               !strncmp(lib, "ld-linux", 8);
+      cr_expect(ok, "%s needs %s", files[i], lib);
+    }
+    cr_expect_eq(pclose(p), 0, "readelf failed");
+    cr_expect_gt(needed, 0);
+  }
+}
+
+Test(build, bad_command_lines) {
+  cr_expect_eq(sh("'%s' build > /dev/null 2>&1", TDSL_BIN), 2);
+  cr_expect_eq(sh("'%s' build '%s/examples/seed/simple.td' > /dev/null 2>&1", TDSL_BIN, TDSL_SRCDIR), 2);
+  cr_expect_eq(sh("'%s' build '%s/examples/seed/bad_if.td' -o '%s' > /dev/null 2>&1", TDSL_BIN, TDSL_SRCDIR, dir), 1);
+}
+
+/* Two symbolic sizes and an i64 input: TinyLM.forward(tokens: i64[B, T]). */
+Test(build, exe_transformer_tokens) {
+  skip_if_sanitized();
+  build("examples/transformer.td", "--exe");
+  int64_t shape[2] = {2, 7};
+  td_err err;
+  td_tensor *tok = td_tensor_new(TD_I64, 2, shape, &err);
+  cr_assert_not_null(tok);
+  for (int i = 0; i < 14; i++) ((int64_t *)tok->data)[i] = (i * 13) % 100;
+  cr_assert_eq(td_npy_write(path("tok.npy"), tok, &err), 0);
+  td_tensor_release(tok);
+  cr_assert_eq(sh("'%s' --entry TinyLM.forward --in tokens='%s' --out '%s'", path("transformer"), path("tok.npy"),
+                  path("y.npy")),
+               0);
+  cr_assert_eq(sh("'%s' run '%s/examples/transformer.td' --entry TinyLM.forward --in tokens='%s' --out '%s'", TDSL_BIN,
+                  TDSL_SRCDIR, path("tok.npy"), path("ref.npy")),
+               0);
+  td_tensor *y = read_npy("y.npy"), *ref = read_npy("ref.npy");
+  cr_assert_eq(y->rank, 3);
+  cr_assert_eq(y->shape[0] * y->shape[1] * y->shape[2], ref->shape[0] * ref->shape[1] * ref->shape[2]);
+  for (int64_t i = 0; i < y->shape[0] * y->shape[1] * y->shape[2]; i++)
+    expect_close(((float *)y->data)[i], ((float *)ref->data)[i], 1e-5, "TinyLM");
+  td_tensor_release(y);
+  td_tensor_release(ref);
+}

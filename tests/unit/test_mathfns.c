@@ -1,0 +1,149 @@
+/* test_mathfns.c - the compiled f32 transcendentals against float64 libm.
+ *
+ * The code generator replaces libm's exp, tanh, erf, log and the exact
+ * gelu (and, through exp, sigmoid and silu) by polynomial approximations
+ * so that loops vectorise (compiler/codegen_expr.c).  Each test compiles
+ * `fn f(x: f32[N]) -> f32[N] { op(x) }`, runs it over a dense sweep of f32
+ * inputs (every case split of the approximation and both signs) and over
+ * the special values, and bounds the error against the float64 function
+ * of the same f32 input — the bounds documented in docs/compiler.md.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../compiler/compiled.h"
+#include "../../compiler/passes.h"
+#include "elab.h"
+#include "mem.h"
+
+typedef double (*ref_fn)(double);
+
+/* Compiles `op(x)` over f32[N] and applies it to n values; returns the
+ * outputs (td_malloc'd copy). */
+static float *run_op(const char *op, const float *xs, int64_t n) {
+  td_arena *a = td_arena_new();
+  td_diags d;
+  td_diags_init(&d, a);
+  td_program *p = td_program_new(a, &d);
+  char src[256];
+  snprintf(src, sizeof src, "fn f(x: f32[N]) -> f32[N] { %s }\n", op);
+  cr_assert_eq(td_program_load_text(p, "t.td", src), 0, "%s does not load", op);
+  td_graph *g = td_program_lower(p, "f"), *o;
+  cr_assert_not_null(g);
+  td_err e;
+  cr_assert_eq(td_optimize(g, NULL, &o, NULL, &e), 0, "%s", e.msg);
+  td_plan *plan = td_plan_build(o, &e);
+  cr_assert_not_null(plan, "%s", e.msg);
+  td_compiled *c = td_compile(plan, NULL, &e);
+  cr_assert_not_null(c, "%s", e.msg);
+  td_tensor *x = td_tensor_new(TD_F32, 1, &n, &e), **outs = NULL;
+  memcpy(x->data, xs, (size_t)n * sizeof *xs);
+  cr_assert_eq(td_compiled_run(c, &x, NULL, 0, &outs, &e, NULL), 0, "%s", e.msg);
+  float *ys = td_malloc((size_t)n * sizeof *ys);
+  memcpy(ys, outs[0]->data, (size_t)n * sizeof *ys);
+  td_tensor_release(outs[0]);
+  td_free(outs);
+  td_tensor_release(x);
+  td_compiled_free(c);
+  td_arena_free(a);
+  return ys;
+}
+
+/* n evenly spaced f32 values over [lo, hi]. */
+static float *sweep(double lo, double hi, int64_t n) {
+  float *xs = td_malloc((size_t)n * sizeof *xs);
+  for (int64_t i = 0; i < n; i++) xs[i] = (float)(lo + (hi - lo) * (double)i / (double)(n - 1));
+  return xs;
+}
+
+/* Worst error of op over xs: |y - r| / max(|r|, floor) (floor 0: relative). */
+static double worst(const char *op, ref_fn ref, const float *xs, int64_t n, double floor_) {
+  float *ys = run_op(op, xs, n);
+  double w = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double r = ref(xs[i]), err = fabs(ys[i] - r) / fmax(fabs(r), floor_);
+    if (!(err <= w)) w = err;
+  }
+  td_free(ys);
+  return w;
+}
+
+static double sweep_worst(const char *op, ref_fn ref, double lo, double hi, double floor_) {
+  int64_t n = 400001;
+  float *xs = sweep(lo, hi, n);
+  double w = worst(op, ref, xs, n, floor_);
+  td_free(xs);
+  if (getenv("TDSL_MATHFNS_VERBOSE")) fprintf(stderr, "%s on [%g, %g], floor %g: %.3g\n", op, lo, hi, floor_, w);
+  return w;
+}
+
+/* Special values: the outputs for NaN, -inf, +inf, -0. */
+static void specials(const char *op, float *out4) {
+  float xs[4] = {__builtin_nanf(""), -__builtin_inff(), __builtin_inff(), -0.0f};
+  float *ys = run_op(op, xs, 4);
+  memcpy(out4, ys, sizeof xs);
+  td_free(ys);
+}
+
+static double gelu64(double x) { return 0.5 * x * (1 + erf(x / sqrt(2.0))); }
+static double sigmoid64(double x) { return 1 / (1 + exp(-x)); }
+static double silu64(double x) { return x / (1 + exp(-x)); }
+
+Test(mathfns, tanh_within_4e7_relative) {
+  cr_expect_lt(sweep_worst("tanh(x)", tanh, -0.7, 0.7, 1e-30), 4e-7);
+  cr_expect_lt(sweep_worst("tanh(x)", tanh, -12, 12, 1e-30), 4e-7);
+  float s[4];
+  specials("tanh(x)", s);
+  cr_expect(isnan(s[0]));
+  cr_expect_eq(s[1], -1.0f);
+  cr_expect_eq(s[2], 1.0f);
+  cr_expect(s[3] == 0 && signbit(s[3]));
+}
+
+Test(mathfns, erf_within_2e7_absolute) {
+  cr_expect_lt(sweep_worst("erf(x)", erf, -1, 1, 1e-30), 3e-7, "relative below 1");
+  cr_expect_lt(sweep_worst("erf(x)", erf, -6, 6, 1), 2e-7);
+  float s[4];
+  specials("erf(x)", s);
+  cr_expect(isnan(s[0]));
+  cr_expect_eq(s[1], -1.0f);
+  cr_expect_eq(s[2], 1.0f);
+  cr_expect(s[3] == 0);
+}
+
+Test(mathfns, gelu_within_bound) {
+  /* relative where gelu is not tiny, absolute (scaled by 1e-3) in the tail */
+  cr_expect_lt(sweep_worst("gelu(x)", gelu64, -10, 10, 1), 1.5e-7, "absolute");
+  cr_expect_lt(sweep_worst("gelu(x)", gelu64, -5.6, 8, 1e-30), 3e-6, "relative above -5.6 (the f32 rounding of x / sqrt 2, amplified by 2 s^2 in the tail)");
+  float s[4];
+  specials("gelu(x)", s);
+  cr_expect(isnan(s[0]));
+  cr_expect(s[1] == 0 || isnan(s[1]));   /* -inf * 0: libm's form gives NaN too */
+  cr_expect(isinf(s[2]) && s[2] > 0);
+}
+
+Test(mathfns, log_within_bound) {
+  cr_expect_lt(sweep_worst("log(x)", log, 1e-3, 100, 1), 2e-7, "absolute near 1");
+  cr_expect_lt(sweep_worst("log(x)", log, 0.5, 0.95, 1e-30), 3e-7);
+  cr_expect_lt(sweep_worst("log(x)", log, 1.05, 3e4, 1e-30), 3e-7);
+  float tiny[6] = {1e-45f, 1e-40f, 1.17549435e-38f, 3e-30f, 3e30f, 3.4e38f};
+  cr_expect_lt(worst("log(x)", log, tiny, 6, 0), 3e-7, "subnormals and extremes");
+  float s[4];
+  specials("log(x)", s);
+  cr_expect(isnan(s[0]));
+  cr_expect(isnan(s[1]));
+  cr_expect(isinf(s[2]) && s[2] > 0);
+  cr_expect(isinf(s[3]) && s[3] < 0);
+  float neg = -1.0f, *y = run_op("log(x)", &neg, 1);
+  cr_expect(isnan(y[0]));
+  td_free(y);
+}
+
+Test(mathfns, exp_sigmoid_silu_within_bound) {
+  cr_expect_lt(sweep_worst("exp(x)", exp, -87, 88.7, 1e-30), 4e-7);
+  cr_expect_lt(sweep_worst("sigmoid(x)", sigmoid64, -80, 80, 1e-30), 6e-7);
+  cr_expect_lt(sweep_worst("silu(x)", silu64, -80, 80, 1e-30), 6e-7);
+}
