@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifdef HAVE_LIBEDIT
@@ -32,6 +33,10 @@
 #include "repl.h"
 #include "search.h"
 #include "../lang/session.h"
+#include "../compiler/compiled.h"
+#include "../compiler/explain.h"
+#include "../compiler/passes.h"
+#include "explain_cmd.h"
 
 #define PROMPT ">>> "
 #define PROMPT_MORE "... "
@@ -73,6 +78,7 @@ typedef struct repl {
   const struct command *cmd;     /* the command the input belongs to, or NULL */
   int first_line, line_no;       /* session line numbers, for messages */
   int failed, quit;
+  int compiled;                  /* `:compiled on` */
   char *history;                 /* history file, or NULL */
 } repl;
 
@@ -145,6 +151,82 @@ static void cmd_explain(repl *r, const char *arg) {
   report(r, td_session_explain(r->s, arg, r->first_line, stdout));
 }
 
+/* ---- the compiler in the session ---- */
+
+/* `:compiled on`: every input goes through td_cli_run_compiled, exactly
+ * as `tdsl run --compiled` runs a program. */
+static int compiled_runner(void *ud, const td_graph *g, const td_diags *d, td_tensor *const *inputs,
+                           td_tensor *const *params, const td_interp_opts *io, td_tensor ***outs,
+                           td_err *err, td_span *sp) {
+  (void)ud;
+  return td_cli_run_compiled(g, d, inputs, params, io, 0, outs, err, sp);
+}
+
+/* `:explain`: what `tdsl explain` says of the input's graph. */
+static void compiler_explainer(void *ud, const td_graph *g, const td_diags *d, FILE *out) {
+  (void)ud;
+  td_graph *opt;
+  td_opt_stats st;
+  td_err err;
+  td_plan *plan = NULL;
+  if (td_optimize(g, NULL, &opt, &st, &err) || !(plan = td_plan_build(opt, &err))) {
+    fprintf(out, "the compiler cannot plan this graph: %s\n", err.msg);
+    return;
+  }
+  td_explain_opts o;
+  memset(&o, 0, sizeof o);
+  o.fmt = TD_EXPLAIN_TEXT;
+  o.diags = d;
+  td_explain(plan, &st, &o, 0, out);
+}
+
+/* For `:time`: compiles the graph once (its first run), then runs the
+ * compiled code on every later call with the same graph. */
+typedef struct compile_memo {
+  const td_graph *g;
+  td_plan *plan;
+  td_compiled *c;
+  double compile_s;
+  int failed;
+} compile_memo;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int memo_runner(void *ud, const td_graph *g, const td_diags *d, td_tensor *const *inputs,
+                       td_tensor *const *params, const td_interp_opts *io, td_tensor ***outs,
+                       td_err *err, td_span *sp) {
+  (void)d;
+  compile_memo *m = ud;
+  *outs = NULL;
+  if (m->g != g) {
+    double t0 = now_s();
+    td_graph *opt;
+    td_compile_opts co = {-1, 0, NULL, 1};
+    if (td_optimize(g, NULL, &opt, NULL, err) || !(m->plan = td_plan_build(opt, err)) ||
+        !(m->c = td_compile(m->plan, &co, err))) {
+      m->failed = 1;
+      return -1;
+    }
+    m->g = g;
+    m->compile_s = now_s() - t0;
+  }
+  td_tensor **all = NULL;
+  if (td_compiled_run(m->c, inputs, params, io->call_index, &all, err, sp)) return -1;
+  int rc = 0;
+  *outs = malloc((size_t)(g->n_outputs + 1) * sizeof **outs);
+  if (!*outs) rc = td_err_set(err, "out of memory");
+  for (int i = 0; i < m->plan->n_out_nodes; i++) {
+    if (rc == 0 && i < g->n_outputs) (*outs)[i] = all[i];
+    else td_tensor_release(all[i]);
+  }
+  td_free(all);
+  return rc;
+}
+
 /* "12.3 us": a duration with a unit that suits it. */
 static const char *duration(double sec, char *buf, size_t n) {
   if (sec < 1e-6) snprintf(buf, n, "%.0f ns", sec * 1e9);
@@ -163,7 +245,25 @@ static void cmd_time(repl *r, const char *arg) {
     printf("%-10s%-12s%-12s%-12s%d\n", "eager", duration(t.build_s, b, sizeof b),
            duration(t.run_best_s, best, sizeof best), duration(t.run_mean_s, mean, sizeof mean),
            t.reps);
-    printf("%-10s%s\n", "compiled", "not available yet: the compiler has not been built");
+    compile_memo m;
+    memset(&m, 0, sizeof m);
+    td_session_timing tc;
+    td_session_set_runner(r->s, memo_runner, &m);
+    int rc2 = td_session_time(r->s, arg, r->first_line, 0, &tc);
+    td_session_set_runner(r->s, r->compiled ? compiled_runner : NULL, NULL);
+    td_compiled_free(m.c);
+    if (rc2 == 0) {
+      char cb[32];
+      /* the first run compiled the graph: keep that out of the mean */
+      double run_mean = tc.reps ? (tc.run_mean_s * tc.reps - m.compile_s) / tc.reps : 0;
+      printf("%-10s%-12s%-12s%-12s%d   (compile %s)\n", "compiled", duration(tc.build_s, b, sizeof b),
+             duration(tc.run_best_s, best, sizeof best), duration(run_mean > 0 ? run_mean : 0, mean, sizeof mean),
+             tc.reps, duration(m.compile_s, cb, sizeof cb));
+      if (tc.run_best_s > 0)
+        printf("%-10s%.1fx faster than eager (best runs)\n", "", t.run_best_s / tc.run_best_s);
+    } else {
+      rc = rc2;
+    }
   }
   report(r, rc);
 }
@@ -181,12 +281,19 @@ static const char *word(const char *arg, char *w, size_t n) {
 static void cmd_compiled(repl *r, const char *arg) {
   char w[32];
   word(arg, w, sizeof w);
-  if (!strcmp(w, "on"))
-    puts("The compiler is not available yet, so evaluation stays eager.");
-  else if (!strcmp(w, "off") || !*w)
+  if (!strcmp(w, "on")) {
+    r->compiled = 1;
+    td_session_set_runner(r->s, compiled_runner, NULL);
+    puts("Compiled mode is on: every input runs as one fused graph compiled with libgccjit.");
+  } else if (!strcmp(w, "off")) {
+    r->compiled = 0;
+    td_session_set_runner(r->s, NULL, NULL);
     puts("Compiled mode is off: every input is evaluated eagerly.");
-  else
+  } else if (!*w) {
+    printf("Compiled mode is %s.\n", r->compiled ? "on" : "off");
+  } else {
     usage_error(r, "`:compiled` takes `on` or `off`", NULL);
+  }
 }
 
 static void cmd_device(repl *r, const char *arg) {
@@ -232,10 +339,10 @@ static void cmd_quit(repl *r, const char *arg) {
 static const command commands[] = {
   {"help", NULL, "this list", 0, cmd_help},
   {"type", "EXPR", "the type of EXPR (dtype and shape), without running it", 1, cmd_type},
-  {"explain", "EXPR", "Graph Count, Graph Break Count and the ops of EXPR's graph", 1, cmd_explain},
+  {"explain", "EXPR", "Graph Count, Graph Break Count and the kernels of EXPR's graph", 1, cmd_explain},
   {"ir", "EXPR", "the Graph IR of EXPR", 1, cmd_ir},
   {"time", "EXPR", "how long EXPR takes, eager and compiled", 1, cmd_time},
-  {"compiled", "on|off", "evaluate through the compiler (not available yet)", 0, cmd_compiled},
+  {"compiled", "on|off", "evaluate through the compiler (libgccjit) or eagerly", 0, cmd_compiled},
   {"device", "cpu|cuda", "where to run (only the CPU for now)", 0, cmd_device},
   {"load", "FILE", "load the models and functions of a .td file", 0, cmd_load},
   {"reload", NULL, "load the files given to :load again", 0, cmd_reload},
@@ -505,6 +612,7 @@ int td_repl_main(int argc, char **argv) {
   o.on_value = on_value;
   o.interrupt = &interrupted;
   r.s = td_session_new(&o);
+  if (r.s) td_session_set_explainer(r.s, compiler_explainer, NULL);
   if (!r.s) {
     fprintf(stderr, "tdsl: error: out of memory\n");
     return 1;

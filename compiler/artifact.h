@@ -25,6 +25,8 @@
  *               n_kernels, per kernel: parallel, extent, bytes_read,
  *                 bytes_written, flops, scratch bytes (-1: from mm n, k),
  *                 mm n dim, mm k dim
+ *               n_prints, per print: n_parts, per part: 0 and a string,
+ *                 or 1, buffer, dtype, rank, dims[rank]
  */
 #ifndef TD_ARTIFACT_H
 #define TD_ARTIFACT_H
@@ -52,6 +54,11 @@ void tdrt_free(tdrt_model *m);
 /* Replaces the parameters from a safetensors file (all of them, exact
  * dtypes and shapes).  0, or -1 with a message in err (and tdrt_error). */
 int tdrt_load_weights(tdrt_model *m, const char *path, char *err, size_t errlen);
+/* Where the entry points' print() calls go: fn(ud, text) per printed line
+ * (text ends in a newline), after each successful call.  The default
+ * writes to stdout; fn NULL drops them. */
+typedef void (*tdrt_print_fn)(void *ud, const char *text);
+void tdrt_set_print(tdrt_model *m, tdrt_print_fn fn, void *ud);
 /* The message of the last failure ("" when none). */
 const char *tdrt_error(const tdrt_model *m);
 /* Calls entry e: syms holds the entry's symbolic sizes (argument order),

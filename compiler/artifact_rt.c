@@ -10,6 +10,9 @@
  * work is small run on the calling thread; large ones are split over the
  * thread pool (pool.h) as td_compiled_run does.  Temporaries live in an
  * arena that is kept and grown across calls.  One call at a time per model.
+ * After the kernels, the entry's print() calls are formatted as the
+ * interpreter formats them (interp.c's run_print) and handed to the
+ * model's print function (stdout by default).
  *
  * Random numbers: call k of a model (k = 0, 1, ...) uses call index k, so
  * the first call draws what `tdsl run` draws.
@@ -28,6 +31,7 @@
 #include "../runtime/io.h"
 #include "../runtime/philox.h"
 #include "../runtime/scalar.h"
+#include "../runtime/strbuf.h"
 #include "../runtime/tensor.h"
 #include "pool.h"
 
@@ -53,6 +57,16 @@ typedef struct rt_kern {
   int64_t n_ranges, chunk, ext;  /* for the current sizes */
 } rt_kern;
 
+typedef struct rt_part {
+  char *text;                /* a literal, or NULL: the value in arg */
+  rt_arg arg;
+} rt_part;
+
+typedef struct rt_print {
+  int n;
+  rt_part *parts;
+} rt_print;
+
 typedef struct rt_entry {
   char *name;
   int n_syms, n_args, *arg_syms;
@@ -71,6 +85,8 @@ typedef struct rt_entry {
   int n_kern;
   rt_kern *kern;
   kfn *fns;
+  int n_prints;
+  rt_print *prints;
   /* state for the current sizes */
   int have;
   int64_t *symvals, *dv;
@@ -93,6 +109,8 @@ struct tdrt_model {
   rt_param *params;
   rt_entry *entries;
   uint64_t calls;
+  tdrt_print_fn print;
+  void *print_ud;
   char err[512];
 };
 
@@ -211,6 +229,19 @@ static int read_entry(rd *r, rt_entry *e) {
     kn->mm_n = word(r);
     kn->mm_k = word(r);
   }
+  e->n_prints = (int)word(r);
+  if (!(e->prints = alloc_n((size_t)e->n_prints, sizeof *e->prints))) return -1;
+  for (int i = 0; i < e->n_prints; i++) {
+    rt_print *pr = &e->prints[i];
+    pr->n = (int)word(r);
+    if (!(pr->parts = alloc_n((size_t)pr->n, sizeof *pr->parts))) return -1;
+    for (int k = 0; k < pr->n; k++)
+      if (word(r) == 0) {
+        if (!(pr->parts[k].text = str(r))) return -1;
+      } else {
+        read_arg(r, &pr->parts[k].arg, 0);
+      }
+  }
   return 0;
 }
 
@@ -227,10 +258,17 @@ static int read_param(rd *r, rt_param *p, const unsigned char *data) {
   return 0;
 }
 
+static void print_stdout(void *ud, const char *text) {
+  (void)ud;
+  fputs(text, stdout);
+  fflush(stdout);
+}
+
 tdrt_model *tdrt_create(int abi, const int64_t *desc, const unsigned char *data, tdrt_kernels_fn kernels) {
   if (abi != TDRT_ABI || !desc || desc[0] != TDRT_MAGIC || desc[1] != TDRT_ABI) return NULL;
   tdrt_model *m = td_calloc(1, sizeof *m);
   if (!m) return NULL;
+  m->print = print_stdout;
   rd r = {desc, 2};
   m->n_entries = (int)word(&r);
   m->n_params = (int)word(&r);
@@ -258,6 +296,11 @@ void tdrt_free(tdrt_model *m) {
   for (int i = 0; m->entries && i < m->n_entries; i++) {
     rt_entry *e = &m->entries[i];
     for (int k = 0; e->in && k < e->n_in; k++) td_free((void *)e->in[k].name);
+    for (int k = 0; e->prints && k < e->n_prints; k++) {
+      for (int j = 0; e->prints[k].parts && j < e->prints[k].n; j++) td_free(e->prints[k].parts[j].text);
+      td_free(e->prints[k].parts);
+    }
+    td_free(e->prints);
     void *own[] = {e->name, e->arg_syms, e->in, e->out, e->polys, e->pslot, e->bkind, e->bindex, e->bbytes,
                    e->bound, e->kern, e->fns, e->symvals, e->dv, e->bufs, e->off};
     for (size_t k = 0; k < sizeof own / sizeof *own; k++) td_free(own[k]);
@@ -270,6 +313,12 @@ void tdrt_free(tdrt_model *m) {
 }
 
 const char *tdrt_error(const tdrt_model *m) { return m ? m->err : "no model"; }
+
+void tdrt_set_print(tdrt_model *m, tdrt_print_fn fn, void *ud) {
+  if (!m) return;
+  m->print = fn;
+  m->print_ud = ud;
+}
 
 /* ---- weights ---- */
 
@@ -395,6 +444,64 @@ static int run_kernels(tdrt_model *m, rt_entry *e) {
   return 0;
 }
 
+/* ---- prints (the interpreter's format: interp.c's run_print) ---- */
+
+/* Appends text, indenting its later lines to the current column. */
+static void add_aligned(td_strbuf *b, const char *text) {
+  size_t col = 0;
+  while (col < b->len && b->s[b->len - col - 1] != '\n') col++;
+  for (const char *p = text; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl ? (size_t)(nl - p) : strlen(p);
+    if (p != text && len > 0)
+      for (size_t i = 0; i < col; i++) td_sb_add(b, " ", 1);
+    td_sb_add(b, p, len);
+    if (!nl) break;
+    td_sb_add(b, "\n", 1);
+    p = nl + 1;
+  }
+}
+
+static void add_value(td_strbuf *b, rt_entry *e, const rt_arg *a) {
+  td_tensor t;
+  memset(&t, 0, sizeof t);
+  t.dtype = (td_dtype)a->dtype;
+  t.rank = a->rank;
+  t.numel = 1;
+  for (int k = 0; k < a->rank; k++) t.numel *= t.shape[k] = dim_eval(e, a->dims[k]);
+  t.data = e->bufs[a->buf];
+  t.refcount = 1;
+  char *s = td_tensor_format(&t, 1000), shp[256];
+  if (!s) {
+    b->oom = 1;
+    return;
+  }
+  add_aligned(b, s);
+  td_free(s);
+  if (t.rank > 0) {
+    td_sb_puts(b, " (");
+    td_sb_puts(b, td_shape_str(t.dtype, t.rank, t.shape, shp, sizeof shp));
+    td_sb_puts(b, ")");
+  }
+}
+
+static int run_prints(tdrt_model *m, rt_entry *e) {
+  for (int i = 0; i < e->n_prints && m->print; i++) {
+    td_strbuf b = {0};
+    for (int k = 0; k < e->prints[i].n; k++) {
+      const rt_part *p = &e->prints[i].parts[k];
+      if (k) td_sb_puts(&b, " ");
+      if (p->text) td_sb_puts(&b, p->text);
+      else add_value(&b, e, &p->arg);
+    }
+    td_sb_puts(&b, "\n");
+    if (!b.oom) m->print(m->print_ud, b.s);
+    td_free(b.s);
+    if (b.oom) return fail(m, TDRT_ENOMEM, "out of memory");
+  }
+  return 0;
+}
+
 /* Random streams mixed with the call index (entries of dv that are streams). */
 static void mix_streams(rt_entry *e, uint64_t call) {
   for (int i = 0; i < e->n_dv; i++)
@@ -439,6 +546,7 @@ int tdrt_call(tdrt_model *m, int ei, const int64_t *syms, void *const *args) {
   }
   mix_streams(e, m->calls++);
   int rc = run_kernels(m, e);
+  if (rc == 0) rc = run_prints(m, e);
   for (int o = 0; rc == 0 && o < e->n_out; o++) {
     int b = e->out[o].buf;
     if (e->bound[b] == o) continue;
@@ -536,6 +644,7 @@ static int64_t now_ns(void) {
 static int exe_bench(tdrt_model *m, int ei, const int64_t *syms, void **args, long n) {
   int64_t *t = td_malloc((size_t)n * sizeof *t);
   if (!t) return fail(m, 1, "out of memory");
+  m->print = NULL;
   int rc = tdrt_call(m, ei, syms, args);
   int64_t t0 = now_ns();
   for (long i = 0; i < n && rc == 0; i++) rc = tdrt_call(m, ei, syms, args);

@@ -131,6 +131,35 @@ static void put_node_type(builder *b, const td_node *n) {
   for (int k = 0; k < n->rank; k++) put(b, n->shape[k]);
 }
 
+/* The PRINT nodes: their parts, values named by the buffers holding them
+ * (the printed values follow the outputs in plan->out_nodes, each PRINT's
+ * inputs in order, as td_compiled_prints reads them). */
+static void put_prints(builder *b, const bentry *e) {
+  const td_graph *g = e->opt;
+  const td_plan *p = e->plan;
+  int n = 0, next = g->n_outputs;
+  for (int i = 0; i < g->n_nodes; i++) n += g->nodes[i].op == TD_IR_PRINT;
+  put(b, n);
+  for (int i = 0; i < g->n_nodes; i++) {
+    const td_node *nd = &g->nodes[i];
+    if (nd->op != TD_IR_PRINT) continue;
+    put(b, nd->attr.n_parts);
+    for (int k = 0; k < nd->attr.n_parts; k++) {
+      const td_print_part *part = &nd->attr.parts[k];
+      int at = next + part->input;
+      if (part->text || part->input < 0 || at >= p->n_out_nodes) {
+        put(b, 0);
+        put_str(b, part->text ? part->text : "?");
+        continue;
+      }
+      put(b, 1);
+      put(b, p->buf_of[p->out_nodes[at]]);
+      put_node_type(b, &g->nodes[p->out_nodes[at]]);
+    }
+    next += nd->n_in;
+  }
+}
+
 static void put_entry(builder *b, const bentry *e) {
   const td_graph *g = e->opt;
   const td_plan *p = e->plan;
@@ -189,6 +218,7 @@ static void put_entry(builder *b, const bentry *e) {
                     kn->bytes_written, kn->flops, scratch, n, kk};
     for (int i = 0; i < 8; i++) put(b, v[i]);
   }
+  put_prints(b, e);
 }
 
 /* ---- one entry point ---- */
@@ -411,6 +441,8 @@ static gcc_jit_context *api_context(builder *b, int is_exe) {
   add_forward(b, &A, "load_weights", A.t_int, import(&A, A.t_int, "tdrt_load_weights", 4, t_load), 4, t_load);
   add_forward(b, &A, "free", A.t_void, import(&A, A.t_void, "tdrt_free", 1, t_load), 1, t_load);
   add_forward(b, &A, "error", A.t_cp, import(&A, A.t_cp, "tdrt_error", 1, t_load), 1, t_load);
+  gcc_jit_type *t_print[3] = {A.t_vp, A.t_vp, A.t_vp};
+  add_forward(b, &A, "set_print", A.t_void, import(&A, A.t_void, "tdrt_set_print", 3, t_print), 3, t_print);
   gcc_jit_rvalue *fixed[3] = {gcc_jit_context_new_cast(A.ctx, NULL, addr0(&A, A.desc), A.t_vp),
                               gcc_jit_context_new_cast(A.ctx, NULL, addr0(&A, A.data), A.t_vp),
                               gcc_jit_context_new_cast(A.ctx, NULL, gcc_jit_function_get_address(A.kernels, NULL), A.t_vp)};
@@ -525,9 +557,13 @@ static int write_header(const builder *b, const char *path) {
              "/* Loads every parameter from a safetensors file; 0 or -1 with a message. */\n"
              "int %s_load_weights(%s_model *m, const char *path, char *err, size_t errlen);\n"
              "void %s_free(%s_model *m);\n"
-             "const char *%s_error(const %s_model *m);\n\n",
+             "const char *%s_error(const %s_model *m);\n"
+             "/* Where print() inside an entry point goes: fn(ud, text) per printed\n"
+             " * line, after each successful call; the default writes to stdout, and\n"
+             " * fn NULL drops them. */\n"
+             "void %s_set_print(%s_model *m, void (*fn)(void *ud, const char *text), void *ud);\n\n",
           p, p, b->o->source, p, p, up, up, up, TDRT_ABI, p, p, (unsigned long long)b->o->seed, p, p, p, p, up, p, p, p,
-          p, p, p, p);
+          p, p, p, p, p, p);
   for (int e = 0; e < b->n_e; e++) header_entry(b, &b->e[e], f);
   fprintf(f, "#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
   return fclose(f) ? td_err_set(b->err, "cannot write %s", path) : 0;

@@ -42,7 +42,7 @@ static void on_print(void *ud, const char *text) {
 /* Runs `entry` of the program text with the given inputs `repeat` times;
  * returns ms per call, or -1. */
 static double time_entry(const char *path, const char *text, const char *entry, td_tensor **inputs, int repeat,
-                         int graph) {
+                         int graph, td_tensor **keep) {
   td_arena *a = td_arena_new();
   td_diags d;
   td_diags_init(&d, a);
@@ -71,6 +71,7 @@ static double time_entry(const char *path, const char *text, const char *entry, 
       fprintf(stderr, "bench_gpu: %s: %s\n", entry, err.msg);
       ms = -1;
     }
+    if (keep && outs && g->n_outputs) *keep = td_tensor_retain(outs[0]);
     for (int i = 0; outs && i < g->n_outputs; i++) td_tensor_release(outs[i]);
     free(outs);
     for (int i = 0; i < g->n_params; i++) td_tensor_release(params[i]);
@@ -155,8 +156,8 @@ static double d2d_ms(const td_cuda_api *cu, size_t bytes, int repeat) {
 }
 
 static void row(const char *name, double v, const char *unit, const char *ref_name, double ref) {
-  printf("%-22s %10.2f %-8s", name, v, v < 0 ? "(failed)" : unit);
-  if (ref_name) printf("  %s %.2f", ref_name, ref);
+  printf("%-22s %10.4g %-8s", name, v, v < 0 ? "(failed)" : unit);
+  if (ref_name) printf("  %s %.4g", ref_name, ref);
   printf("\n");
 }
 
@@ -172,7 +173,7 @@ int main(int argc, char **argv) {
   td_tensor *x = random_tensor(1, &n_pw);
   td_tensor *ab[2] = {random_tensor(2, n_mm), random_tensor(2, n_mm)};
   td_err err;
-  double pw = time_entry("bench.td", bench, "pw", &x, 50, 0);
+  double pw = time_entry("bench.td", bench, "pw", &x, 50, 0, NULL);
   const td_cuda_api *cu = td_cuda_load_driver(&err);
   if (!cu) {
     fprintf(stderr, "bench_gpu: %s\n", err.msg);
@@ -182,18 +183,34 @@ int main(int argc, char **argv) {
   double cp = d2d_ms(cu, (size_t)n_pw * 4, 50);
   row("pointwise_GB/s", bytes / (pw * 1e6), "GB/s", "d2d_copy", bytes / (cp * 1e6));
   double flops = 2.0 * 4096.0 * 4096.0 * 4096.0;
-  double mm = time_entry("bench.td", bench, "mm", ab, 10, 0);
+  td_tensor *c32 = NULL, *c_tf = NULL;
+  double mm = time_entry("bench.td", bench, "mm", ab, 10, 0, &c32);
+  setenv("TDSL_CUDA_TF32", "1", 1);
+  double mm_tf = time_entry("bench.td", bench, "mm", ab, 10, 0, &c_tf);
+  unsetenv("TDSL_CUDA_TF32");
+  double err_tf = -1;   /* max |tf32 - f32| / max |f32|: checks the mma fragment layout */
+  if (c32 && c_tf) {
+    double m = 0, d = 0;
+    const float *p32 = c32->data, *ptf = c_tf->data;
+    for (int64_t i = 0; i < c32->numel; i++) {
+      double v = p32[i] < 0 ? -p32[i] : p32[i], e = p32[i] - ptf[i];
+      if (v > m) m = v;
+      if ((e < 0 ? -e : e) > d) d = e < 0 ? -e : e;
+    }
+    err_tf = m > 0 ? d / m : d;
+  }
   double cb[3];
   for (int k = 0; k < 3; k++) cb[k] = cublas_ms(cu, k, 4096, 10);
   row("gemm_f32_TFLOP/s", flops / (mm * 1e9), "TFLOP/s", "cublas_f32", cb[0] > 0 ? flops / (cb[0] * 1e9) : -1);
-  row("cublas_tf32_TFLOP/s", cb[1] > 0 ? flops / (cb[1] * 1e9) : -1, "TFLOP/s", NULL, 0);
+  row("gemm_tf32_TFLOP/s", flops / (mm_tf * 1e9), "TFLOP/s", "cublas_tf32", cb[1] > 0 ? flops / (cb[1] * 1e9) : -1);
+  row("gemm_tf32_max_rel_err", err_tf, "", "ok_below", 0.01);
   row("cublas_bf16_TFLOP/s", cb[2] > 0 ? flops / (cb[2] * 1e9) : -1, "TFLOP/s", NULL, 0);
   char path[2048];
   const char *ex[2] = {"mlp", "transformer"};
   for (int i = 0; i < 2; i++) {
     snprintf(path, sizeof path, "%s/examples/%s.td", argv[1], ex[i]);
-    double plain = time_entry(path, NULL, "main", NULL, 100, 0);
-    double graph = time_entry(path, NULL, "main", NULL, 100, 1);
+    double plain = time_entry(path, NULL, "main", NULL, 100, 0, NULL);
+    double graph = time_entry(path, NULL, "main", NULL, 100, 1, NULL);
     char name[64];
     snprintf(name, sizeof name, "%s_us_per_call", ex[i]);
     row(name, plain * 1e3, "us", "with_cuda_graph", graph * 1e3);
@@ -201,5 +218,7 @@ int main(int argc, char **argv) {
   td_tensor_release(x);
   td_tensor_release(ab[0]);
   td_tensor_release(ab[1]);
+  td_tensor_release(c32);
+  td_tensor_release(c_tf);
   return 0;
 }

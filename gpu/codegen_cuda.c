@@ -105,6 +105,7 @@ typedef struct cx {
   /* vectorised pointwise kernels: loads are components of 16-byte vectors */
   int vec_lane;                /* -1: scalar code; else the lane (0..3) */
   int vec;                     /* the current kernel has a vector loop */
+  int tf32;                    /* f32 matmuls on TF32 tensor cores (mma.sync) */
   unsigned char *vec_loaded;   /* per plan buffer: vector loaded this iteration */
 } cx;
 
@@ -1040,6 +1041,35 @@ static void tile_load(cx *c, const char *sh, const char *p, const char *base, co
   close_block(c);
 }
 
+/* One 16-deep K panel on TF32 tensor cores: the 8 warps of the block as
+ * 2 x 4, each computing 32 x 16 outputs as 2 x 2 tiles of m16n8k8
+ * mma.sync (fragment layouts of the PTX ISA for .tf32: A row-major, B
+ * column-major, f32 accumulators), operands rounded to TF32 (cvt.rna). */
+static void mma_tf32_panel(cx *c) {
+  line(c, "#pragma unroll");
+  open_block(c, "for (int ks = 0; ks < 16; ks += 8)");
+  line(c, "uint32_t af[2][4], bf[2][2];");
+  line(c, "#pragma unroll");
+  open_block(c, "for (int mt = 0; mt < 2; mt++)");
+  line(c, "const int r0 = wm * 32 + mt * 16 + g;");
+  line(c, "af[mt][0] = td_tf32(As[ks + t4][r0]);");
+  line(c, "af[mt][1] = td_tf32(As[ks + t4][r0 + 8]);");
+  line(c, "af[mt][2] = td_tf32(As[ks + t4 + 4][r0]);");
+  line(c, "af[mt][3] = td_tf32(As[ks + t4 + 4][r0 + 8]);");
+  close_block(c);
+  line(c, "#pragma unroll");
+  open_block(c, "for (int nt = 0; nt < 2; nt++)");
+  line(c, "const int c0 = wn * 16 + nt * 8 + g;");
+  line(c, "bf[nt][0] = td_tf32(Bs[ks + t4][c0]);");
+  line(c, "bf[nt][1] = td_tf32(Bs[ks + t4 + 4][c0]);");
+  close_block(c);
+  line(c, "#pragma unroll");
+  line(c, "for (int mt = 0; mt < 2; mt++)");
+  line(c, "  #pragma unroll");
+  line(c, "  for (int nt = 0; nt < 2; nt++) td_mma_tf32(acc[2 * mt + nt], af[mt], bf[nt]);");
+  close_block(c);
+}
+
 static int emit_matmul(cx *c) {
   const td_kernel *k = c->k;
   const td_node *mm = ND(c, k->matmul);
@@ -1053,7 +1083,10 @@ static int emit_matmul(cx *c) {
   const char *M = dim(c, mm->shape[r - 2]), *N = dim(c, mm->shape[r - 1]);
   const char *K = dim(c, k->a.shape[k->a.rank - 1]);
   td_dim batch = extent(c, mm->shape, r - 2, ~0u);
+  int tc = c->tf32 && dt == TD_F32;
   line(c, "const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;");
+  if (tc) line(c, "const int g = (threadIdx.x & 31) >> 2, t4 = threadIdx.x & 3, wm = threadIdx.x >> 7, "
+                  "wn = (threadIdx.x >> 5) & 3;");
   line(c, "const int64_t m0 = (int64_t)blockIdx.y * 64, n0 = (int64_t)blockIdx.x * 64;");
   line(c, "__shared__ %s As[16][64 + 1], Bs[16][64 + 1];", at);
   open_block(c, S(c, "for (int64_t bz = blockIdx.z; bz < %s; bz += gridDim.z)", dim(c, batch)));
@@ -1070,6 +1103,9 @@ static int emit_matmul(cx *c) {
   tile_load(c, "As", pa, oa, &k->a, "m0", "k0", M, K, 1, at);
   tile_load(c, "Bs", pb, ob, &k->b, "k0", "n0", K, N, 0, at);
   line(c, "__syncthreads();");
+  if (tc) {
+    mma_tf32_panel(c);
+  } else {
   line(c, "#pragma unroll");
   open_block(c, "for (int kk = 0; kk < 16; kk++)");
   line(c, "%s a[4], b[4];", at);
@@ -1086,13 +1122,17 @@ static int emit_matmul(cx *c) {
     line(c, "  for (int jj = 0; jj < 4; jj++) acc[ii][jj] = (%s)((%s)acc[ii][jj] + (%s)a[ii] * (%s)b[jj]);", at,
          utn[dt], utn[dt], utn[dt]);
   close_block(c);
+  }
   line(c, "__syncthreads();");
   close_block(c);
   line(c, "#pragma unroll");
   open_block(c, "for (int ii = 0; ii < 4; ii++)");
   line(c, "#pragma unroll");
   open_block(c, "for (int jj = 0; jj < 4; jj++)");
-  line(c, "const int64_t gi = m0 + ty + 16 * ii, gj = n0 + tx + 16 * jj;");
+  if (tc)  /* acc[2 * mt + nt][e]: m16n8 tile (mt, nt) of the warp, element e */
+    line(c, "const int64_t gi = m0 + wm * 32 + (ii >> 1) * 16 + g + (jj >> 1) * 8, "
+            "gj = n0 + wn * 16 + (ii & 1) * 8 + 2 * t4 + (jj & 1);");
+  else line(c, "const int64_t gi = m0 + ty + 16 * ii, gj = n0 + tx + 16 * jj;");
   open_block(c, S(c, "if (gi < %s && gj < %s)", M, N));
   ix->v[r - 2] = "gi";
   ix->zero[r - 2] = 0;
@@ -1238,7 +1278,21 @@ static const char philox_text[] =
     "  return __shfl_down_sync(0xffffffffu, (int)v, off) != 0;\n"
     "}\n";
 
-int td_cuda_codegen(const td_plan *p, td_arena *a, td_cuda_code *out, td_err *err) {
+/* TF32 conversion and the m16n8k8 TF32 mma (sm_80 and later). */
+static const char tf32_text[] =
+    "static __device__ __forceinline__ uint32_t td_tf32(float x) {\n"
+    "  uint32_t r;\n"
+    "  asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(x));\n"
+    "  return r;\n"
+    "}\n"
+    "static __device__ __forceinline__ void td_mma_tf32(float *d, const uint32_t *a, const uint32_t *b) {\n"
+    "  asm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 \"\n"
+    "               \"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n"
+    "               : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
+    "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n"
+    "}\n";
+
+int td_cuda_codegen(const td_plan *p, td_arena *a, int tf32, td_cuda_code *out, td_err *err) {
   memset(out, 0, sizeof *out);
   cx c;
   memset(&c, 0, sizeof c);
@@ -1252,11 +1306,12 @@ int td_cuda_codegen(const td_plan *p, td_arena *a, td_cuda_code *out, td_err *er
   c.buf_used = td_arena_alloc(a, (size_t)p->n_bufs + 1);
   c.vec_loaded = td_arena_alloc(a, (size_t)p->n_bufs + 1);
   c.vec_lane = -1;
+  c.tf32 = tf32;
   out->kernels = td_arena_alloc(a, (size_t)(p->n_kernels + 1) * sizeof *out->kernels);
   if (!c.in_k || !c.red_val || !c.buf_used || !c.vec_loaded || !out->kernels) return td_err_set(err, "out of memory");
   memset(c.red_val, 0, (size_t)(p->g->n_nodes + 1) * sizeof *c.red_val);
   sbuf src = {0};
-  sb_add(&src, "%s%s%s", prelude, scalar_h_text, philox_text);
+  sb_add(&src, "%s%s%s%s", prelude, scalar_h_text, philox_text, tf32 ? tf32_text : "");
   int rc = 0;
   for (int k = 0; k < p->n_kernels && !rc; k++) rc = emit_kernel(&c, k, &src, &out->kernels[k]);
   td_free(c.body.s);

@@ -6,12 +6,15 @@
  * one CUDA C++ module, named after the plan's kernel ("k3_matmul_add_relu")
  * and preceded by a comment listing its ops and source lines:
  *
- *   POINTWISE  a grid-stride loop over the flat index of the kernel space;
+ *   POINTWISE  a grid-stride loop over the flat index of the kernel space
+ *              (4 elements a thread with 16-byte loads and stores when every
+ *              buffer is f32/i32 of the kernel's shape);
  *   REDUCE     one block per row (grid-stride over rows): each stage is a
  *              block-strided pass over the reduced elements, a warp-shuffle
  *              and shared-memory combine; then the row's output;
  *   MATMUL     a 64x64 shared-memory tile per block (4x4 outputs per
- *              thread), the epilogue applied to every accumulated element.
+ *              thread, f32 FMA, or TF32 mma.sync when asked), the epilogue
+ *              applied to every accumulated element.
  *
  * Every kernel has the signature
  *   extern "C" __global__ void NAME(void *const *bufs, const int64_t *dv, int *status)
@@ -54,9 +57,12 @@ typedef struct td_cuda_code {
   int n_dims;
 } td_cuda_code;
 
-/* Generates the module for plan p into *out (tables in arena a).  Returns 0,
- * or -1 with err filled (an op or dtype the backend does not handle). */
-int td_cuda_codegen(const td_plan *p, td_arena *a, td_cuda_code *out, td_err *err);
+/* Generates the module for plan p into *out (tables in arena a).  tf32:
+ * f32 matmuls use TF32 tensor cores (mma.sync m16n8k8, sm_80 and later;
+ * inputs rounded to 10-bit mantissas, f32 accumulation), else f32 FMA.
+ * Returns 0, or -1 with err filled (an op or dtype the backend does not
+ * handle). */
+int td_cuda_codegen(const td_plan *p, td_arena *a, int tf32, td_cuda_code *out, td_err *err);
 
 /* Frees out->src. */
 void td_cuda_code_free(td_cuda_code *out);

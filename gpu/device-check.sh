@@ -15,9 +15,10 @@
 #      interpreter's, numbers within a relative 2e-3 (the printed digits)
 #      and everything else exactly;
 #   3. runs gpu/bench_gpu.c: fused pointwise bandwidth against a
-#      device-to-device copy, a 4096^3 GEMM against cuBLAS (f32, and
-#      cuBLAS' TF32 and BF16 rates for reference), and the per-call latency
-#      of the MLP and transformer examples, plain and as a CUDA Graph;
+#      device-to-device copy, a 4096^3 GEMM in f32 and TF32 against cuBLAS
+#      (and cuBLAS' BF16 rate for reference; the TF32 result is checked
+#      against the f32 one), and the per-call latency of the MLP and
+#      transformer examples, plain and as a CUDA Graph;
 # and prints one short table.  Everything, including each failing diff,
 # goes to LOGDIR/device-check.log.  Nothing is installed; when a dependency
 # is missing the script says which and stops (exit 2).  Exit code: 0 when
@@ -65,6 +66,11 @@ else
   exit 1
 fi
 tdsl=$out/build/tdsl
+# One probe: without a usable GPU every test would fail the same way.
+if ! "$tdsl" run "$src/examples/seed/simple.td" --device cuda >/dev/null 2>"$out/probe.err"; then
+  row GPU "not usable: $(head -n 1 "$out/probe.err")"
+  exit 1
+fi
 
 # ---- 2. differential tests ---------------------------------------------------------
 # Tokens of a program's output, one per line (numbers compared with a
@@ -112,7 +118,10 @@ for f in $files; do
   if [ "$(elapsed)" -gt 200 ]; then echo "=== time budget: stopping the differential tests"; break; fi
 done
 row "differential tests" "$pass passed, $fail failed, $skip programs skipped"
-[ -n "$failed" ] && say "  failed:$failed"
+if [ -n "$failed" ]; then
+  echo "failed:$failed"
+  say "  failed: $(echo $failed | tr ' ' '\n' | head -n 8 | tr '\n' ' ')(all in the log)"
+fi
 
 # ---- 3. benchmarks ---------------------------------------------------------------
 jit=$(sed -n 's/^GCCJIT_LIBS = //p' "$out/build/Makefile")

@@ -418,12 +418,19 @@ static int run_plan(run *r, td_tensor *const *inputs, td_tensor *const *params, 
   return rc;
 }
 
+/* TDSL_CUDA_TF32=1: f32 matmuls on TF32 tensor cores (off by default:
+ * TF32 rounds the operands to 10-bit mantissas). */
+static int want_tf32(void) {
+  const char *e = getenv("TDSL_CUDA_TF32");
+  return e && !strcmp(e, "1");
+}
+
 int td_cuda_dump(const td_graph *g, FILE *out, td_err *err) {
   td_graph *opt;
   td_plan *plan;
   if (td_optimize(g, NULL, &opt, NULL, err) || !(plan = td_plan_build(opt, err))) return -1;
   td_cuda_code code;
-  if (td_cuda_codegen(plan, opt->arena, &code, err)) return -1;
+  if (td_cuda_codegen(plan, opt->arena, want_tf32(), &code, err)) return -1;
   fputs(code.src, out);
   td_cuda_code_free(&code);
   return 0;
@@ -445,7 +452,7 @@ int td_cuda_run(const td_graph *g, td_tensor *const *inputs, td_tensor *const *p
   td_plan *plan;
   if (td_optimize(g, NULL, &opt, NULL, err) || !(plan = td_plan_build(opt, err))) return -1;
   td_cuda_code code;
-  if (td_cuda_codegen(plan, opt->arena, &code, err)) return -1;
+  if (td_cuda_codegen(plan, opt->arena, want_tf32() && r.d.arch >= 80, &code, err)) return -1;
   r.p = plan;
   r.code = &code;
   r.symvals = td_calloc((size_t)plan->g->n_syms + 1, sizeof *r.symvals);

@@ -82,7 +82,21 @@ struct td_session {
   int n_slots, cap_slots;
   char **loaded;      /* files given to td_session_load, for reload */
   int n_loaded, cap_loaded;
+  td_session_runner run;          /* NULL: the interpreter */
+  void *run_ud;
+  td_session_explainer explain;   /* NULL: no kernels to show */
+  void *explain_ud;
 };
+
+void td_session_set_runner(td_session *s, td_session_runner run, void *ud) {
+  s->run = run;
+  s->run_ud = ud;
+}
+
+void td_session_set_explainer(td_session *s, td_session_explainer f, void *ud) {
+  s->explain = f;
+  s->explain_ud = ud;
+}
 
 typedef struct journal_entry {
   td_value *at;
@@ -570,7 +584,8 @@ static int run_once(td_session *s, lowering *L, int quiet) {
   }
   if (!L->params && make_params(s, L, &err)) {
     td_error(&s->diags, no_span(), "%s", err.msg);
-  } else if (td_interp_run(r, inputs, L->params, &io, &L->outs, &err, &sp)) {
+  } else if (s->run ? s->run(s->run_ud, r, &s->diags, inputs, L->params, &io, &L->outs, &err, &sp)
+                    : td_interp_run(r, inputs, L->params, &io, &L->outs, &err, &sp)) {
     L->outs = NULL;
     if (s->o.interrupt && *s->o.interrupt)
       td_error(&s->diags, no_span(), "interrupted: nothing of this input was kept");
@@ -1024,9 +1039,12 @@ int td_session_explain(td_session *s, const char *text, int first_line, FILE *ou
   lowering L;
   int rc = listing_graph(s, &L, text, first_line, ":explain");
   if (rc == 0) {
-    explain_graph(L.run, &s->diags, out);
-    fputs("Kernels: none yet: the compiler is not available, so each op runs on its own "
-          "in the eager interpreter\n", out);
+    if (s->explain) {
+      s->explain(s->explain_ud, L.run, &s->diags, out);
+    } else {
+      explain_graph(L.run, &s->diags, out);
+      fputs("Kernels: none: each op runs on its own in the eager interpreter\n", out);
+    }
   }
   rollback(s, &L);
   end_input(&L);

@@ -26,6 +26,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "diag.h"
+#include "ir.h"
+#include "../interp/interp.h"
 
 typedef struct td_session td_session;
 
@@ -103,6 +105,22 @@ typedef struct td_session_timing {
 } td_session_timing;
 int td_session_time(td_session *s, const char *text, int first_line, int reps,
                     td_session_timing *t);
+
+/* How the session runs a graph.  By default the interpreter; `tdsl repl`
+ * installs the compiler here for `:compiled on` (the library itself does
+ * not depend on the compiler).  Same contract as td_interp_run; d holds
+ * the sources for messages.  NULL restores the interpreter. */
+typedef int (*td_session_runner)(void *ud, const td_graph *g, const td_diags *d,
+                                 td_tensor *const *inputs, td_tensor *const *params,
+                                 const td_interp_opts *io, td_tensor ***outs, td_err *err,
+                                 td_span *err_span);
+void td_session_set_runner(td_session *s, td_session_runner run, void *ud);
+
+/* What `:explain` adds after the op listing: the kernels of the graph (the
+ * REPL installs the compiler's explanation).  NULL: a line saying that
+ * each op runs on its own in the interpreter. */
+typedef void (*td_session_explainer)(void *ud, const td_graph *g, const td_diags *d, FILE *out);
+void td_session_set_explainer(td_session *s, td_session_explainer f, void *ud);
 
 /* Number of tensors the session holds (bound values, model parameters);
  * a tensor nothing refers to any more is freed after the input that

@@ -327,3 +327,47 @@ Test(build, exe_transformer_tokens) {
   td_tensor_release(y);
   td_tensor_release(ref);
 }
+
+/* print() inside an entry point: the same text as eager mode, after the
+ * call; set_print redirects it.  Also outputs that are an input, a
+ * parameter, or the same value twice. */
+Test(build, prints_and_odd_outputs) {
+  skip_if_sanitized();
+  FILE *f = fopen(path("id.td"), "w");
+  cr_assert_not_null(f);
+  fputs("model Id {\n  w = ones([3])\n"
+        "  fn forward(x: f32[N, 3]) -> (f32[N, 3], f32[N, 3], f32[3], f32[N, 3]) {\n"
+        "    let y = x * 2\n    print(\"y is\", y, \"and w\", w)\n    (x, y, w, y)\n  }\n}\n",
+        f);
+  fclose(f);
+  cr_assert_eq(sh("'%s' build '%s' -o '%s' --exe", TDSL_BIN, path("id.td"), dir), 0);
+  write_x("x.npy", 2, 3);
+  cr_assert_eq(sh("'%s' --in x='%s' > '%s'", path("id"), path("x.npy"), path("a.txt")), 0);
+  cr_assert_eq(sh("'%s' run '%s' --entry Id.forward --in x='%s' > '%s'", TDSL_BIN, path("id.td"), path("x.npy"),
+                  path("r.txt")),
+               0);
+  char *a = read_text(path("a.txt")), *r = read_text(path("r.txt"));
+  cr_expect_str_eq(a, r);
+  cr_expect_not_null(strstr(a, "y is [["));
+  free(a);
+  free(r);
+  f = fopen(path("pr.c"), "w");
+  cr_assert_not_null(f);
+  fputs("#include <string.h>\n#include \"id.h\"\n"
+        "static int lines;\n"
+        "static void count(void *ud, const char *text) { (void)ud; lines += strstr(text, \"y is\") != 0; }\n"
+        "int main(void) {\n"
+        "  id_model *m = id_create();\n"
+        "  float x[6] = {1, 2, 3, 4, 5, 6}, o0[6], o1[6], o2[3], o3[6];\n"
+        "  id_set_print(m, count, 0);\n"
+        "  if (id_forward(m, 2, x, o0, o1, o2, o3) || lines != 1) return 10;\n"
+        "  id_set_print(m, 0, 0);\n"
+        "  if (id_forward(m, 2, x, o0, o1, o2, o3) || lines != 1) return 11;\n"
+        "  for (int i = 0; i < 6; i++) if (o0[i] != x[i] || o1[i] != 2 * x[i] || o3[i] != 2 * x[i]) return 12;\n"
+        "  for (int i = 0; i < 3; i++) if (o2[i] != 1) return 13;\n"
+        "  id_free(m);\n  return 0;\n}\n",
+        f);
+  fclose(f);
+  cr_assert_eq(sh("cc -I'%s' '%s' '%s/id.so' -Wl,-rpath,'%s' -o '%s'", dir, path("pr.c"), dir, dir, path("pr")), 0);
+  cr_expect_eq(sh("'%s'", path("pr")), 0);
+}

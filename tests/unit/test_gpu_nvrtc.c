@@ -70,7 +70,7 @@ static void walk(files *f, const char *dir) {
 /* ---- one module ---- */
 
 typedef struct stats {
-  int entries, kernels, modules, spill_reports;
+  int entries, kernels, modules, spill_reports, tf32;
   int kinds[4];
 } stats;
 
@@ -92,15 +92,20 @@ static int check_spills(const char *log, const char *what) {
   return n;
 }
 
-static void compile_entry(td_program *p, const char *file, const char *entry, td_arena *a, stats *s) {
+/* Generates and compiles the module of one entry point; with tf32, only
+ * when the plan has a matmul (the TF32 variant of the same module). */
+static void compile_entry(td_program *p, const char *file, const char *entry, td_arena *a, int tf32, stats *s) {
   td_graph *g = td_program_lower(p, entry);
   if (!g) return;   /* an error test: nothing to compile */
   td_err err;
   td_graph *opt;
   td_plan *plan = NULL;
   if (td_optimize(g, NULL, &opt, NULL, &err) || !(plan = td_plan_build(opt, &err))) return;  /* the CPU compiler refuses it too */
+  int has_mm = 0;
+  for (int k = 0; k < plan->n_kernels; k++) has_mm |= plan->kernels[k].kind == TD_KERN_MATMUL;
+  if (tf32 && !has_mm) return;
   td_cuda_code code;
-  cr_assert_eq(td_cuda_codegen(plan, a, &code, &err), 0, "%s %s: CUDA codegen failed: %s", file, entry, err.msg);
+  cr_assert_eq(td_cuda_codegen(plan, a, tf32, &code, &err), 0, "%s %s: CUDA codegen failed: %s", file, entry, err.msg);
   cr_assert_eq(code.n_kernels, plan->n_kernels);
   for (int k = 0; k < plan->n_kernels; k++) {
     char head[512];
@@ -112,7 +117,7 @@ static void compile_entry(td_program *p, const char *file, const char *entry, td
   size_t size = 0;
   const char *opts[] = {"--ptxas-options=-v", "--fmad=false"};
   char what[1024];
-  snprintf(what, sizeof what, "%s:%s", file, entry);
+  snprintf(what, sizeof what, "%s:%s%s", file, entry, tf32 ? " (tf32)" : "");
   int rc = td_nvrtc_compile(code.src, what, 90, opts, 2, &cubin, &size, &log, &err);
   cr_expect_eq(rc, 0, "%s", err.msg);
   if (!rc) {
@@ -125,6 +130,7 @@ static void compile_entry(td_program *p, const char *file, const char *entry, td
   s->entries++;
   s->kernels += plan->n_kernels;
   s->modules += !rc;
+  s->tf32 += tf32 && strstr(code.src, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32");
   td_free(cubin);
   td_free(log);
   td_cuda_code_free(&code);
@@ -139,7 +145,10 @@ static void compile_file(const char *path, stats *s) {
   if (!td_program_load_file(p, path)) {
     const char **names;
     int n = td_program_entries(p, &names);
-    for (int i = 0; i < n; i++) compile_entry(p, path, names[i], a, s);
+    for (int i = 0; i < n; i++) {
+      compile_entry(p, path, names[i], a, 0, s);
+      compile_entry(p, path, names[i], a, 1, s);
+    }
   }
   td_arena_free(a);
 }
@@ -164,14 +173,15 @@ Test(gpu_nvrtc, every_program_compiles_for_sm90_without_spills, .timeout = 900) 
     free(f.path[i]);
   }
   free(f.path);
-  fprintf(stderr, "test_gpu_nvrtc: %d entry points, %d kernels (%d pointwise, %d reduce, %d matmul), %d modules "
-                  "compiled, %d ptxas reports\n",
-          s.entries, s.kernels, s.kinds[TD_KERN_POINTWISE], s.kinds[TD_KERN_REDUCE], s.kinds[TD_KERN_MATMUL],
+  fprintf(stderr, "test_gpu_nvrtc: %d modules (%d with TF32 matmuls), %d kernels (%d pointwise, %d reduce, %d matmul), "
+                  "%d compiled, %d ptxas reports\n",
+          s.entries, s.tf32, s.kernels, s.kinds[TD_KERN_POINTWISE], s.kinds[TD_KERN_REDUCE], s.kinds[TD_KERN_MATMUL],
           s.modules, s.spill_reports);
   cr_expect_eq(s.modules, s.entries);
   cr_expect_gt(s.entries, 20);
   cr_expect_gt(s.kinds[TD_KERN_REDUCE], 0);
   cr_expect_gt(s.kinds[TD_KERN_MATMUL], 0);
+  cr_expect_gt(s.tf32, 5);
 }
 
 /* ---- the structure of the generated code ---- */
@@ -190,7 +200,7 @@ static char *module_of(const char *src, const char *entry, td_arena *a, td_plan 
   td_plan *plan = td_plan_build(opt, &err);
   cr_assert(plan, "%s", err.msg);
   td_cuda_code code;
-  cr_assert_eq(td_cuda_codegen(plan, a, &code, &err), 0, "%s", err.msg);
+  cr_assert_eq(td_cuda_codegen(plan, a, 0, &code, &err), 0, "%s", err.msg);
   char *s = td_arena_strdup(a, code.src);
   td_cuda_code_free(&code);
   *planp = plan;
