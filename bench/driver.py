@@ -5,7 +5,7 @@ One run, on one machine, per thread count T:
      clock, fresh-page cost),
   2. then, workload by workload (W1..W6), runs tdsl eager through
      harness.c (in-process timing of td_interp_run, checked against float64),
-     tdsl compiled (reported "not available" until compiler/ can build), the
+     tdsl compiled (harness --mode compiled: compile once, time td_compiled_run), the
      hand-written C floor where there is one, and the peers (peers.py: numpy,
      PyTorch eager and TorchScript; the GEMM peer with OPENBLAS_CORETYPE and
      OPENBLAS_L2_SIZE unset), so that drift of the machine hits all of them
@@ -598,8 +598,8 @@ def main():
 
     cases = [c for c in tdsl_cases(a.quick) if c[0] in wls]
     recs, limits, floors_w1, peer_hello = [], {}, {}, []
-    # The compiled path: one probe; until compiler/ builds artifacts the
-    # harness answers "not available" and no compiled rows are run.
+    # The compiled path: one probe; a harness built without the compiler
+    # answers "not available" and then no compiled rows are run.
     compiled = bool(cases)
     if cases:
         probe = run_harness(harness, cases[0], threads_list[0], a.quick, "compiled", logf)

@@ -24,7 +24,7 @@
  *   harness FILE.td --entry NAME [--in NAME=SPEC]... [--check KIND]
  *           [--mode eager|compiled] [--warmup N] [--runs N] [--inner N]
  *           [--target-ms X] [--seed S] [--search DIR]... [--label TEXT]
- *           [--frontend-only]
+ *           [--frontend-only] [--compile-only]
  *   SPEC: f32[D0,D1,...]:randn | :normal:MEAN:STD | :uniform:LO:HI
  */
 #define _GNU_SOURCE

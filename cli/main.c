@@ -54,7 +54,7 @@ static void usage(FILE *f) {
         "                     [--device cpu|cuda] [--cuda-graph]\n"
         "       tdsl check FILE [--dump=ast,ir]\n"
         "       tdsl build FILE -o DIR [--exe] [--name PREFIX] [--seed N]\n"
-        "       tdsl explain FILE [--entry NAME] [--json | --dot] [--size SYM=N]...\n"
+        "       tdsl explain FILE [--entry NAME] [--json | --dot] [--size SYM=N]... [--device cuda]\n"
         "                         [--dump=fold,cse,simplify,dce,fused]\n"
         "       tdsl repl [FILE.td]... [--seed N]\n"
         "       tdsl --help | --version\n"
@@ -313,7 +313,7 @@ int main(int argc, char **argv) {
     printf("tdsl %s\n", TDSL_VERSION);
     return 0;
   }
-  if (!strcmp(argv[1], "explain")) return td_cli_explain(argc, argv);
+  if (!strcmp(argv[1], "explain")) return td_cuda_cli_explain(argc, argv); /* --device cuda: gpu/explain_cuda.c */
   if (!strcmp(argv[1], "build")) return td_cli_build(argc, argv);
   if (strcmp(argv[1], "run") && strcmp(argv[1], "check"))
     return bad_usage("unknown command '%s' (commands: run, check, build, explain, repl)", argv[1]);

@@ -12,7 +12,8 @@
  * Descriptor (every field one int64 word; a string is its length then its
  * bytes padded to whole words; a dim is a td_dim: >= 0 literal, < 0 an
  * index into the entry's polynomial table):
- *   magic TDRT_MAGIC, abi TDRT_ABI, n_entries, n_params
+ *   magic TDRT_MAGIC, abi TDRT_ABI, isa (0 x86-64-v2, 1 v3, 2 v4, -1 any),
+ *   n_entries, n_params
  *   per param:  name, dtype, rank, shape[rank], data offset, bytes
  *   per entry:  name, n_syms, n_args, arg symbol ids[n_args],
  *               n_inputs, per input: name, dtype, rank, dims[rank]
@@ -48,7 +49,8 @@ typedef struct tdrt_model tdrt_model;
 typedef void (*tdrt_kernels_fn)(int e, void **out);
 
 /* A model with its initial parameters; NULL when abi is not TDRT_ABI, the
- * descriptor is not one or memory ran out. */
+ * descriptor is not one, this CPU lacks the instructions the kernels were
+ * compiled for (the descriptor's isa), or memory ran out. */
 tdrt_model *tdrt_create(int abi, const int64_t *desc, const unsigned char *data, tdrt_kernels_fn kernels);
 void tdrt_free(tdrt_model *m);
 /* Replaces the parameters from a safetensors file (all of them, exact

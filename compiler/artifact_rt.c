@@ -264,12 +264,26 @@ static void print_stdout(void *ud, const char *text) {
   fflush(stdout);
 }
 
+/* Does this CPU run code compiled for isa level (descriptor word 2)? */
+static int cpu_has(int64_t isa) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (isa >= 2 && !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")))
+    return 0;
+  if (isa >= 1 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) return 0;
+  return isa < 0 || __builtin_cpu_supports("sse4.2");
+#else
+  return isa < 0;
+#endif
+}
+
 tdrt_model *tdrt_create(int abi, const int64_t *desc, const unsigned char *data, tdrt_kernels_fn kernels) {
-  if (abi != TDRT_ABI || !desc || desc[0] != TDRT_MAGIC || desc[1] != TDRT_ABI) return NULL;
+  if (abi != TDRT_ABI || !desc || desc[0] != TDRT_MAGIC || desc[1] != TDRT_ABI || !cpu_has(desc[2])) return NULL;
   tdrt_model *m = td_calloc(1, sizeof *m);
   if (!m) return NULL;
   m->print = print_stdout;
-  rd r = {desc, 2};
+  rd r = {desc, 3};
   m->n_entries = (int)word(&r);
   m->n_params = (int)word(&r);
   m->params = alloc_n((size_t)m->n_params, sizeof *m->params);
@@ -705,7 +719,8 @@ int tdrt_exe_main(int argc, char **argv, const int64_t *desc, const unsigned cha
   if (rc) return rc;
   tdrt_model *m = tdrt_create(TDRT_ABI, desc, data, kernels);
   if (!m) {
-    fprintf(stderr, "%s: error: cannot create the model (ABI mismatch or out of memory)\n", argv[0]);
+    fprintf(stderr, "%s: error: cannot create the model (%s)\n", argv[0],
+            cpu_has(desc[2]) ? "out of memory" : "this CPU lacks the instructions it was built for; rebuild with --march");
     return 1;
   }
   td_tensor *in[64] = {0}, *out[64] = {0};

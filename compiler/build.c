@@ -468,6 +468,8 @@ static gcc_jit_context *api_context(builder *b, int is_exe) {
   for (int ei = 0; ei < b->n_e; ei++) gcc_jit_context_add_driver_option(A.ctx, b->e[ei].obj);
   gcc_jit_context_add_driver_option(A.ctx, b->o->rt_lib);
   gcc_jit_context_add_driver_option(A.ctx, "-Wl,--exclude-libs,ALL");
+  /* the pool's parked threads run the library's code: never unmap it */
+  if (!is_exe) gcc_jit_context_add_driver_option(A.ctx, "-Wl,-z,nodelete");
   gcc_jit_context_add_driver_option(A.ctx, "-lm");
   gcc_jit_context_add_driver_option(A.ctx, "-pthread");
   return A.ctx;
@@ -550,7 +552,8 @@ static int write_header(const builder *b, const char *path) {
              "#define %s_TDSL_ABI %d\n\n"
              "typedef struct %s_model %s_model;\n\n"
              "/* A model with the parameters `tdsl run --seed %llu` initialises; NULL when\n"
-             " * the library's ABI is not this header's (or out of memory). */\n"
+             " * the library's ABI is not this header's, the CPU lacks the instructions\n"
+             " * it was built for (tdsl build --march), or memory ran out. */\n"
              "%s_model *%s_create_abi(int abi);\n"
              "#define %s_create() %s_create_abi(%s_TDSL_ABI)\n"
              "int %s_abi_version(void);\n"
@@ -618,6 +621,7 @@ static int build_all(builder *b, td_program *prog) {
   if (pack_params(b)) return -1;
   put(b, TDRT_MAGIC);
   put(b, TDRT_ABI);
+  put(b, !strcmp(b->march, "x86-64-v4") ? 2 : !strcmp(b->march, "x86-64-v3") ? 1 : !strcmp(b->march, "x86-64-v2") ? 0 : -1);
   put(b, b->n_e);
   put_params(b);
   for (int i = 0; i < b->n_e; i++) put_entry(b, &b->e[i]);

@@ -21,7 +21,7 @@
  *   (halved in elements for f64); MC = 8 MR, KC = 256.  With threads, each
  *   range of rows packs its own copy of B.
  *
- * dot (floats, small products, B^T contiguous as in x @ w.T): every
+ * dot (floats, M < 64 or small products, B^T contiguous as in x @ w.T): every
  *   element a dot product of two contiguous vectors, one vector
  *   accumulator per column, 8 columns at a time, nothing packed (dot_path);
  *
@@ -184,6 +184,7 @@ static int simple_path(cg *c, mm *m) {
 /* ---- the dot path: small M with B transposed in memory -------------------------------- */
 
 #define DOT_J 8    /* columns of C per step: independent FMA chains sharing A's loads */
+#define DOT_MAX_M 64   /* the dot path serves products of fewer rows (when B^T is contiguous) */
 
 typedef struct dotv {
   int vl;
@@ -320,16 +321,25 @@ typedef struct copy2 {
   gcc_jit_rvalue *dst, *d0, *dx, *dy, *src, *s0, *sx, *sy, *nx, *ny;
 } copy2;
 
+/* With x outside, y runs in blocks of COPY_YB: the COPY_YB destination
+ * rows a block writes (a transpose: one element per row per x) stay in L1
+ * until all of x has filled them, instead of every x sweeping all ny rows
+ * (W6: packing a transposed weight was 12 % of the block's time). */
+#define COPY_YB 64
+
 static void copy_panel(cg *c, const copy2 *p, int x_outer) {
-  cloop lo, li;
+  cloop lb, lo, li;
+  gcc_jit_rvalue *yb = x_outer ? cg_loop_range(c, &lb, cg_i64(c, 0), p->ny, COPY_YB) : NULL;
   gcc_jit_rvalue *o = cg_loop_open(c, &lo, x_outer ? p->nx : p->ny);
-  gcc_jit_rvalue *in = cg_loop_open(c, &li, x_outer ? p->ny : p->nx);
+  gcc_jit_rvalue *in = x_outer ? cg_loop_range(c, &li, yb, imin(c, add(c, yb, cg_i64(c, COPY_YB)), p->ny), 1)
+                               : cg_loop_open(c, &li, p->nx);
   gcc_jit_rvalue *x = x_outer ? o : in, *y = x_outer ? in : o;
   gcc_jit_rvalue *d = add(c, p->d0, add(c, mul(c, x, p->dx), mul(c, y, p->dy)));
   gcc_jit_rvalue *sv = add(c, p->s0, add(c, mul(c, x, p->sx), mul(c, y, p->sy)));
   gcc_jit_block_add_assignment(c->blk, NULL, at(c, p->dst, d), elem(c, p->src, sv));
   cg_loop_close(c, &li);
   cg_loop_close(c, &lo);
+  if (x_outer) cg_loop_close(c, &lb);
 }
 
 /* Both loop orders, chosen at run time by which source stride is 1. */
@@ -615,9 +625,14 @@ int tdc_emit_matmul(cg *c) {
     if (simple_path(c, &m)) return -1;
   } else {
     gemm_shape s = shape_for(c->isa, m.dt);
+    /* with B^T contiguous the dot path runs near the FMA peak as long as
+     * a block of B's columns stays in L1, and packs nothing: below 64 rows
+     * packing B (a strided transpose, per call and per thread) costs more
+     * than it saves (W4 B=32: 3.9 ms packed) */
+    int min_rows = dot_able(&m) ? DOT_MAX_M : s.mr;
     gcc_jit_rvalue *big = gcc_jit_context_new_binary_op(
         c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, c->t_bool,
-        gcc_jit_context_new_comparison(c->ctx, NULL, GCC_JIT_COMPARISON_GE, m.M, cg_i64(c, s.mr)),
+        gcc_jit_context_new_comparison(c->ctx, NULL, GCC_JIT_COMPARISON_GE, m.M, cg_i64(c, min_rows)),
         gcc_jit_context_new_comparison(c->ctx, NULL, GCC_JIT_COMPARISON_GE, mul(c, mul(c, m.M, m.N), m.K),
                                        cg_i64(c, 32768)));
     gcc_jit_block *pk = cg_block(c, "packed"), *sm = cg_block(c, "simple"), *join = cg_block(c, "mm_end");

@@ -117,13 +117,19 @@ static const td_node *ND(const cx *c, int n) { return &c->g->nodes[n]; }
 
 static const char *S(cx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static const char *S(cx *c, const char *fmt, ...) {
-  char buf[2048];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
-  const char *r = td_arena_strdup(c->a, buf);
-  if (!r) { c->failed = 1; return "0"; }
+  char *r = n < 0 ? NULL : td_arena_alloc(c->a, (size_t)n + 1);
+  if (!r) {
+    if (!c->failed) td_err_set(c->err, "out of memory");
+    c->failed = 1;
+    return "0";
+  }
+  va_start(ap, fmt);
+  vsnprintf(r, (size_t)n + 1, fmt, ap);
+  va_end(ap);
   return r;
 }
 
@@ -153,6 +159,13 @@ static const char *keep(cx *c, const char *t, const char *expr) {
   const char *name = S(c, "v%d", c->nv++);
   line(c, "%s %s = %s;", t, name, expr);
   return name;
+}
+
+/* Records "kernel NAME: msg" (the first failure wins); returns -1. */
+static int fail_msg(cx *c, const char *msg) {
+  if (!c->failed) td_err_set(c->err, "kernel %s: %s", c->k ? c->k->name : "?", msg);
+  c->failed = 1;
+  return -1;
 }
 
 static int fail(cx *c, const char *fmt, const char *a, int n) {
@@ -303,20 +316,12 @@ static const char *compare(cx *c, td_op op, td_dtype dt, const char *a, const ch
 
 /* ---- indices ---- */
 
+static const char *lin_part(cx *c, const td_node *nd, const cx_ix *ix, int a, int b);
+
 static const char *offset(cx *c, int n, const cx_ix *ix) {
   const td_node *nd = ND(c, n);
-  char buf[2048] = "";
-  size_t len = 0;
-  td_dim stride = 1;
-  for (int k = nd->rank - 1; k >= 0; k--) {
-    if (!ix->zero[k] && nd->shape[k] != 1) {
-      const char *t = stride == 1 ? ix->v[k] : S(c, "%s * %s", ix->v[k], dim(c, stride));
-      len += (size_t)snprintf(buf + len, len < sizeof buf ? sizeof buf - len : 0, "%s%s", len ? " + " : "", t);
-    }
-    stride = td_dim_mul(c->g, stride, nd->shape[k]);
-  }
-  if (len >= sizeof buf) { fail(c, "kernel %s: index expression too long (%s%d)", "", 0); return "0"; }
-  return len ? S(c, "%s", buf) : "0";
+  const char *off = lin_part(c, nd, ix, 0, nd->rank);
+  return off ? off : "0";
 }
 
 static const cx_ix *bcast_ix(cx *c, const td_node *x, const td_node *out, const cx_ix *ix) {
@@ -1076,9 +1081,9 @@ static int emit_matmul(cx *c) {
   int r = mm->rank;
   td_dtype dt = mm->dtype;
   if (dt == TD_BOOL)
-    return fail(c, "kernel %s: the CUDA backend has no bool matmul (%s%d)", "", 0);
+    return fail_msg(c, "the CUDA backend has no bool matmul");
   if (ND(c, k->root)->rank != r)
-    return fail(c, "kernel %s: the CUDA backend needs the epilogue in the matmul's shape (%s%d)", "", 0);
+    return fail_msg(c, "the CUDA backend needs the epilogue in the matmul's shape");
   const char *at = vtn[dt];
   const char *M = dim(c, mm->shape[r - 2]), *N = dim(c, mm->shape[r - 1]);
   const char *K = dim(c, k->a.shape[k->a.rank - 1]);
@@ -1161,26 +1166,24 @@ static void matmul_info(cx *c, const td_kernel *k, td_cuda_kernel *info) {
   info->work = extent(c, mm->shape, mm->rank - 2, ~0u);
 }
 
-/* Source lines of the kernel's nodes, "12, 13" (ascending, distinct). */
+/* Source lines of the kernel's nodes, "12, 13" (ascending, distinct, at
+ * most 64). */
 static const char *source_lines(cx *c, const td_kernel *k) {
-  char buf[256] = "";
-  size_t len = 0;
-  int last = -1;
-  for (int pass = 0; pass < 1; pass++) {
-    int lines[64], n = 0;
-    for (int i = 0; i < k->n_nodes && n < 64; i++) {
-      int l = ND(c, k->nodes[i])->span.line, seen = 0;
-      if (l <= 0) continue;
-      for (int j = 0; j < n; j++) seen |= lines[j] == l;
-      if (!seen) lines[n++] = l;
-    }
-    for (int i = 0; i < n; i++)
-      for (int j = i + 1; j < n; j++)
-        if (lines[j] < lines[i]) { int t = lines[i]; lines[i] = lines[j]; lines[j] = t; }
-    for (int i = 0; i < n && len < sizeof buf - 16; i++)
-      if (lines[i] != last) len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%d", len ? ", " : "", last = lines[i]);
+  int lines[64], n = 0;
+  for (int i = 0; i < k->n_nodes && n < 64; i++) {
+    int l = ND(c, k->nodes[i])->span.line, seen = 0;
+    for (int j = 0; j < n; j++) seen |= lines[j] == l;
+    if (l > 0 && !seen) lines[n++] = l;
   }
-  return S(c, "%s", len ? buf : "-");
+  for (int i = 1; i < n; i++)   /* insertion sort */
+    for (int j = i; j > 0 && lines[j] < lines[j - 1]; j--) {
+      int t = lines[j];
+      lines[j] = lines[j - 1];
+      lines[j - 1] = t;
+    }
+  const char *r = n ? "" : "-";
+  for (int i = 0; i < n; i++) r = S(c, "%s%s%d", r, i ? ", " : "", lines[i]);
+  return r;
 }
 
 static int emit_kernel(cx *c, int ki, sbuf *out, td_cuda_kernel *info) {
@@ -1203,7 +1206,7 @@ static int emit_kernel(cx *c, int ki, sbuf *out, td_cuda_kernel *info) {
   if (k->kind == TD_KERN_MATMUL) rc = emit_matmul(c);
   else if (k->kind == TD_KERN_REDUCE) rc = emit_reduce(c);
   else if (k->kind == TD_KERN_POINTWISE) rc = emit_pointwise(c);
-  else rc = fail(c, "kernel %s: the CUDA backend has no code for this kind of kernel (%s%d)", "", 0);
+  else rc = fail_msg(c, "the CUDA backend has no code for this kind of kernel");
   if (rc || c->failed || c->body.oom) return c->failed ? -1 : td_err_set(c->err, "out of memory");
   info->vec = c->vec;
   if (k->kind == TD_KERN_POINTWISE) info->work = extent(c, k->space, k->rank, ~0u);

@@ -35,4 +35,10 @@ int td_cuda_run(const td_graph *g, td_tensor *const *inputs, td_tensor *const *p
  * needing a GPU; 0 or -1 with err filled. */
 int td_cuda_dump(const td_graph *g, FILE *out, td_err *err);
 
+/* `tdsl explain` with main's argc/argv: without --device cuda (or with
+ * --device cpu) exactly cli/explain_cmd.c's report; with it, that report
+ * and then each entry point's CUDA launches (gpu/explain_cuda.c, part of
+ * the tdsl binary only).  Returns the exit code. */
+int td_cuda_cli_explain(int argc, char **argv);
+
 #endif

@@ -17,16 +17,20 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include "../../compiler/compiled.h"
 #include "../../compiler/passes.h"
 #include "../../compiler/plan.h"
 #include "../../gpu/codegen_cuda.h"
 #include "../../gpu/cuda_loader.h"
 #include "elab.h"
+#include "interp.h"
 #include "mem.h"
 
 #ifndef TDSL_SRCDIR
@@ -275,6 +279,290 @@ Test(gpu_cli, no_driver_is_one_clear_error) {
                        sizeof out, &code), 0);
   cr_expect_eq(code, 1);
   cr_expect(strstr(out, "extern \"C\" __global__"), "--dump=cuda prints the module first:\n%.500s", out);
+  cr_assert_eq(run_cmd(TDSL_BIN " explain " TDSL_SRCDIR "/examples/mlp.td --device cuda 2>&1", out, sizeof out, &code),
+               0);
+  cr_expect_eq(code, 0, "explain --device cuda needs no GPU:\n%s", out);
+  cr_expect(strstr(out, "CUDA: main (7 kernels in one module"), "%s", out);
+  cr_expect(strstr(out, "k1_matmul_add_relu           matmul   grid (ceil(512/64), ceil(4/64), 1)"), "%s", out);
+  cr_expect(strstr(out, "reduce   one block of 256 threads per row"), "%s", out);
   cr_assert_eq(run_cmd(TDSL_BIN " run " TDSL_SRCDIR "/examples/mlp.td --device tpu 2>&1", out, sizeof out, &code), 0);
   cr_expect_eq(code, 2, "a bad --device is a usage error");
+}
+
+/* A compile error names the module and carries NVRTC's log. */
+Test(gpu_nvrtc, compile_errors_carry_the_log) {
+  if (!have_nvrtc()) cr_skip_test("NVRTC (the CUDA toolkit) is not installed");
+  char *cubin = NULL, *log = NULL;
+  size_t size = 0;
+  td_err err;
+  const char *src = "extern \"C\" __global__ void k(float *a) { a[0] = undefined_name; }\n";
+  cr_assert_eq(td_nvrtc_compile(src, "broken.cu", 90, NULL, 0, &cubin, &size, &log, &err), -1);
+  cr_expect(strstr(err.msg, "NVRTC could not compile broken.cu"), "%s", err.msg);
+  cr_expect(strstr(err.msg, "undefined_name"), "the log is in the message: %s", err.msg);
+  cr_expect_null(cubin);
+  td_free(log);
+}
+
+/* ---- running the generated kernels on the CPU ----
+ *
+ * Without a GPU the kernels' arithmetic can still be checked: the module is
+ * compiled as C++ by the host compiler with a small emulation of the CUDA
+ * execution model (each block's 256 threads are POSIX threads, __syncthreads
+ * a barrier, __shfl_down_sync an exchange through a per-warp slot array
+ * between two barriers, __shared__ variables statics since blocks run one
+ * after the other), every kernel of the plan is launched on small grids
+ * (the kernels are grid-stride, so any grid covers the work), and the plan's
+ * outputs and printed values must agree with the CPU compiler's run of the
+ * same plan.  Skipped when there is no C++ compiler. */
+
+static const char emu_shim[] =
+    "#include <math.h>\n"
+    "#include <pthread.h>\n"
+    "#define __global__\n"
+    "#define __device__\n"
+    "#define __forceinline__ inline\n"
+    "#define __launch_bounds__(...)\n"
+    "#define __shared__ static\n"
+    "struct td_dim3 { unsigned x, y, z; };\n"
+    "static thread_local td_dim3 threadIdx, blockIdx;\n"
+    "static td_dim3 blockDim, gridDim;\n"
+    "static pthread_barrier_t td_block_bar, td_warp_bar[32];\n"
+    "static unsigned long long td_warp_slot[32][32];\n"
+    "static inline void __syncthreads() { pthread_barrier_wait(&td_block_bar); }\n"
+    "template <typename T> static T __shfl_down_sync(unsigned, T v, int off) {\n"
+    "  unsigned w = threadIdx.x >> 5, l = threadIdx.x & 31;\n"
+    "  unsigned long long bits = 0, o;\n"
+    "  __builtin_memcpy(&bits, &v, sizeof v);\n"
+    "  td_warp_slot[w][l] = bits;\n"
+    "  pthread_barrier_wait(&td_warp_bar[w]);\n"
+    "  o = td_warp_slot[w][l + off < 32 ? l + off : l];\n"
+    "  pthread_barrier_wait(&td_warp_bar[w]);\n"
+    "  T r;\n"
+    "  __builtin_memcpy(&r, &o, sizeof r);\n"
+    "  return r;\n"
+    "}\n"
+    "static inline float __int_as_float(int i) { float f; __builtin_memcpy(&f, &i, 4); return f; }\n"
+    "static inline double __longlong_as_double(long long i) { double f; __builtin_memcpy(&f, &i, 8); return f; }\n"
+    "struct alignas(16) float4 { float x, y, z, w; };\n"
+    "struct alignas(16) int4 { int x, y, z, w; };\n"
+    "typedef void (*td_kfn)(void *const *, const long long *, int *);\n"
+    "struct td_emu_arg { td_kfn fn; void *const *bufs; const long long *dv; int *status; td_dim3 b; unsigned t; };\n"
+    "static void *td_emu_thread(void *p) {\n"
+    "  td_emu_arg *a = (td_emu_arg *)p;\n"
+    "  threadIdx = {a->t, 0, 0};\n"
+    "  blockIdx = a->b;\n"
+    "  a->fn(a->bufs, a->dv, a->status);\n"
+    "  return 0;\n"
+    "}\n"
+    "extern \"C\" int td_emu_launch(td_kfn fn, unsigned gx, unsigned gy, unsigned gz, void *const *bufs,\n"
+    "                              const long long *dv, int *status) {\n"
+    "  const unsigned bx = 256;\n"
+    "  blockDim = {bx, 1, 1};\n"
+    "  gridDim = {gx, gy, gz};\n"
+    "  pthread_barrier_init(&td_block_bar, 0, bx);\n"
+    "  for (unsigned w = 0; w < bx / 32; w++) pthread_barrier_init(&td_warp_bar[w], 0, 32);\n"
+    "  static td_emu_arg args[256];\n"
+    "  static pthread_t th[256];\n"
+    "  for (unsigned z = 0; z < gz; z++)\n"
+    "    for (unsigned y = 0; y < gy; y++)\n"
+    "      for (unsigned x = 0; x < gx; x++) {\n"
+    "        for (unsigned t = 0; t < bx; t++) {\n"
+    "          args[t] = {fn, bufs, dv, status, {x, y, z}, t};\n"
+    "          if (pthread_create(&th[t], 0, td_emu_thread, &args[t])) return -1;\n"
+    "        }\n"
+    "        for (unsigned t = 0; t < bx; t++) pthread_join(th[t], 0);\n"
+    "      }\n"
+    "  pthread_barrier_destroy(&td_block_bar);\n"
+    "  for (unsigned w = 0; w < bx / 32; w++) pthread_barrier_destroy(&td_warp_bar[w]);\n"
+    "  return 0;\n"
+    "}\n"
+    "/* the module's own fixed-width typedefs, apart from the system's */\n"
+    "#define int8_t td_emu_int8_t\n"
+    "#define uint8_t td_emu_uint8_t\n"
+    "#define int32_t td_emu_int32_t\n"
+    "#define uint32_t td_emu_uint32_t\n"
+    "#define int64_t td_emu_int64_t\n"
+    "#define uint64_t td_emu_uint64_t\n"
+    "#undef INT32_MAX\n"
+    "#undef INT32_MIN\n"
+    "#undef INT64_MAX\n"
+    "#undef INT64_MIN\n";
+
+typedef void (*emu_kfn)(void *const *, const int64_t *, int *);
+typedef int (*emu_launch_fn)(emu_kfn, unsigned, unsigned, unsigned, void *const *, const int64_t *, int *);
+
+static int have_cxx(void) {
+  if (system("c++ --version >/dev/null 2>&1") == 0) return 1;
+  cr_log_warn("skipped: no C++ compiler (c++) to emulate the kernels with");
+  fprintf(stderr, "test_gpu_nvrtc: skipped: no C++ compiler (c++) to emulate the kernels with\n");
+  return 0;
+}
+
+/* Compiles the module with the shim into a shared object; its handle. */
+static void *emu_build(const char *src, const char *tag) {
+  char cpp[256], so[256], cmd[1024];
+  snprintf(cpp, sizeof cpp, "/tmp/tdsl_emu_%d_%s.cpp", (int)getpid(), tag);
+  snprintf(so, sizeof so, "/tmp/tdsl_emu_%d_%s.so", (int)getpid(), tag);
+  FILE *f = fopen(cpp, "w");
+  cr_assert(f);
+  fputs(emu_shim, f);
+  fputs(src, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O1 -w -shared -fPIC -pthread -o %s %s 2>&1", so, cpp);
+  int rc = system(cmd);
+  cr_assert_eq(rc, 0, "the emulated module does not compile (%s)", cpp);
+  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  cr_assert(h, "%s", dlerror());
+  remove(cpp);
+  remove(so);
+  return h;
+}
+
+static unsigned cap(int64_t n, int64_t c) { return (unsigned)(n < 1 ? 1 : n > c ? c : n); }
+
+/* Runs the plan's kernels in the emulator; fills outs (one tensor per
+ * out node, host buffers of the plan) and returns 0, or -1 when the plan
+ * is too big to emulate quickly. */
+static int emu_run(const td_plan *plan, const td_cuda_code *code, void *h, td_tensor *const *params,
+                   td_tensor **outs) {
+  const td_graph *g = plan->g;
+  int64_t symvals[64] = {0};
+  td_err err;
+  cr_assert_eq(td_bind_inputs(g, NULL, 0, symvals, &err), 0, "%s", err.msg);
+  void **bufs = calloc((size_t)plan->n_bufs + 1, sizeof *bufs);
+  td_tensor **own = calloc((size_t)plan->n_bufs + 1, sizeof *own);
+  int64_t *dv = calloc((size_t)code->n_dims + 1, sizeof *dv);
+  for (int i = 0; i < plan->n_bufs; i++) {
+    const td_buffer *b = &plan->bufs[i];
+    const td_node *nd = &g->nodes[b->node];
+    if (b->kind == TD_BUF_PARAM) { bufs[i] = params[b->index]->data; continue; }
+    int64_t shape[TD_MAX_RANK];
+    for (int k = 0; k < nd->rank; k++) shape[k] = td_dim_eval(g, nd->shape[k], symvals);
+    own[i] = td_tensor_zeros(nd->dtype, nd->rank, shape, &err);
+    cr_assert(own[i], "%s", err.msg);
+    bufs[i] = own[i]->data;
+  }
+  for (int i = 0; i < code->n_dims; i++) {
+    const td_cuda_dimref *d = &code->dims[i];
+    if (d->rand_node >= 0) {
+      uint64_t s = g->nodes[d->rand_node].attr.stream;
+      memcpy(&dv[i], &s, sizeof s);
+    } else dv[i] = td_dim_eval(g, d->dim, symvals);
+  }
+  emu_launch_fn launch = (emu_launch_fn)dlsym(h, "td_emu_launch");
+  cr_assert(launch);
+  int status = 0, rc = 0;
+  for (int k = 0; k < code->n_kernels && !rc; k++) {
+    const td_cuda_kernel *kn = &code->kernels[k];
+    emu_kfn fn = (emu_kfn)dlsym(h, kn->name);
+    cr_assert(fn, "no symbol %s", kn->name);
+    int64_t work = td_dim_eval(g, kn->work, symvals);
+    unsigned gx = 1, gy = 1, gz = 1;
+    if (kn->kind == TD_KERN_MATMUL) {
+      int64_t m = td_dim_eval(g, kn->m, symvals), n = td_dim_eval(g, kn->n, symvals);
+      gx = cap((n + 63) / 64, 1 << 30);
+      gy = cap((m + 63) / 64, 1 << 30);
+      gz = cap(work, 2);
+      if ((int64_t)gx * gy * gz > 24) rc = -1;
+    } else if (kn->kind == TD_KERN_REDUCE) gx = cap(work, 3);
+    else gx = cap((work + 255) / 256, 2);
+    if (!rc) cr_assert_eq(launch(fn, gx, gy, gz, bufs, dv, &status), 0);
+  }
+  for (int i = 0; i < plan->n_out_nodes; i++) {
+    int b = plan->buf_of[plan->out_nodes[i]];
+    outs[i] = own[b] ? td_tensor_retain(own[b]) : td_tensor_retain(params[plan->bufs[b].index]);
+  }
+  for (int i = 0; i < plan->n_bufs; i++) td_tensor_release(own[i]);
+  free(bufs);
+  free(own);
+  free(dv);
+  return rc;
+}
+
+/* |got - want| <= 1e-4 * max|want| (reductions sum in another order). */
+static void expect_close(const td_tensor *got, const td_tensor *want, const char *what, int i) {
+  cr_assert_eq(got->numel, want->numel);
+  double m = 0;
+  for (int64_t e = 0; e < want->numel; e++) {
+    double v = fabs(td_tensor_get(want, e));
+    if (isfinite(v) && v > m) m = v;
+  }
+  for (int64_t e = 0; e < want->numel; e++) {
+    double a = td_tensor_get(got, e), b = td_tensor_get(want, e);
+    if ((isnan(a) && isnan(b)) || a == b) continue;
+    if (!td_dtype_is_float(want->dtype) || isinf(b)) {
+      cr_expect(0, "%s: output %d element %lld: emulated GPU %g, CPU %g", what, i, (long long)e, a, b);
+      return;
+    }
+    if (!(fabs(a - b) <= 1e-4 * (m > 1 ? m : 1))) {
+      cr_expect(0, "%s: output %d element %lld: emulated GPU %.9g, CPU %.9g", what, i, (long long)e, a, b);
+      return;
+    }
+  }
+}
+
+static int emu_file(const char *path, int *ran) {
+  td_arena *a = td_arena_new();
+  td_diags d;
+  td_diags_init(&d, a);
+  td_program *p = td_program_new(a, &d);
+  td_program_add_search_dir(p, TDSL_SRCDIR "/stdlib");
+  td_graph *g = NULL;
+  if (!td_program_load_file(p, path)) g = td_program_lower(p, "main");
+  td_err err;
+  td_graph *opt;
+  td_plan *plan = NULL;
+  if (!g || g->n_inputs || g->n_params > 64 || td_optimize(g, NULL, &opt, NULL, &err) ||
+      !(plan = td_plan_build(opt, &err))) {
+    td_arena_free(a);
+    return 0;
+  }
+  td_tensor *params[64] = {0};
+  td_tensor **want = NULL;
+  td_compile_opts co = {-1, 0, NULL, 0};
+  td_compiled *cc = NULL;
+  if (td_make_params(opt, NULL, 0, params, &err) || !(cc = td_compile(plan, &co, &err)) ||
+      td_compiled_run(cc, NULL, params, 0, &want, &err, NULL)) {
+    td_compiled_free(cc);
+    for (int i = 0; i < opt->n_params; i++) td_tensor_release(params[i]);
+    td_arena_free(a);
+    return 0;   /* a runtime error on the CPU too (tested elsewhere) */
+  }
+  td_cuda_code code;
+  cr_assert_eq(td_cuda_codegen(plan, a, 0, &code, &err), 0, "%s", err.msg);
+  char tag[32];
+  snprintf(tag, sizeof tag, "%d", *ran);
+  void *h = emu_build(code.src, tag);
+  td_tensor **got = calloc((size_t)plan->n_out_nodes + 1, sizeof *got);
+  if (emu_run(plan, &code, h, params, got) == 0) {
+    for (int i = 0; i < plan->n_out_nodes; i++) expect_close(got[i], want[i], path, i);
+    (*ran)++;
+  }
+  for (int i = 0; i < plan->n_out_nodes; i++) {
+    td_tensor_release(got[i]);
+    td_tensor_release(want[i]);
+  }
+  free(got);
+  td_free(want);
+  dlclose(h);
+  td_cuda_code_free(&code);
+  td_compiled_free(cc);
+  for (int i = 0; i < opt->n_params; i++) td_tensor_release(params[i]);
+  td_arena_free(a);
+  return 0;
+}
+
+Test(gpu_emu, kernels_agree_with_the_cpu_compiler, .timeout = 900) {
+  if (!have_cxx()) cr_skip_test("no C++ compiler");
+  files f = {0};
+  walk(&f, TDSL_SRCDIR "/examples");
+  walk(&f, TDSL_SRCDIR "/tests/lang");
+  int ran = 0;
+  for (int i = 0; i < f.n; i++) {
+    emu_file(f.path[i], &ran);
+    free(f.path[i]);
+  }
+  free(f.path);
+  fprintf(stderr, "test_gpu_nvrtc: %d programs' kernels emulated and compared\n", ran);
+  cr_expect_gt(ran, 20);
 }
