@@ -37,6 +37,8 @@
 #include "../compiler/explain.h"
 #include "../compiler/passes.h"
 #include "explain_cmd.h"
+#include "../gpu/cuda_loader.h"
+#include "../gpu/runtime_cuda.h"
 
 #define PROMPT ">>> "
 #define PROMPT_MORE "... "
@@ -79,6 +81,7 @@ typedef struct repl {
   int first_line, line_no;       /* session line numbers, for messages */
   int failed, quit;
   int compiled;                  /* `:compiled on` */
+  int cuda;                      /* `:device cuda` */
   char *history;                 /* history file, or NULL */
 } repl;
 
@@ -146,6 +149,8 @@ static void cmd_type(repl *r, const char *arg) {
 static void cmd_ir(repl *r, const char *arg) {
   report(r, td_session_ir(r->s, arg, r->first_line, stdout));
 }
+
+static void set_runner(repl *r);
 
 static void cmd_explain(repl *r, const char *arg) {
   report(r, td_session_explain(r->s, arg, r->first_line, stdout));
@@ -250,7 +255,7 @@ static void cmd_time(repl *r, const char *arg) {
     td_session_timing tc;
     td_session_set_runner(r->s, memo_runner, &m);
     int rc2 = td_session_time(r->s, arg, r->first_line, 0, &tc);
-    td_session_set_runner(r->s, r->compiled ? compiled_runner : NULL, NULL);
+    set_runner(r);
     td_compiled_free(m.c);
     if (rc2 == 0) {
       char cb[32];
@@ -283,11 +288,11 @@ static void cmd_compiled(repl *r, const char *arg) {
   word(arg, w, sizeof w);
   if (!strcmp(w, "on")) {
     r->compiled = 1;
-    td_session_set_runner(r->s, compiled_runner, NULL);
+    set_runner(r);
     puts("Compiled mode is on: every input runs as one fused graph compiled with libgccjit.");
   } else if (!strcmp(w, "off")) {
     r->compiled = 0;
-    td_session_set_runner(r->s, NULL, NULL);
+    set_runner(r);
     puts("Compiled mode is off: every input is evaluated eagerly.");
   } else if (!*w) {
     printf("Compiled mode is %s.\n", r->compiled ? "on" : "off");
@@ -296,15 +301,42 @@ static void cmd_compiled(repl *r, const char *arg) {
   }
 }
 
+/* `:device cuda`: every input runs as CUDA kernels (gpu/runtime_cuda.c). */
+static int cuda_runner(void *ud, const td_graph *g, const td_diags *d, td_tensor *const *inputs,
+                       td_tensor *const *params, const td_interp_opts *io, td_tensor ***outs,
+                       td_err *err, td_span *sp) {
+  (void)ud;
+  (void)d;
+  td_cuda_opts co = {0, NULL, 1, NULL};
+  return td_cuda_run(g, inputs, params, io, &co, outs, err, sp);
+}
+
+/* The runner for the session's device and compiled mode. */
+static void set_runner(repl *r) {
+  td_session_set_runner(r->s, r->cuda ? cuda_runner : r->compiled ? compiled_runner : NULL, NULL);
+}
+
 static void cmd_device(repl *r, const char *arg) {
   char w[32];
   word(arg, w, sizeof w);
-  if (!strcmp(w, "cuda"))
-    puts("The CUDA backend is not available yet, so the session stays on the CPU.");
-  else if (!strcmp(w, "cpu") || !*w)
+  if (!strcmp(w, "cuda")) {
+    td_err err;
+    if (!td_cuda_load_driver(&err) || !td_cuda_load_nvrtc(&err)) {
+      printf("%s; the session stays on the CPU.\n", err.msg);
+      return;
+    }
+    r->cuda = 1;
+    set_runner(r);
+    puts("Device: cuda (every input runs as CUDA kernels on the GPU).");
+  } else if (!strcmp(w, "cpu")) {
+    r->cuda = 0;
+    set_runner(r);
     puts("Device: cpu.");
-  else
+  } else if (!*w) {
+    printf("Device: %s.\n", r->cuda ? "cuda" : "cpu");
+  } else {
     usage_error(r, "`:device` takes `cpu` or `cuda`", NULL);
+  }
 }
 
 static void cmd_load(repl *r, const char *arg) {
@@ -343,7 +375,7 @@ static const command commands[] = {
   {"ir", "EXPR", "the Graph IR of EXPR", 1, cmd_ir},
   {"time", "EXPR", "how long EXPR takes, eager and compiled", 1, cmd_time},
   {"compiled", "on|off", "evaluate through the compiler (libgccjit) or eagerly", 0, cmd_compiled},
-  {"device", "cpu|cuda", "where to run (only the CPU for now)", 0, cmd_device},
+  {"device", "cpu|cuda", "where inputs run: the CPU, or CUDA kernels on an NVIDIA GPU", 0, cmd_device},
   {"load", "FILE", "load the models and functions of a .td file", 0, cmd_load},
   {"reload", NULL, "load the files given to :load again", 0, cmd_reload},
   {"quit", NULL, "leave (also Ctrl-D)", 0, cmd_quit},

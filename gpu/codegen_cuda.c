@@ -106,6 +106,7 @@ typedef struct cx {
   int vec_lane;                /* -1: scalar code; else the lane (0..3) */
   int vec;                     /* the current kernel has a vector loop */
   int tf32;                    /* f32 matmuls on TF32 tensor cores (mma.sync) */
+  int cols;                    /* the current REDUCE kernel: a thread per row */
   unsigned char *vec_loaded;   /* per plan buffer: vector loaded this iteration */
 } cx;
 
@@ -966,7 +967,8 @@ static int emit_stage(cx *c, int s, const cx_ix *row, const char *rlen) {
   if (!r) return td_err_set(c->err, "out of memory");
   stage_roles(c, st, r);
   stage_init(c, r, n, 1);
-  open_block(c, S(c, "for (int64_t t = threadIdx.x; t < %s; t += blockDim.x)", rlen));
+  open_block(c, S(c, c->cols ? "for (int64_t t = 0; t < %s; t++)" : "for (int64_t t = threadIdx.x; t < %s; t += blockDim.x)",
+                  rlen));
   mark m = mark_get(c);
   cx_ix *ix = ix_new(c, c->k->rank);
   *ix = *row;
@@ -974,29 +976,47 @@ static int emit_stage(cx *c, int s, const cx_ix *row, const char *rlen) {
   if (stage_body(c, r, n, ix)) return -1;
   mark_release(c, m);
   close_block(c);
-  block_reduce(c, r, n, s);
+  if (!c->cols) block_reduce(c, r, n, s);
   return stage_finish(c, r, n, row, rlen);
+}
+
+/* Column mode: when the innermost axis of the space is kept and at least 64
+ * long (or symbolic), neighbouring threads take neighbouring rows and each
+ * reduces its row alone, so the loads of a warp are contiguous (a
+ * reduction over a leading axis); otherwise a block per row. */
+static int column_mode(const td_kernel *k) {
+  for (int a = k->rank - 1; a >= 0; a--) {
+    if (k->space[a] == 1) continue;
+    if (k->red_axes >> a & 1) return 0;
+    return !TD_DIM_IS_CONST(k->space[a]) || k->space[a] >= 64;
+  }
+  return 0;
 }
 
 static int emit_reduce(cx *c) {
   const td_kernel *k = c->k;
   const char *rows = dim(c, extent(c, k->space, k->rank, ~k->red_axes));
   const char *rlen = dim(c, extent(c, k->space, k->rank, k->red_axes));
-  open_block(c, S(c, "for (int64_t row = blockIdx.x; row < %s; row += gridDim.x)", rows));
+  c->cols = column_mode(k);
+  if (c->cols)
+    open_block(c, S(c, "for (int64_t row = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; row < %s; "
+                       "row += (int64_t)gridDim.x * blockDim.x)", rows));
+  else open_block(c, S(c, "for (int64_t row = blockIdx.x; row < %s; row += gridDim.x)", rows));
   cx_ix *row = ix_new(c, k->rank);
   delinearize(c, "row", k->space, k->rank, ~k->red_axes, "o", row);
   for (int s = 0; s < k->n_stages; s++)
     if (emit_stage(c, s, row, rlen)) return -1;
   mark m = mark_get(c);
   if (k->row_root) {
-    open_block(c, "if (threadIdx.x == 0)");
+    open_block(c, c->cols ? "" : "if (threadIdx.x == 0)");
     cx_ix *rix = row_ix(c, k->root, row);
     const char *v = ev(c, k->root, rix);
     if (!v) return -1;
     store(c, k->root, rix, v);
     close_block(c);
   } else {
-    open_block(c, S(c, "for (int64_t t = threadIdx.x; t < %s; t += blockDim.x)", rlen));
+    open_block(c, S(c, c->cols ? "for (int64_t t = 0; t < %s; t++)" : "for (int64_t t = threadIdx.x; t < %s; t += blockDim.x)",
+                    rlen));
     cx_ix *ix = ix_new(c, k->rank);
     *ix = *row;
     delinearize(c, "t", k->space, k->rank, k->red_axes, "r", ix);
@@ -1201,7 +1221,7 @@ static int emit_kernel(cx *c, int ki, sbuf *out, td_cuda_kernel *info) {
   info->name = k->name;
   info->kind = k->kind;
   info->m = info->n = 1;
-  c->vec = 0;
+  c->vec = c->cols = 0;
   int rc;
   if (k->kind == TD_KERN_MATMUL) rc = emit_matmul(c);
   else if (k->kind == TD_KERN_REDUCE) rc = emit_reduce(c);
@@ -1209,6 +1229,7 @@ static int emit_kernel(cx *c, int ki, sbuf *out, td_cuda_kernel *info) {
   else rc = fail_msg(c, "the CUDA backend has no code for this kind of kernel");
   if (rc || c->failed || c->body.oom) return c->failed ? -1 : td_err_set(c->err, "out of memory");
   info->vec = c->vec;
+  info->cols = k->kind == TD_KERN_REDUCE && c->cols;
   if (k->kind == TD_KERN_POINTWISE) info->work = extent(c, k->space, k->rank, ~0u);
   else if (k->kind == TD_KERN_REDUCE) info->work = extent(c, k->space, k->rank, ~k->red_axes);
   else matmul_info(c, k, info);

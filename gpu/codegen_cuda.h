@@ -11,7 +11,9 @@
  *              buffer is f32/i32 of the kernel's shape);
  *   REDUCE     one block per row (grid-stride over rows): each stage is a
  *              block-strided pass over the reduced elements, a warp-shuffle
- *              and shared-memory combine; then the row's output;
+ *              and shared-memory combine; then the row's output.  When the
+ *              innermost axis is kept (a reduction over leading axes), a
+ *              thread per row instead, so a warp's loads are contiguous;
  *   MATMUL     a 64x64 shared-memory tile per block (4x4 outputs per
  *              thread, f32 FMA, or TF32 mma.sync when asked), the epilogue
  *              applied to every accumulated element.
@@ -47,6 +49,7 @@ typedef struct td_cuda_kernel {
   td_dim work;               /* POINTWISE: elements; REDUCE: rows; MATMUL: batch */
   td_dim m, n;               /* MATMUL: rows and columns of the product */
   int vec;                   /* POINTWISE: runs on 16-byte vectors (4 elements a thread) */
+  int cols;                  /* REDUCE: a thread per row (work = rows), not a block */
 } td_cuda_kernel;
 
 typedef struct td_cuda_code {

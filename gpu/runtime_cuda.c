@@ -300,7 +300,8 @@ static int launch_all(run *r) {
       gz = clamp_grid(work, 65535);
     } else if (kn->kind == TD_KERN_REDUCE) {
       if (!work) continue;
-      gx = clamp_grid(work, (int64_t)r->d.sms * 64);
+      gx = kn->cols ? clamp_grid((work + TD_CUDA_BLOCK - 1) / TD_CUDA_BLOCK, (int64_t)r->d.sms * 32)
+                    : clamp_grid(work, (int64_t)r->d.sms * 64);
     } else {
       if (!work) continue;
       int64_t threads = kn->vec ? (work + 3) / 4 : work;
@@ -319,6 +320,9 @@ static int execute(run *r, const td_cuda_opts *co) {
   int repeat = co && co->repeat > 1 ? co->repeat : 1;
   if (!co || !co->cuda_graph) {
     struct timespec t0, t1;
+    /* timing: the copies in must not count */
+    if (co && co->ms_per_call && ck(cu, cu->cuStreamSynchronize(r->d.stream), "cuStreamSynchronize", NULL, r->err))
+      return -1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int i = 0; i < repeat; i++)
       if (launch_all(r)) return -1;
