@@ -585,6 +585,18 @@ static gcc_jit_rvalue *random_value(cg *c, int n, const cg_ix *ix) {
   gcc_jit_type *ps[3] = {c->t_u64, c->t_u64, c->t_u64};
   gcc_jit_rvalue *args[3] = {gcc_jit_context_new_rvalue_from_long(c->ctx, c->t_u64, (long)nd->attr.seed),
                              cast(c, cg_rand_stream(c, n), c->t_u64), cast(c, cg_offset(c, n, ix), c->t_u64)};
+  int one = 1;
+  for (int k = 0; k < nd->rank; k++) one &= nd->shape[k] == 1;
+  if (one) {
+    args[2] = gcc_jit_context_new_rvalue_from_long(c->ctx, c->t_u64, 0);
+    gcc_jit_block *save = c->blk;
+    c->blk = c->entry;
+    gcc_jit_rvalue *v = cg_rt_call(c, nd->op == TD_IR_RANDN ? TDC_RT_RAND_NORMAL : TDC_RT_RAND_UNIFORM, c->t_f64, 3, ps, args);
+    gcc_jit_lvalue *l = cg_local(c, c->vt[nd->dtype], "rnd");
+    cg_assign(c, l, cast(c, v, c->vt[nd->dtype]));
+    c->blk = save;
+    return gcc_jit_lvalue_as_rvalue(l);
+  }
   gcc_jit_rvalue *v = cg_rt_call(c, nd->op == TD_IR_RANDN ? TDC_RT_RAND_NORMAL : TDC_RT_RAND_UNIFORM,
                                  c->t_f64, 3, ps, args);
   return cast(c, v, c->vt[nd->dtype]);
