@@ -12,6 +12,7 @@
  * libtdsl_rt.a in.  The header is written as text.
  */
 #include "build.h"
+#include "compiled.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -61,18 +62,6 @@ typedef struct builder {
   char march[32];
 } builder;
 
-static const char *detect_march(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-    return "x86-64-v4";
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "x86-64-v3";
-  return "x86-64-v2";
-#else
-  return "native";
-#endif
-}
 
 /* ---- the descriptor ---- */
 
@@ -643,7 +632,7 @@ int td_build(td_program *prog, const td_build_opts *o, td_err *err) {
   b.o = o;
   b.err = err;
   err->msg[0] = 0;
-  snprintf(b.march, sizeof b.march, "%s", o->march ? o->march : detect_march());
+  snprintf(b.march, sizeof b.march, "%s", o->march ? o->march : td_detect_march());
   if (mkdir(o->dir, 0755) && errno != EEXIST) return td_err_set(err, "cannot create %s: %s", o->dir, strerror(errno));
   if (access(o->rt_lib, R_OK)) return td_err_set(err, "the artifact runtime %s is missing (is tdsl installed?)", o->rt_lib);
   if (!(b.a = td_arena_new())) return td_err_set(err, "out of memory");

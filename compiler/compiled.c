@@ -49,7 +49,7 @@ struct td_compiled {
 
 /* ---- compiling ------------------------------------------------------------------- */
 
-static const char *detect_march(void) {
+const char *td_detect_march(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -181,7 +181,7 @@ td_compiled *td_compile(const td_plan *plan, const td_compile_opts *opts, td_err
     return NULL;
   }
   c->p = plan;
-  snprintf(c->march, sizeof c->march, "%s", opts && opts->march ? opts->march : detect_march());
+  snprintf(c->march, sizeof c->march, "%s", opts && opts->march ? opts->march : td_detect_march());
   int opt = opts && opts->opt_level >= 0 ? opts->opt_level : 2;
   cg_dimref *dims = NULL;
   c->info = td_calloc((size_t)plan->n_kernels + 1, sizeof *c->info);

@@ -43,6 +43,10 @@ void td_compiled_free(td_compiled *c);   /* NULL is fine */
 /* Did td_compile find the code in the compile cache? */
 int td_compiled_from_cache(const td_compiled *c);
 
+/* The -march level this CPU supports: "x86-64-v4" (AVX-512), "x86-64-v3"
+ * (AVX2+FMA) or "x86-64-v2" (libgccjit rejects -march=native). */
+const char *td_detect_march(void);
+
 /* The -march the kernels were compiled for ("x86-64-v3"). */
 const char *td_compiled_march(const td_compiled *c);
 /* With keep_c: the gccjit dump of all kernels (C-like text), else NULL. */
