@@ -50,7 +50,7 @@ typedef struct opts {
 static void usage(FILE *f) {
   fputs("usage: tdsl run FILE [--entry NAME] [--in ARG=FILE.npy]... [--weights W.safetensors]\n"
         "                     [--out FILE.npy]... [--save-weights W.safetensors] [--seed N]\n"
-        "                     [--trace] [--check-numerics] [--compiled] [--dump=STAGES]\n"
+        "                     [--trace] [--check-numerics] [--compiled [--no-cache]] [--dump=STAGES]\n"
         "                     [--device cpu|cuda] [--cuda-graph]\n"
         "       tdsl check FILE [--dump=ast,ir]\n"
         "       tdsl build FILE -o DIR [--exe] [--name PREFIX] [--seed N]\n"
@@ -74,6 +74,7 @@ static void usage(FILE *f) {
         "--save-weights W   write the parameters used (loaded or initialised) to a safetensors file\n"
         "--seed N           seed for rand/randn without seed= and for parameter initialisation (default 0)\n"
         "--compiled         compile the graph (fusion, libgccjit) and run the native code\n"
+        "--no-cache         compile afresh instead of using the compile cache (~/.cache/tdsl)\n"
         "--device cuda      compile the graph to CUDA kernels and run them on the GPU (docs/gpu.md);\n"
         "                   --cuda-graph launches them as one CUDA Graph, --dump=cuda prints them\n"
         "--dump=ast,ir      print the syntax tree and/or the Graph IR of each entry point\n"
@@ -99,6 +100,7 @@ static int parse_opts(int argc, char **argv, opts *o) {
     if (!strcmp(a, "--trace")) o->trace = 1;
     else if (!strcmp(a, "--check-numerics")) o->check_numerics = 1;
     else if (!strcmp(a, "--compiled")) o->compiled = 1;
+    else if (!strcmp(a, "--no-cache")) setenv("TDSL_CACHE", "0", 1); /* compiled.c reads it */
     else if (!strcmp(a, "--cuda-graph")) o->cuda_graph = 1;
     else if (!strcmp(a, "--device")) {
       if (!val || (strcmp(val, "cpu") && strcmp(val, "cuda")))

@@ -384,3 +384,32 @@ Test(cli, saved_weights_load_back_and_give_the_same_result) {
   td_tensor_release(a);
   td_tensor_release(b);
 }
+
+/* Number of entries in a directory (-1 when it does not exist). */
+static int count_entries(const char *p) {
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "ls -A '%s' 2>/dev/null | wc -l", p);
+  FILE *f = popen(cmd, "r");
+  int n = -1;
+  if (f) {
+    if (fscanf(f, "%d", &n) != 1) n = -1;
+    pclose(f);
+  }
+  return access(p, F_OK) ? -1 : n;
+}
+
+Test(cli, compiled_runs_use_the_cache_unless_told_not_to) {
+  write_text("c.td", "fn main() {\n  print(sum(arange(10) * 2))\n}\n");
+  setenv("TDSL_CACHE_DIR", path("cache"), 1);
+  result r = tdsl((const char *[]){"run", "--compiled", "--no-cache", path("c.td"), NULL});
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "90\n"); /* 2 * (0 + 1 + ... + 9) */
+  cr_expect_leq(count_entries(path("cache")), 0, "--no-cache must not write the cache");
+  drop(&r);
+  r = tdsl((const char *[]){"run", "--compiled", path("c.td"), NULL});
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "90\n");
+  cr_expect_gt(count_entries(path("cache")), 0, "a compiled run fills the cache");
+  drop(&r);
+  unsetenv("TDSL_CACHE_DIR");
+}
