@@ -5,7 +5,10 @@ One run, on one machine, per thread count T:
      clock, fresh-page cost),
   2. then, workload by workload (W1..W6), runs tdsl eager through
      harness.c (in-process timing of td_interp_run, checked against float64),
-     tdsl compiled (harness --mode compiled: compile once, time td_compiled_run), the
+     tdsl compiled (harness --mode compiled: compile once, time td_compiled_run;
+     labelled "library" in W1), for W1 the built artifact's C API (tdsl build
+     --exe into the results dir, its entry function timed by the executable's
+     --bench, its outputs checked by harness --mode outputs), the
      hand-written C floor where there is one, and the peers (peers.py: numpy,
      PyTorch eager and TorchScript; the GEMM peer with OPENBLAS_CORETYPE and
      OPENBLAS_L2_SIZE unset), so that drift of the machine hits all of them
@@ -121,6 +124,10 @@ FLOOR_NAMES = {("w2", "scalar w,b"): ("W2", "gelu(x*w+b) scalar w,b"),
                ("w5", "softmax"): ("W5", "softmax [4096,4096]"),
                ("w5", "layernorm"): ("W5", "layer_norm [4096,4096]")}
 FLOOR_SYSTEM = "C floor (hand-written)"
+# W1's compiled rows: the built artifact's C API (what the W1 target names)
+# and the in-process library call td_compiled_run.
+ARTIFACT_SYSTEM = "tdsl compiled, artifact C API (tdsl build; PREFIX_entry via exe --bench)"
+LIBRARY_SYSTEM = "tdsl compiled, library (td_compiled_run)"
 
 
 # --------------------------------------------------------------------- build
@@ -304,14 +311,95 @@ def run_harness(harness, case, threads, quick, mode, logf):
     try:
         d = json.loads(p.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        return dict(workload=wl, case=name, system="tdsl " + mode, status="failed", threads=threads,
+        return dict(workload=wl, case=name, system=LIBRARY_SYSTEM if mode == "compiled" and wl == "W1" else
+                    "tdsl " + mode, status="failed", threads=threads,
                     reason=(p.stderr.strip().splitlines() or ["no output"])[-1][:300])
-    d.update(workload=wl, case=name, system="tdsl " + mode, threads=threads)
+    system = LIBRARY_SYSTEM if mode == "compiled" and wl == "W1" else "tdsl " + mode
+    d.update(workload=wl, case=name, system=system, threads=threads)
     if d.get("status") == "ok" and div != 1:
         for k in ("median_s", "min_s", "max_s"):
             d[k] /= div
         d["note"] = "time of %d chained ops / %d" % (div, div)
     return d
+
+
+BENCH_LINE = re.compile(r"(\d+) calls, per-call latency median ([\d.]+) (ns|us|ms|s), "
+                        r"mean ([\d.]+) (ns|us|ms|s), min ([\d.]+) (ns|us|ms|s)")
+UNIT_S = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def build_artifact(harness, tdsl, case, out, logf):
+    """Builds case's file as an artifact (tdsl build --exe) under
+    out/artifacts/<case>, writes its inputs there (harness --write-inputs),
+    runs it once and checks the outputs (harness --mode outputs).  Returns
+    (dir info, check record) or (None, failure record)."""
+    wl, name, path, entry, ins, check, heavy, div = case
+    d = os.path.join(out, "artifacts", re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_"))
+    os.makedirs(d, exist_ok=True)
+    env = dict(os.environ, TDSL_PATH=STDLIB)
+    base = [path, "--entry", entry, "--search", STDLIB, "--label", name]
+    for sp in ins:
+        base += ["--in", sp]
+
+    def failed(p, what):
+        return None, dict(status="failed", reason=("%s: " % what + ((p.stderr or p.stdout).strip().splitlines()
+                                                                   or ["no output"])[-1])[:300])
+    if not os.access(tdsl, os.X_OK):
+        return None, dict(status="not available", reason="no %s (the tdsl CLI) in the build dir" % tdsl)
+    p = run_cmd([tdsl, "build", path, "-o", d, "--exe", "--name", "bench"], logf, env=env)
+    if p.returncode:
+        return failed(p, "tdsl build")
+    p = run_cmd([harness] + base + ["--write-inputs", d], logf)
+    try:
+        n_out = int(json.loads(p.stdout.strip().splitlines()[-1])["outputs"])
+    except (ValueError, IndexError, KeyError):
+        return failed(p, "harness --write-inputs")
+    args = ["--entry", entry]
+    for sp in ins:
+        nm = sp.split("=")[0]
+        args += ["--in", "%s=%s" % (nm, os.path.join(d, nm + ".npy"))]
+    exe = os.path.join(d, "bench")
+    outs = [os.path.join(d, "out%d.npy" % i) for i in range(n_out)]
+    p = run_cmd([exe] + args + [x for o in outs for x in ("--out", o)], logf)
+    if p.returncode:
+        return failed(p, "artifact run")
+    p = run_cmd([harness] + base + ["--mode", "outputs", "--outputs", ",".join(outs), "--check", check], logf)
+    try:
+        chk = json.loads(p.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return failed(p, "harness --mode outputs")
+    return (exe, args), chk
+
+
+def run_artifact(built, case, threads, quick, logf):
+    """Times the built artifact's entry with its executable's --bench: each
+    run is N back-to-back calls (the mean: the per-run time, as the harness's
+    runs); median/min/max over the runs.  Also keeps the executable's median
+    of calls timed one by one (call_median_s, includes one clock read)."""
+    wl, name, path, entry, ins, check, heavy, div = case
+    rec = dict(workload=wl, case=name, system=ARTIFACT_SYSTEM, threads=threads)
+    info, chk = built
+    if not info:
+        return dict(rec, **chk)
+    exe, args = info
+    n = max(1000, (100000 if quick else 400000) // div)
+    means, medians, mins = [], [], []
+    for _ in range(3 if quick else 7):
+        p = run_cmd([exe] + args + ["--bench", str(n)], logf, env=dict(os.environ, TDSL_NUM_THREADS=str(threads)))
+        m = BENCH_LINE.search(p.stdout)
+        if p.returncode or not m:
+            return dict(rec, status="failed", reason=("artifact --bench: " + (p.stderr or p.stdout).strip())[-300:])
+        medians.append(float(m.group(2)) * UNIT_S[m.group(3)] / div)
+        means.append(float(m.group(4)) * UNIT_S[m.group(5)] / div)
+        mins.append(float(m.group(6)) * UNIT_S[m.group(7)] / div)
+    means.sort()
+    medians.sort()
+    rec.update(status="ok", median_s=means[len(means) // 2], min_s=means[0], max_s=means[-1], runs=len(means),
+               inner=n, call_median_s=medians[len(medians) // 2], call_min_s=min(mins),
+               relerr=chk.get("relerr"), tol=chk.get("tol"), correct=chk.get("correct"), check=check)
+    if div != 1:
+        rec["note"] = "time of %d chained ops / %d" % (div, div)
+    return rec
 
 
 # --------------------------------------------------------------------- limits
@@ -422,7 +510,8 @@ def build_tables(recs, limits, floors_w1, threads_list, wls):
                 peers = [r for r in rows if is_peer(r)]
                 best = min(peers, key=lambda r: r["median_s"]) if peers else None
                 fl = next((r for r in rows if r["system"] == FLOOR_SYSTEM), None)
-                for mine in [r for r in rows if r["system"] in ("tdsl eager", "tdsl compiled")]:
+                for mine in [r for r in rows if r["system"] in ("tdsl eager", "tdsl compiled", LIBRARY_SYSTEM,
+                                                                ARTIFACT_SYSTEM)]:
                     summary.append("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                         wl, case, t, mine["system"][5:], ft(mine["median_s"]),
                         "%s (%s)" % (ft(best["median_s"]), best["system"]) if best else "-",
@@ -466,7 +555,8 @@ def missing_lines(recs):
 def chart(path, recs, limits, floors_w1, threads_list, wls):
     """One panel per workload and thread count: median ÷ limit (log) per case
     for tdsl eager, the best numpy, the best torch and the C floor."""
-    groups = [("tdsl eager", lambda s: s == "tdsl eager"), ("numpy (best)", lambda s: s.startswith("numpy")),
+    groups = [("tdsl eager", lambda s: s == "tdsl eager"), ("tdsl artifact C API", lambda s: s == ARTIFACT_SYSTEM),
+              ("numpy (best)", lambda s: s.startswith("numpy")),
               ("torch (best)", lambda s: not s.startswith(("numpy", "tdsl")) and s != FLOOR_SYSTEM),
               ("C floor", lambda s: s == FLOOR_SYSTEM)]
     good = ok_records(recs)
@@ -598,6 +688,7 @@ def main():
 
     cases = [c for c in tdsl_cases(a.quick) if c[0] in wls]
     recs, limits, floors_w1, peer_hello = [], {}, {}, []
+    tdsl, artifacts = os.path.join(build, "tdsl"), {}
     # The compiled path: one probe; a harness built without the compiler
     # answers "not available" and then no compiled rows are run.
     compiled = bool(cases)
@@ -632,8 +723,17 @@ def main():
                 if compiled:
                     rc = run_harness(harness, c, t, a.quick, "compiled", logf)
                     recs.append(rc)
-                    log("[T=%d] %s %-26s tdsl compiled %s" % (t, wl, c[1], ft(rc.get("median_s"))
-                        if rc.get("status") == "ok" else rc.get("status") + ": " + rc.get("reason", "")))
+                    log("[T=%d] %s %-26s tdsl compiled%s %s" % (t, wl, c[1], " (library)" if wl == "W1" else "",
+                        ft(rc.get("median_s")) if rc.get("status") == "ok" else rc.get("status") + ": " +
+                        rc.get("reason", "")))
+                if wl == "W1":
+                    if c[1] not in artifacts:
+                        artifacts[c[1]] = build_artifact(harness, tdsl, c, out, logf)
+                    ra = run_artifact(artifacts[c[1]], c, t, a.quick, logf)
+                    recs.append(ra)
+                    log("[T=%d] %s %-26s tdsl artifact C API %s%s" % (t, wl, c[1], ft(ra.get("median_s"))
+                        if ra.get("status") == "ok" else ra.get("status") + ": " + ra.get("reason", ""),
+                        "" if ra.get("correct", True) else "  WRONG (rel. error %s)" % fe(ra.get("relerr"))))
             part = {"W1": "w1", "W2": "w2", "W5": "w5"}.get(wl)
             if part and (wl != "W1" or t == 1):
                 for r in run_floors(floors, t, [part], a.quick, logf):

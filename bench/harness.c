@@ -19,12 +19,21 @@
  * compile time, W7), then the same check and timing with td_compiled_run.
  * --compile-only with --mode compiled reports the compile times only.
  *
+ * Built artifacts (`tdsl build --exe`) are timed by their own executable's
+ * --bench (bench/driver.py runs it); the harness serves them two ways:
+ * --write-inputs DIR writes the generated inputs as DIR/NAME.npy (for the
+ * executable's --in), and --mode outputs --outputs A.npy[,B.npy...] runs
+ * no code of its own: it reads the artifact's outputs and applies --check
+ * to them against the same inputs and parameters (the artifact's embedded
+ * parameters come from the same recipes and seed).
+ *
  * Output: one JSON object on stdout.  Errors: a message on stderr, exit 1.
  *
  *   harness FILE.td --entry NAME [--in NAME=SPEC]... [--check KIND]
  *           [--mode eager|compiled] [--warmup N] [--runs N] [--inner N]
  *           [--target-ms X] [--seed S] [--search DIR]... [--label TEXT]
- *           [--frontend-only] [--compile-only]
+ *           [--frontend-only] [--compile-only] [--write-inputs DIR]
+ *           [--mode outputs --outputs A.npy[,B.npy...]]
  *   SPEC: f32[D0,D1,...]:randn | :normal:MEAN:STD | :uniform:LO:HI
  */
 #define _GNU_SOURCE
@@ -40,6 +49,7 @@
 #include "lang/elab.h"
 #include "lang/ir.h"
 #include "lang/mem.h"
+#include "runtime/io.h"
 #include "runtime/tensor.h"
 #include "compiler/compiled.h"
 #include "compiler/passes.h"
@@ -70,6 +80,7 @@ typedef struct opts {
   double target_ms;
   uint64_t seed;
   int frontend_only, compile_only;
+  const char *write_inputs, *outputs;
 } opts;
 
 static double now_s(void) {
@@ -142,6 +153,8 @@ static int parse_opts(int argc, char **argv, opts *o) {
     else if (!strcmp(a, "--check")) o->check = v;
     else if (!strcmp(a, "--mode")) o->mode = v;
     else if (!strcmp(a, "--label")) o->label = v;
+    else if (!strcmp(a, "--write-inputs")) o->write_inputs = v;
+    else if (!strcmp(a, "--outputs")) o->outputs = v;
     else if (!strcmp(a, "--warmup")) o->warmup = atoi(v);
     else if (!strcmp(a, "--runs")) o->runs = atoi(v);
     else if (!strcmp(a, "--inner")) o->inner = atoi(v);
@@ -158,8 +171,9 @@ static int parse_opts(int argc, char **argv, opts *o) {
   }
   if (!o->file || !o->entry) return fail("%s", "usage: harness FILE.td --entry NAME [--in NAME=SPEC]...");
   if (o->runs < 1 || o->runs > MAX_RUNS) return fail("%s", "--runs must be 1..1000");
-  if (strcmp(o->mode, "eager") && strcmp(o->mode, "compiled"))
-    return fail("--mode must be eager or compiled, not '%s'", o->mode);
+  if (strcmp(o->mode, "eager") && strcmp(o->mode, "compiled") && strcmp(o->mode, "outputs"))
+    return fail("--mode must be eager, compiled or outputs, not '%s'", o->mode);
+  if (!strcmp(o->mode, "outputs") && !o->outputs) return fail("%s", "--mode outputs needs --outputs");
   return 0;
 }
 
@@ -825,10 +839,96 @@ done:
   return rc;
 }
 
+/* ---- built artifacts: their inputs and the check of their outputs ------- */
+
+/* The entry's graph, inputs and parameters, as run_eager prepares them. */
+static int prepare(const opts *o, loaded *l, ctx *c) {
+  memset(c, 0, sizeof *c);
+  c->o = o;
+  if (load_graph(o, l)) return -1;
+  c->g = l->g;
+  c->params = calloc((size_t)l->g->n_params + 1, sizeof *c->params);
+  td_err err;
+  if (!c->params || make_inputs(o, c)) return -1;
+  if (td_make_params(l->g, NULL, o->seed, c->params, &err)) return fail("%s", err.msg);
+  return 0;
+}
+
+static void unprepare(loaded *l, ctx *c) {
+  for (int i = 0; c->g && i < c->g->n_inputs && i < MAX_INPUTS; i++) td_tensor_release(c->inputs[i]);
+  for (int i = 0; c->params && i < c->g->n_params; i++) td_tensor_release(c->params[i]);
+  free(c->params);
+  td_arena_free(l->arena);
+}
+
+/* --write-inputs DIR: the generated inputs as DIR/NAME.npy; the JSON line
+ * says how many inputs and outputs the entry has. */
+static int write_inputs(const opts *o) {
+  loaded l;
+  ctx c;
+  int rc = prepare(o, &l, &c);
+  for (int i = 0; !rc && i < c.g->n_inputs; i++) {
+    char path[4096];
+    td_err err;
+    snprintf(path, sizeof path, "%s/%s.npy", o->write_inputs, c.g->nodes[c.g->inputs[i]].name);
+    if (td_npy_write(path, c.inputs[i], &err)) rc = fail("%s", err.msg);
+  }
+  if (!rc)
+    printf("{\"label\": \"%s\", \"status\": \"ok\", \"inputs\": %d, \"outputs\": %d}\n", o->label,
+           c.g->n_inputs, c.g->n_outputs);
+  unprepare(&l, &c);
+  return rc;
+}
+
+/* --mode outputs: reads the comma-separated .npy files as the entry's
+ * outputs (in order) and checks them; one JSON object with relerr. */
+static int check_outputs(const opts *o) {
+  loaded l;
+  ctx c;
+  int rc = prepare(o, &l, &c), n = 0;
+  td_tensor **outs = NULL;
+  if (!rc && !(outs = calloc((size_t)c.g->n_outputs + 1, sizeof *outs))) rc = fail("%s", "out of memory");
+  for (const char *p = o->outputs; !rc && *p; n++) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    char path[4096];
+    td_err err;
+    if (n == c.g->n_outputs || len >= sizeof path) {
+      rc = fail("more --outputs than the entry's %s outputs", "");
+      break;
+    }
+    memcpy(path, p, len), path[len] = 0;
+    if (td_npy_read(path, &outs[n], &err)) rc = fail("%s", err.msg);
+    p = e ? e + 1 : p + len;
+  }
+  if (!rc && n == 0) rc = fail("%s", "--outputs names no file");
+  double tol = 0, relerr = 0;
+  if (!rc) {
+    c.outs = outs;
+    relerr = run_check(&c, &tol);
+    c.outs = NULL;
+    if (relerr == -2) rc = -1;
+    else if (relerr == -1) rc = fail("the outputs or parameters do not fit --check %s", o->check);
+  }
+  if (!rc) {
+    int ok = !strcmp(o->check, "none") || (!(relerr > tol) && !isnan(relerr));
+    printf("{\"label\": \"%s\", \"mode\": \"outputs\", \"entry\": \"%s\", \"status\": \"ok\", ", o->label, o->entry);
+    if (isnan(relerr)) printf("\"relerr\": null, ");
+    else printf("\"relerr\": %.3g, ", relerr);
+    printf("\"tol\": %.3g, \"correct\": %s, \"check\": \"%s\"}\n", tol, ok ? "true" : "false", o->check);
+  }
+  for (int i = 0; outs && i < n; i++) td_tensor_release(outs[i]);
+  free(outs);
+  unprepare(&l, &c);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   opts o;
   if (parse_opts(argc, argv, &o)) return 2;
   if (o.frontend_only) return frontend_only(&o) ? 1 : 0;
+  if (o.write_inputs) return write_inputs(&o) ? 1 : 0;
+  if (!strcmp(o.mode, "outputs")) return check_outputs(&o) ? 1 : 0;
   if (!strcmp(o.mode, "compiled")) return run_compiled(&o);
   return run_eager(&o) ? 1 : 0;
 }

@@ -8,10 +8,12 @@
  * code.  The context is released right after; the gcc_jit_result or the
  * dlopen handle lives in the td_compiled.
  *
- * td_compiled_run: per call, binds the symbols from the inputs, evaluates
- * the runtime table (sizes, random streams mixed with the call index),
- * allocates outputs, lays out the arena of temporaries (slot sizes rounded
- * up to 64 bytes; the arena is kept and grown across calls) and calls the
+ * td_compiled_run: per call, binds the symbols from the inputs; when they
+ * differ from the previous call's (or on the first call) it re-evaluates
+ * the layout: parameter shapes, the runtime table's sizes, the arena of
+ * temporaries (slot sizes rounded up to 64 bytes; kept and grown across
+ * calls), output shapes, scratch, and each kernel's split.  Then, every
+ * call: random streams mixed with the call index, fresh outputs, the
  * kernels in order.  A kernel with a parallel loop whose work is large
  * enough (see split) is cut into one range of that loop per thread of the
  * pool (pool.h); each thread gets its own scratch and status.
@@ -30,6 +32,23 @@
 #include "jit_impl.h"
 #include "pool.h"
 
+/* What td_compiled_run derives from the bound sizes alone, kept for the
+ * next call: valid while the symbol values and the pool's thread count are
+ * the same. */
+typedef struct layout {
+  int valid, threads;
+  int64_t *syms;            /* the symbol values it was made for */
+  int64_t *dv;              /* the runtime table (random streams: per call) */
+  void **bufs;              /* per buffer; temporaries placed here */
+  td_tensor **owned;        /* per buffer: this call's output tensors */
+  int64_t *shapes;          /* per buffer, TD_MAX_RANK each: outputs' shapes */
+  int64_t *pshapes;         /* per parameter, TD_MAX_RANK each */
+  int64_t *ishapes;         /* per input, TD_MAX_RANK each: the shapes bound */
+  int64_t *extent, *ranges; /* per kernel: parallel extent, ranges it is cut into */
+} layout;
+
+static void layout_free(layout *l);
+
 struct td_compiled {
   const td_plan *p;
   gcc_jit_result *res;     /* compiled in memory, or */
@@ -45,6 +64,7 @@ struct td_compiled {
   size_t arena_cap;
   void *scratch;            /* threads * scratch_each bytes */
   size_t scratch_cap, scratch_each;
+  layout lay;               /* what the last call's sizes made (td_compiled_run) */
 };
 
 /* ---- compiling ------------------------------------------------------------------- */
@@ -222,6 +242,7 @@ void td_compiled_free(td_compiled *c) {
   td_free(c->c_text);
   td_aligned_free(c->arena);
   td_aligned_free(c->scratch);
+  layout_free(&c->lay);
   td_free(c);
 }
 
@@ -233,11 +254,9 @@ const char *td_compiled_c_text(const td_compiled *c) { return c->c_text; }
 
 typedef struct run {
   td_compiled *c;
+  layout *l;
   const td_graph *g;
   int64_t *symvals;
-  int64_t *dv;
-  void **bufs;
-  td_tensor **owned;       /* per buffer: output tensors allocated for this call */
   td_err *err;
   td_span *err_span;
 } run;
@@ -261,13 +280,53 @@ static int eval_shape(run *r, int n, int64_t *shape) {
   return 0;
 }
 
+/* The per-size arrays of c->lay, allocated on the first call. */
+static int layout_alloc(td_compiled *c, td_err *err) {
+  layout *l = &c->lay;
+  if (l->syms) return 0;
+  const td_plan *p = c->p;
+  size_t nb = (size_t)p->n_bufs + 1, nk = (size_t)p->n_kernels + 1;
+  l->syms = td_calloc((size_t)p->g->n_syms + 1, sizeof *l->syms);
+  l->dv = td_calloc((size_t)c->n_dims + 1, sizeof *l->dv);
+  l->bufs = td_calloc(nb, sizeof *l->bufs);
+  l->owned = td_calloc(nb, sizeof *l->owned);
+  l->shapes = td_calloc(nb * TD_MAX_RANK, sizeof *l->shapes);
+  l->pshapes = td_calloc(((size_t)p->g->n_params + 1) * TD_MAX_RANK, sizeof *l->pshapes);
+  l->ishapes = td_calloc(((size_t)p->g->n_inputs + 1) * TD_MAX_RANK, sizeof *l->ishapes);
+  l->extent = td_calloc(nk, sizeof *l->extent);
+  l->ranges = td_calloc(nk, sizeof *l->ranges);
+  if (l->syms && l->dv && l->bufs && l->owned && l->shapes && l->pshapes && l->ishapes && l->extent && l->ranges)
+    return 0;
+  layout_free(l);
+  return td_err_set(err, "out of memory");
+}
+
+static void layout_free(layout *l) {
+  td_free(l->syms);
+  td_free(l->dv);
+  td_free(l->bufs);
+  td_free(l->owned);
+  td_free(l->shapes);
+  td_free(l->pshapes);
+  td_free(l->ishapes);
+  td_free(l->extent);
+  td_free(l->ranges);
+  memset(l, 0, sizeof *l);
+}
+
+/* Parameters' expected shapes (they may change between calls, their
+ * shapes may not). */
+static int param_shapes(run *r) {
+  for (int i = 0; i < r->g->n_params; i++)
+    if (eval_shape(r, r->g->params[i], &r->l->pshapes[(size_t)i * TD_MAX_RANK])) return -1;
+  return 0;
+}
+
 static int check_params(run *r, td_tensor *const *params) {
   for (int i = 0; i < r->g->n_params; i++) {
-    int n = r->g->params[i];
-    const td_node *nd = &r->g->nodes[n];
+    const td_node *nd = &r->g->nodes[r->g->params[i]];
     const td_tensor *t = params ? params[nd->attr.i] : NULL;
-    int64_t shape[TD_MAX_RANK];
-    if (eval_shape(r, n, shape)) return -1;
+    const int64_t *shape = &r->l->pshapes[(size_t)i * TD_MAX_RANK];
     int ok = t && t->dtype == nd->dtype && t->rank == nd->rank;
     for (int k = 0; ok && k < nd->rank; k++) ok = t->shape[k] == shape[k];
     if (!ok) return td_err_set(r->err, "parameter '%s' is missing or has the wrong type", nd->name ? nd->name : "?");
@@ -275,15 +334,17 @@ static int check_params(run *r, td_tensor *const *params) {
   return 0;
 }
 
-static void eval_table(run *r, uint64_t call) {
+/* The runtime table: sizes with sizes (at layout time), random streams
+ * mixed with the call index (every call). */
+static void eval_table(run *r, uint64_t call, int sizes) {
   for (int i = 0; i < r->c->n_dims; i++) {
     const cg_dimref *d = &r->c->dims[i];
     if (d->rand_node >= 0) {
       uint64_t s = r->g->nodes[d->rand_node].attr.stream;
       if (call) s = td_hash_mix(s, call);
-      memcpy(&r->dv[i], &s, sizeof s);
-    } else {
-      r->dv[i] = td_dim_eval(r->g, d->dim, r->symvals);
+      memcpy(&r->l->dv[i], &s, sizeof s);
+    } else if (sizes) {
+      r->l->dv[i] = td_dim_eval(r->g, d->dim, r->symvals);
     }
   }
 }
@@ -298,8 +359,9 @@ static int ensure(void **mem, size_t *cap, size_t need, td_err *err) {
   return 0;
 }
 
-/* Buffer pointers: inputs, parameters, fresh outputs, arena slots. */
-static int place_buffers(run *r, td_tensor *const *inputs, td_tensor *const *params) {
+/* The arena (slot sizes rounded up to 64 bytes), the temporaries'
+ * pointers and the outputs' shapes. */
+static int place_temps(run *r) {
   const td_plan *p = r->c->p;
   size_t *slot_off = td_calloc((size_t)p->n_slots + 1, sizeof *slot_off), total = 0;
   if (!slot_off) return td_err_set(r->err, "out of memory");
@@ -310,22 +372,31 @@ static int place_buffers(run *r, td_tensor *const *inputs, td_tensor *const *par
   int rc = ensure(&r->c->arena, &r->c->arena_cap, total, r->err);
   for (int i = 0; i < p->n_bufs && rc == 0; i++) {
     const td_buffer *b = &p->bufs[i];
-    int64_t shape[TD_MAX_RANK];
-    switch (b->kind) {
-    case TD_BUF_INPUT: r->bufs[i] = inputs[b->index]->data; break;
-    case TD_BUF_PARAM: r->bufs[i] = params[b->index]->data; break;
-    case TD_BUF_TEMP:
-      if ((rc = eval_shape(r, b->node, shape)) == 0) r->bufs[i] = (char *)r->c->arena + slot_off[b->index];
-      break;
-    default:
-      if ((rc = eval_shape(r, b->node, shape)) != 0) break;
-      r->owned[i] = td_tensor_new(r->g->nodes[b->node].dtype, r->g->nodes[b->node].rank, shape, r->err);
-      if (!r->owned[i]) rc = -1;
-      else r->bufs[i] = r->owned[i]->data;
-    }
+    if (b->kind == TD_BUF_INPUT || b->kind == TD_BUF_PARAM) continue;
+    rc = eval_shape(r, b->node, &r->l->shapes[(size_t)i * TD_MAX_RANK]);
+    if (rc == 0 && b->kind == TD_BUF_TEMP) r->l->bufs[i] = (char *)r->c->arena + slot_off[b->index];
   }
   td_free(slot_off);
   return rc;
+}
+
+/* Per call: inputs, parameters and fresh outputs. */
+static int place_call_buffers(run *r, td_tensor *const *inputs, td_tensor *const *params) {
+  const td_plan *p = r->c->p;
+  for (int i = 0; i < p->n_bufs; i++) {
+    const td_buffer *b = &p->bufs[i];
+    const td_node *nd = &r->g->nodes[b->node];
+    switch (b->kind) {
+    case TD_BUF_INPUT: r->l->bufs[i] = inputs[b->index]->data; break;
+    case TD_BUF_PARAM: r->l->bufs[i] = params[b->index]->data; break;
+    case TD_BUF_TEMP: break;
+    default:
+      r->l->owned[i] = td_tensor_new(nd->dtype, nd->rank, &r->l->shapes[(size_t)i * TD_MAX_RANK], r->err);
+      if (!r->l->owned[i]) return -1;
+      r->l->bufs[i] = r->l->owned[i]->data;
+    }
+  }
+  return 0;
 }
 
 /* Scratch for the matmul kernels (packed panels, tiles, rows). */
@@ -359,7 +430,7 @@ static void run_range(void *ctx, int64_t task, int tid) {
   split *s = ctx;
   int64_t lo = task * s->chunk, hi = lo + s->chunk < s->extent ? lo + s->chunk : s->extent;
   char *scratch = (char *)s->r->c->scratch + (size_t)tid * s->r->c->scratch_each;
-  s->fn(s->r->bufs, s->r->dv, scratch, &s->status[tid], tdc_runtime_table(), lo, hi);
+  s->fn(s->r->l->bufs, s->r->l->dv, scratch, &s->status[tid], tdc_runtime_table(), lo, hi);
 }
 
 /* Ranges per kernel: one per thread when the kernel moves or computes
@@ -377,6 +448,50 @@ static int64_t n_ranges(run *r, int k, int64_t extent) {
   return n < 1 ? 1 : n;
 }
 
+/* Each kernel's parallel extent and number of ranges. */
+static void plan_splits(run *r) {
+  for (int k = 0; k < r->c->p->n_kernels; k++) {
+    r->l->extent[k] = r->c->info[k].parallel ? td_dim_eval(r->g, r->c->info[k].extent, r->symvals) : 1;
+    r->l->ranges[k] = n_ranges(r, k, r->l->extent[k]);
+  }
+}
+
+/* Do the inputs have exactly the dtypes and shapes the valid layout was
+ * bound from?  Then binding them again (td_bind_inputs) would give the same
+ * symbol values and pass its checks. */
+static int same_inputs(const td_compiled *c, td_tensor *const *inputs) {
+  const td_graph *g = c->p->g;
+  if (!c->lay.valid || c->lay.threads != td_pool_threads()) return 0;
+  for (int k = 0; k < g->n_inputs; k++) {
+    const td_node *n = &g->nodes[g->inputs[k]];
+    const td_tensor *t = inputs[k];
+    if (!t || t->dtype != n->dtype || t->rank != n->rank) return 0;
+    if (memcmp(t->shape, &c->lay.ishapes[(size_t)k * TD_MAX_RANK], (size_t)n->rank * sizeof *t->shape)) return 0;
+  }
+  return 1;
+}
+
+/* Re-evaluates everything that depends on the sizes only; the layout is
+ * marked valid for r->symvals (bound from inputs) on success. */
+static int make_layout(run *r, td_tensor *const *inputs) {
+  layout *l = r->l;
+  l->valid = 0;
+  int rc = param_shapes(r);
+  if (rc == 0) {
+    eval_table(r, 0, 1);
+    rc = place_temps(r);
+  }
+  if (rc == 0) rc = place_scratch(r);
+  if (rc) return rc;
+  plan_splits(r);
+  memcpy(l->syms, r->symvals, (size_t)r->g->n_syms * sizeof *l->syms);
+  for (int k = 0; k < r->g->n_inputs; k++)
+    memcpy(&l->ishapes[(size_t)k * TD_MAX_RANK], inputs[k]->shape, (size_t)inputs[k]->rank * sizeof *l->ishapes);
+  l->threads = td_pool_threads();
+  l->valid = 1;
+  return 0;
+}
+
 static int call_kernels(run *r) {
   const td_plan *p = r->c->p;
   for (int k = 0; k < p->n_kernels; k++) {
@@ -384,8 +499,8 @@ static int call_kernels(run *r) {
     memset(&s, 0, sizeof s);
     s.r = r;
     s.fn = r->c->fns[k];
-    s.extent = r->c->info[k].parallel ? td_dim_eval(r->g, r->c->info[k].extent, r->symvals) : 1;
-    int64_t n = n_ranges(r, k, s.extent);
+    s.extent = r->l->extent[k];
+    int64_t n = r->l->ranges[k];
     s.chunk = (s.extent + n - 1) / (n ? n : 1);
     if (s.extent > 0) td_pool_run(run_range, &s, n);
     int32_t status = 0;
@@ -410,38 +525,50 @@ static int collect(run *r, td_tensor *const *inputs, td_tensor *const *params, t
     const td_buffer *b = &p->bufs[p->buf_of[p->out_nodes[i]]];
     td_tensor *t = b->kind == TD_BUF_INPUT ? inputs[b->index]
                  : b->kind == TD_BUF_PARAM ? params[b->index]
-                 : r->owned[p->buf_of[p->out_nodes[i]]];
+                 : r->l->owned[p->buf_of[p->out_nodes[i]]];
     o[i] = td_tensor_retain(t);
   }
   *outs = o;
   return 0;
 }
 
+/* Per call: bind the sizes (skipped when the inputs' shapes are the
+ * layout's); only when they (or the pool's thread count) differ from the
+ * layout's does make_layout run.  The layout's arrays live
+ * in c, which td_compiled_run already used for its arena (one call at a
+ * time per td_compiled). */
 int td_compiled_run(td_compiled *c, td_tensor *const *inputs, td_tensor *const *params,
                     uint64_t call_index, td_tensor ***outs, td_err *err, td_span *err_span) {
   const td_plan *p = c->p;
-  run r = {c, p->g, NULL, NULL, NULL, NULL, err, err_span};
+  int64_t local[16], *heap = NULL;
+  size_t ns = (size_t)p->g->n_syms;
+  run r = {c, &c->lay, p->g, local, err, err_span};
   if (err_span) err_span->file = -1;
   *outs = NULL;
-  r.symvals = td_calloc((size_t)p->g->n_syms + 1, sizeof *r.symvals);
-  r.dv = td_calloc((size_t)c->n_dims + 1, sizeof *r.dv);
-  r.bufs = td_calloc((size_t)p->n_bufs + 1, sizeof *r.bufs);
-  r.owned = td_calloc((size_t)p->n_bufs + 1, sizeof *r.owned);
-  int rc = r.symvals && r.dv && r.bufs && r.owned ? 0 : td_err_set(err, "out of memory");
-  if (rc == 0) rc = td_bind_inputs(p->g, inputs, p->g->n_inputs, r.symvals, err);
+  if (ns + 1 > sizeof local / sizeof *local && !(r.symvals = heap = td_calloc(ns + 1, sizeof *heap)))
+    return td_err_set(err, "out of memory");
+  memset(r.symvals, 0, (ns + 1) * sizeof *r.symvals);
+  int rc = layout_alloc(c, err);
+  if (rc == 0 && same_inputs(c, inputs)) memcpy(r.symvals, c->lay.syms, ns * sizeof *r.symvals);
+  else if (rc == 0 && (rc = td_bind_inputs(p->g, inputs, p->g->n_inputs, r.symvals, err)) == 0 &&
+           !(c->lay.valid && c->lay.threads == td_pool_threads() &&
+             !memcmp(c->lay.syms, r.symvals, ns * sizeof *r.symvals)))
+    rc = make_layout(&r, inputs);
+  else if (rc == 0)  /* same sizes from other shapes: keep the layout, note these shapes */
+    for (int k = 0; k < p->g->n_inputs; k++)
+      memcpy(&c->lay.ishapes[(size_t)k * TD_MAX_RANK], inputs[k]->shape, (size_t)inputs[k]->rank * sizeof(int64_t));
   if (rc == 0) rc = check_params(&r, params);
   if (rc == 0) {
-    eval_table(&r, call_index);
-    rc = place_buffers(&r, inputs, params);
+    eval_table(&r, call_index, 0);
+    rc = place_call_buffers(&r, inputs, params);
   }
-  if (rc == 0) rc = place_scratch(&r);
   if (rc == 0) rc = call_kernels(&r);
   if (rc == 0) rc = collect(&r, inputs, params, outs);
-  for (int i = 0; r.owned && i < p->n_bufs; i++) td_tensor_release(r.owned[i]);
-  td_free(r.symvals);
-  td_free(r.dv);
-  td_free(r.bufs);
-  td_free(r.owned);
+  for (int i = 0; c->lay.owned && i < p->n_bufs; i++) {
+    td_tensor_release(c->lay.owned[i]);
+    c->lay.owned[i] = NULL;
+  }
+  td_free(heap);
   return rc;
 }
 

@@ -61,7 +61,20 @@ int td_dtype_from_name(const char *name, td_dtype *out) {
 
 /* ---- allocation -------------------------------------------------------- */
 
+/* The limit, read from the environment once per process (tensors are
+ * allocated on every op and every compiled call: no getenv there). */
+static size_t max_bytes_from_env(void);
+
+static size_t cached_max_bytes;
+
 size_t td_tensor_max_bytes(void) {
+  if (!cached_max_bytes) cached_max_bytes = max_bytes_from_env();
+  return cached_max_bytes;
+}
+
+void td_tensor_limits_reload(void) { cached_max_bytes = 0; }
+
+static size_t max_bytes_from_env(void) {
   const char *s = getenv("TDSL_MAX_TENSOR_BYTES");
   if (!s || !*s)
     return TD_DEFAULT_MAX_BYTES;

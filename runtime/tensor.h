@@ -51,6 +51,9 @@ typedef struct td_tensor {
 /* Largest tensor the runtime agrees to allocate (bytes); guards against
  * absurd shapes in files.  Overridable with TDSL_MAX_TENSOR_BYTES. */
 size_t td_tensor_max_bytes(void);
+/* The limit is read once per process; this makes the next call read
+ * TDSL_MAX_TENSOR_BYTES again (for tests and embedders that change it). */
+void td_tensor_limits_reload(void);
 
 /* New tensor with uninitialised (td_tensor_new) or zeroed (td_tensor_zeros)
  * data.  Fails (NULL, err filled) on overflow, on a size above

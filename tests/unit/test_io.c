@@ -433,6 +433,7 @@ Test(npy, missing_file) {
 
 Test(npy, limit_from_environment) {
   setenv("TDSL_MAX_TENSOR_BYTES", "16", 1);
+  td_tensor_limits_reload();
   float data[6] = {0};
   bytes f = npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }",
                      data, sizeof data);

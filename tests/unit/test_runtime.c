@@ -221,8 +221,11 @@ Test(tensor, bad_shapes) {
 
 Test(tensor, max_bytes_env) {
   unsetenv("TDSL_MAX_TENSOR_BYTES");
+  td_tensor_limits_reload();
   cr_assert_eq(td_tensor_max_bytes(), (size_t)16 << 30);
   setenv("TDSL_MAX_TENSOR_BYTES", "100", 1);
+  cr_assert_eq(td_tensor_max_bytes(), (size_t)16 << 30, "read once per process");
+  td_tensor_limits_reload();
   cr_assert_eq(td_tensor_max_bytes(), 100);
   td_err e;
   int64_t ok[] = {25}, bad[] = {26};
@@ -232,6 +235,7 @@ Test(tensor, max_bytes_env) {
   cr_assert_null(td_tensor_new(TD_F32, 1, bad, &e), "104 bytes is not");
   cr_assert(strstr(e.msg, "f32[26]"), "%s", e.msg);
   setenv("TDSL_MAX_TENSOR_BYTES", "lots", 1);
+  td_tensor_limits_reload();
   cr_assert_eq(td_tensor_max_bytes(), (size_t)16 << 30, "garbage -> default");
   unsetenv("TDSL_MAX_TENSOR_BYTES");
 }
