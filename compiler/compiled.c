@@ -155,25 +155,67 @@ static int write_atomic(const char *path, const char *text) {
   return -1;
 }
 
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "unknown"
+#endif
+
+/* FNV-1a of a file's bytes into *h; 0, or -1 when it cannot be read. */
+static int hash_file(const char *path, uint64_t *h) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return -1;
+  uint64_t x = 14695981039346656037ull;
+  unsigned char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+    for (size_t i = 0; i < n; i++) x = (x ^ buf[i]) * 1099511628211ull;
+  int bad = ferror(f);
+  fclose(f);
+  *h = x;
+  return bad ? -1 : 0;
+}
+
+/* The checksum file next to a cached object: "<fnv1a of the .so>\n". */
+static int sum_matches(const char *sum_path, const char *so_path) {
+  FILE *f = fopen(sum_path, "r");
+  if (!f) return 0;
+  unsigned long long want = 0;
+  int ok = fscanf(f, "%llx", &want) == 1;
+  fclose(f);
+  uint64_t got;
+  return ok && hash_file(so_path, &got) == 0 && got == (uint64_t)want;
+}
+
 /* Code for ctx from the cache, or compiled into it.  Returns 0 with c->dl
- * set, or -1 (no cache, or any failure: the caller compiles in memory). */
-static int from_cache(td_compiled *c, gcc_jit_context *ctx, const char *text) {
-  char dir[900], so[1000], dump[1000], tmp[1100];
+ * set, or -1 (no cache, or any failure: the caller compiles in memory).
+ *
+ * An entry is three files named by a hash of the kernels' gccjit dump, the
+ * -march, the optimisation level and the tdsl version: the shared object,
+ * the dump itself (compared byte for byte, so a hash collision cannot load
+ * the wrong code) and the shared object's checksum.  An entry whose dump
+ * differs or whose object does not match its checksum (truncated, corrupt)
+ * is compiled again and replaced, never loaded. */
+static int from_cache(td_compiled *c, gcc_jit_context *ctx, const char *text, int opt_level) {
+  char dir[900], so[1000], dump[1000], sum[1000], tmp[1100], key[96];
   if (!text || cache_dir(dir, sizeof dir)) return -1;
-  uint64_t h = fnv1a(text, fnv1a(c->march, fnv1a("tdsl-kernels-1", 14695981039346656037ull)));
+  snprintf(key, sizeof key, "tdsl-kernels-2 %s -O%d %s", PACKAGE_VERSION, opt_level, c->march);
+  uint64_t h = fnv1a(text, fnv1a(key, 14695981039346656037ull));
   snprintf(so, sizeof so, "%s/%016llx.so", dir, (unsigned long long)h);
   snprintf(dump, sizeof dump, "%s/%016llx.c", dir, (unsigned long long)h);
-  if (same_text(dump, text) && (c->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL))) {
+  snprintf(sum, sizeof sum, "%s/%016llx.sum", dir, (unsigned long long)h);
+  if (same_text(dump, text) && sum_matches(sum, so) && (c->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL))) {
     c->cached = 1;
     return 0;
   }
   snprintf(tmp, sizeof tmp, "%s.%ld.tmp.so", so, (long)getpid());
   gcc_jit_context_compile_to_file(ctx, GCC_JIT_OUTPUT_KIND_DYNAMIC_LIBRARY, tmp);
-  if (gcc_jit_context_get_first_error(ctx) || rename(tmp, so)) {
+  uint64_t fh;
+  char line[32];
+  if (gcc_jit_context_get_first_error(ctx) || hash_file(tmp, &fh) || rename(tmp, so)) {
     unlink(tmp);
     return -1;
   }
-  if (write_atomic(dump, text)) return -1;
+  snprintf(line, sizeof line, "%016llx\n", (unsigned long long)fh);
+  if (write_atomic(dump, text) || write_atomic(sum, line)) return -1;
   c->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   return c->dl ? 0 : -1;
 }
@@ -216,7 +258,7 @@ td_compiled *td_compile(const td_plan *plan, const td_compile_opts *opts, td_err
   }
   int cache = opts && opts->cache;
   if (ok && ((opts && opts->keep_c) || cache)) c->c_text = dump_text(ctx);
-  if (ok && cache) from_cache(c, ctx, c->c_text);
+  if (ok && cache) from_cache(c, ctx, c->c_text, opt);
   if (ok && !c->dl && !(c->res = gcc_jit_context_compile(ctx))) {
     const char *e = gcc_jit_context_get_first_error(ctx);
     td_err_set(err, "internal compiler error in the kernels of %s: %s", plan->g->name, e ? e : "compilation failed");

@@ -411,5 +411,29 @@ Test(cli, compiled_runs_use_the_cache_unless_told_not_to) {
   cr_expect_str_eq(r.out, "90\n");
   cr_expect_gt(count_entries(path("cache")), 0, "a compiled run fills the cache");
   drop(&r);
+  /* truncate and corrupt every cached object: they must be rebuilt, never loaded */
+  char cmd[800];
+  snprintf(cmd, sizeof cmd, "for f in '%s'/*.so; do head -c 200 \"$f\" > \"$f.x\" && mv \"$f.x\" \"$f\"; done",
+           path("cache"));
+  cr_assert_eq(system(cmd), 0);
+  r = tdsl((const char *[]){"run", "--compiled", path("c.td"), NULL});
+  cr_assert_eq(r.status, 0, "a corrupt cache entry must not break the run: %s", r.err);
+  cr_expect_str_eq(r.out, "90\n");
+  drop(&r);
+  snprintf(cmd, sizeof cmd, "for f in '%s'/*.so; do test $(stat -c %%s \"$f\") -gt 200 || exit 1; done", path("cache"));
+  cr_expect_eq(system(cmd), 0, "the corrupt entries were compiled again");
+  /* same size, code overwritten: only the checksum can tell */
+  snprintf(cmd, sizeof cmd, "for f in '%s'/*.so; do s=$(stat -c %%s \"$f\"); "
+           "dd if=/dev/zero of=\"$f\" bs=1 seek=$((s / 3)) count=$((s / 3)) conv=notrunc 2>/dev/null; done",
+           path("cache"));
+  cr_assert_eq(system(cmd), 0);
+  snprintf(cmd, sizeof cmd, "cat '%s'/*.so | md5sum > '%s'", path("cache"), path("corrupt.md5"));
+  cr_assert_eq(system(cmd), 0);
+  r = tdsl((const char *[]){"run", "--compiled", path("c.td"), NULL});
+  cr_assert_eq(r.status, 0, "a corrupt cache entry must not be loaded: %s", r.err);
+  cr_expect_str_eq(r.out, "90\n");
+  drop(&r);
+  snprintf(cmd, sizeof cmd, "cat '%s'/*.so | md5sum | cmp -s - '%s'", path("cache"), path("corrupt.md5"));
+  cr_expect_neq(system(cmd), 0, "the corrupt object was loaded instead of being compiled again");
   unsetenv("TDSL_CACHE_DIR");
 }
