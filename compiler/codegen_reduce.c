@@ -4,7 +4,8 @@
  *   - a stage whose reductions are all float sum/max/min, online-softmax
  *     or moments pairs over the innermost axis alone, with at least one
  *     max/min or online pair, is processed in chunks of vectorisable loops
- *     (see "chunked stages" below);
+ *     (see "chunked stages" below); when the root is softmax's
+ *     exp(x - m) / s, exp is computed once and stored ("stored exp");
  *   - any other stage (plan.h's td_kstage) is one loop nest over the reduced
  *     axes updating accumulators: f64 for float sums and products, i64 for
  *     integers, the element type for max/min, value and first index for
@@ -547,6 +548,141 @@ static void chunk_fold(cg *c, racc *r, carr *A, int n, gcc_jit_rvalue *len, gcc_
   }
 }
 
+/* Opens the loop over a row's chunks (lc, step CHUNK) and returns the
+ * chunk's first index; *len is its length, *P a power of two >= len, >= 16. */
+static gcc_jit_rvalue *chunk_open(cg *c, cloop *lc, gcc_jit_lvalue **len, gcc_jit_lvalue **P) {
+  gcc_jit_rvalue *L = cg_dim(c, c->k->space[c->k->rank - 1]);
+  gcc_jit_rvalue *j0 = cg_loop_range(c, lc, cg_i64(c, 0), L, CHUNK);
+  *len = cg_local(c, c->t_i64, "len");
+  gcc_jit_rvalue *rest = binv(c, GCC_JIT_BINARY_OP_MINUS, c->t_i64, L, j0);
+  cg_assign(c, *len, cg_select(c, cmpv(c, GCC_JIT_COMPARISON_LT, rest, cg_i64(c, CHUNK)), rest, cg_i64(c, CHUNK), c->t_i64));
+  *P = cg_local(c, c->t_i64, "p2");
+  cg_assign(c, *P, cg_i64(c, 16));
+  gcc_jit_block *cond = cg_block(c, "p2"), *body = cg_block(c, "p2_up"), *after = cg_block(c, "p2_end");
+  gcc_jit_block_end_with_jump(c->blk, NULL, cond);
+  gcc_jit_block_end_with_conditional(cond, NULL, cmpv(c, GCC_JIT_COMPARISON_LT, rv(*P), rv(*len)), body, after);
+  gcc_jit_block_add_assignment_op(body, NULL, *P, GCC_JIT_BINARY_OP_MULT, cg_i64(c, 2));
+  gcc_jit_block_end_with_jump(body, NULL, cond);
+  c->blk = after;
+  return j0;
+}
+
+/* The index of the current row at chunk element j0 + j. */
+static cg_ix *chunk_ix(cg *c, const cg_ix *row, gcc_jit_rvalue *j0, gcc_jit_rvalue *j) {
+  int a = c->k->rank - 1;
+  cg_ix *ix = cg_ix_new(c, row->rank);
+  *ix = *row;
+  ix->v[a] = binv(c, GCC_JIT_BINARY_OP_PLUS, c->t_i64, j0, j);
+  ix->zero[a] = 0;
+  return ix;
+}
+
+/* ---- stored exp: softmax computes exp once ----
+ *
+ * A kernel whose root is E / s, with E = exp(x - m) the online pair's term
+ * and s its sum (softmax), stores E instead of recomputing it: pass 1 finds
+ * the row maximum (16 lanes, then a tree), pass 2 evaluates E with the final
+ * maximum, stores it into the root's row and sums it (pairwise in the
+ * element type within a chunk, f64 across chunks; a term with x == m
+ * counts 1, as in the online pair), and the root's loop then multiplies
+ * the stored values by 1 / s (within an ulp of E / s).  The stored E is the
+ * value the root would compute. */
+
+/* The node E when the kernel has that shape, else -1. */
+static int stored_exp_node(const cg *c) {
+  const td_kernel *k = c->k;
+  if (k->row_root || k->n_stages != 1 || k->stages[0].n_reds != 2) return -1;
+  const td_node *root = &c->g->nodes[k->root];
+  if (root->op != TD_IR_DIV || root->rank != k->rank) return -1;
+  int e = root->in[0], s = root->in[1];
+  const td_node *en = &c->g->nodes[e], *sn = &c->g->nodes[s];
+  if (en->op != TD_IR_EXP || en->dtype != root->dtype || en->rank != k->rank) return -1;
+  if (root->dtype != TD_F32 && root->dtype != TD_F64) return -1;
+  for (int d = 0; d < k->rank; d++)
+    if (en->shape[d] != k->space[d] || root->shape[d] != k->space[d]) return -1;
+  if (sn->op != TD_IR_SUM || sn->in[0] != e) return -1;
+  const td_kstage *S = &k->stages[0];
+  for (int i = 0; i < 2; i++)
+    if (S->reds[i] == s && S->partner[i] >= 0) return e;
+  return -1;
+}
+
+/* acc = better(v, acc) for max, without || (which would be control flow). */
+static void max_step(cg *c, gcc_jit_lvalue *acc, gcc_jit_rvalue *v, gcc_jit_type *t) {
+  gcc_jit_lvalue *a = cg_local(c, t, "ma"), *b = cg_local(c, t, "mb");
+  cg_assign(c, a, rv(acc));
+  cg_assign(c, b, v);
+  gcc_jit_rvalue *m = cg_select(c, cmpv(c, GCC_JIT_COMPARISON_GT, rv(b), rv(a)), rv(b), rv(a), t);
+  cg_assign(c, acc, cg_select(c, cmpv(c, GCC_JIT_COMPARISON_NE, rv(b), rv(b)), rv(b), m, t));
+}
+
+/* Pass 1: the row maximum into head->acc, in 16 lanes (a vector register)
+ * then a tree over them. */
+static int stored_max(cg *c, racc *head, gcc_jit_lvalue *am, const cg_ix *row) {
+  td_dtype dt = c->g->nodes[head->node].dtype;
+  gcc_jit_type *t = c->vt[dt];
+  int x = c->g->nodes[head->node].in[0];
+  gcc_jit_rvalue *L = cg_dim(c, c->k->space[c->k->rank - 1]), *zero = cg_i64(c, 0), *w = cg_i64(c, 16);
+  fill(c, am, zero, w, acc_init(c, TD_IR_RMAX, dt));
+  gcc_jit_lvalue *full = cg_local(c, c->t_i64, "full");
+  cg_assign(c, full, binv(c, GCC_JIT_BINARY_OP_MINUS, c->t_i64, L, binv(c, GCC_JIT_BINARY_OP_MODULO, c->t_i64, L, w)));
+  cloop lo, li, lr;
+  long mark = cg_memo_mark(c);
+  gcc_jit_rvalue *j0 = cg_loop_range(c, &lo, zero, rv(full), 16);
+  gcc_jit_rvalue *l = cg_loop_range(c, &li, zero, w, 1);
+  gcc_jit_rvalue *v = cg_eval(c, x, chunk_ix(c, row, j0, l));
+  if (!v) return -1;
+  max_step(c, arr_at(c, am, l), v, t);
+  cg_loop_close(c, &li);
+  cg_loop_close(c, &lo);
+  cg_memo_release(c, mark);
+  mark = cg_memo_mark(c);
+  gcc_jit_rvalue *j = cg_loop_range(c, &lr, rv(full), L, 1);
+  v = cg_eval(c, x, chunk_ix(c, row, zero, j));
+  if (!v) return -1;
+  max_step(c, arr_at(c, am, zero), v, t);
+  cg_loop_close(c, &lr);
+  cg_memo_release(c, mark);
+  tree(c, am, w, TD_IR_RMAX, dt, t);
+  cg_assign(c, head->acc, rv(arr_at(c, am, zero)));
+  return 0;
+}
+
+/* Pass 2: E stored into the root's row and summed into tail->acc. */
+static int stored_terms(cg *c, racc *head, racc *tail, int e, gcc_jit_lvalue *as, const cg_ix *row) {
+  td_dtype dt = c->g->nodes[head->node].dtype;
+  gcc_jit_type *t = c->vt[dt];
+  gcc_jit_lvalue *m = cg_local(c, t, "red");
+  cg_assign(c, m, rv(head->acc));
+  c->red_val[head->node] = rv(m);
+  cloop lc, L;
+  gcc_jit_lvalue *len, *P;
+  gcc_jit_rvalue *j0 = chunk_open(c, &lc, &len, &P);
+  long mark = cg_memo_mark(c);
+  gcc_jit_rvalue *j = cg_loop_range(c, &L, cg_i64(c, 0), rv(len), 1);
+  cg_ix *ix = chunk_ix(c, row, j0, j);
+  gcc_jit_rvalue *v = cg_eval(c, c->g->nodes[head->node].in[0], ix);
+  gcc_jit_rvalue *ev = v ? cg_eval(c, e, ix) : NULL;
+  if (!ev) return -1;
+  cg_store(c, c->k->root, ix, ev);
+  cg_assign(c, arr_at(c, as, j), cg_select(c, cmpv(c, GCC_JIT_COMPARISON_EQ, v, rv(m)), cg_const(c, dt, 1, 1), ev, t));
+  cg_loop_close(c, &L);
+  cg_memo_release(c, mark);
+  gcc_jit_rvalue *sum = pad_reduce(c, as, rv(len), rv(P), cg_const(c, dt, 0, 0), TD_IR_SUM, dt, t);
+  cg_assign(c, tail->acc, binv(c, GCC_JIT_BINARY_OP_PLUS, c->t_f64, rv(tail->acc), to_f64(c, sum)));
+  cg_loop_close(c, &lc);
+  return 0;
+}
+
+static int emit_stage_stored(cg *c, racc *r, int n, const cg_ix *row, int e) {
+  int ti = r[0].role == 2 ? 0 : 1;
+  racc *tail = &r[ti], *head = &r[tail->partner];
+  gcc_jit_type *t = c->vt[c->g->nodes[head->node].dtype];
+  gcc_jit_lvalue *am = new_arr(c, t), *as = new_arr(c, t);
+  if (stored_max(c, head, am, row) || stored_terms(c, head, tail, e, as, row)) return -1;
+  return stage_finish(c, r, n, row);
+}
+
 static int emit_stage_chunked(cg *c, racc *r, int n, const cg_ix *row) {
   carr *A = td_arena_alloc(c->arena, (size_t)n * sizeof *A);
   if (!A) return td_err_set(c->err, "out of memory");
@@ -568,28 +704,18 @@ static int emit_stage_chunked(cg *c, racc *r, int n, const cg_ix *row) {
       A[i].m = new_arr(c, c->vt[dt]);
     }
   }
-  int a = c->k->rank - 1;
-  gcc_jit_rvalue *L = cg_dim(c, c->k->space[a]);
   cloop lc;
-  gcc_jit_rvalue *j0 = cg_loop_range(c, &lc, cg_i64(c, 0), L, CHUNK);
-  gcc_jit_lvalue *len = cg_local(c, c->t_i64, "len");
-  gcc_jit_rvalue *rest = binv(c, GCC_JIT_BINARY_OP_MINUS, c->t_i64, L, j0);
-  cg_assign(c, len, cg_select(c, cmpv(c, GCC_JIT_COMPARISON_LT, rest, cg_i64(c, CHUNK)), rest, cg_i64(c, CHUNK), c->t_i64));
-  gcc_jit_lvalue *P = cg_local(c, c->t_i64, "p2");   /* power of two >= len, >= 16 */
-  cg_assign(c, P, cg_i64(c, 16));
-  gcc_jit_block *cond = cg_block(c, "p2"), *body = cg_block(c, "p2_up"), *after = cg_block(c, "p2_end");
-  gcc_jit_block_end_with_jump(c->blk, NULL, cond);
-  gcc_jit_block_end_with_conditional(cond, NULL, cmpv(c, GCC_JIT_COMPARISON_LT, rv(P), rv(len)), body, after);
-  gcc_jit_block_add_assignment_op(body, NULL, P, GCC_JIT_BINARY_OP_MULT, cg_i64(c, 2));
-  gcc_jit_block_end_with_jump(body, NULL, cond);
-  c->blk = after;
+  gcc_jit_lvalue *len, *P;
+  gcc_jit_rvalue *j0 = chunk_open(c, &lc, &len, &P);
   if (chunk_load(c, r, A, n, row, j0, rv(len))) return -1;
   chunk_fold(c, r, A, n, rv(len), rv(P));
   cg_loop_close(c, &lc);
   return stage_finish(c, r, n, row);
 }
 
-static int emit_stage(cg *c, const td_kstage *S, const cg_ix *row) {
+/* Emits stage S for the current row.  store_e >= 0: the kernel may store
+ * that exp node (stored_exp_node); *stored is set when it did. */
+static int emit_stage(cg *c, const td_kstage *S, const cg_ix *row, int store_e, int *stored) {
   int n = S->n_reds, a = lane_axis(c->k), lanes = a < 0 ? 1 : LANES;
   if (n > 64) return td_err_set(c->err, "kernel %s: too many reductions in one pass", c->k->name);
   racc (*r)[64] = td_arena_alloc(c->arena, LANES * sizeof *r);
@@ -597,7 +723,13 @@ static int emit_stage(cg *c, const td_kstage *S, const cg_ix *row) {
   for (int l = 0; l < lanes; l++) {
     stage_roles(c, S, r[l]);
     stage_init(c, r[l], n);
-    if (l == 0 && chunk_ok(c, r[0], n)) return emit_stage_chunked(c, r[0], n, row);
+    if (l == 0 && chunk_ok(c, r[0], n)) {
+      if (store_e >= 0 && n == 2 && (r[0][0].role == 2 || r[0][1].role == 2)) {
+        *stored = 1;
+        return emit_stage_stored(c, r[0], n, row, store_e);
+      }
+      return emit_stage_chunked(c, r[0], n, row);
+    }
   }
   cloop L[TD_MAX_RANK], main_, rest;
   cg_ix *ix = cg_ix_new(c, c->k->rank);
@@ -638,8 +770,9 @@ int tdc_emit_reduce(cg *c) {
   cg_ix *row = cg_ix_new(c, k->rank);
   for (int a = 0; a < k->rank; a++) { row->v[a] = cg_i64(c, 0); row->zero[a] = 1; }
   int no = cg_nest_open(c, outer, k->space, k->rank, ~k->red_axes, row);
+  int store_e = stored_exp_node(c), stored = 0;
   for (int s = 0; s < k->n_stages; s++)
-    if (emit_stage(c, &k->stages[s], row)) return -1;
+    if (emit_stage(c, &k->stages[s], row, store_e, &stored)) return -1;
   if (k->row_root) {
     cg_ix *rix = cg_row_ix(c, k->root, row);
     gcc_jit_rvalue *v = cg_eval(c, k->root, rix);
@@ -648,8 +781,21 @@ int tdc_emit_reduce(cg *c) {
   } else {
     cg_ix *ix = cg_ix_new(c, k->rank);
     *ix = *row;
+    gcc_jit_lvalue *inv = NULL;
+    if (stored) {   /* E / s as E * (1 / s): within an ulp, and no division per element */
+      gcc_jit_type *t = c->vt[c->g->nodes[k->root].dtype];
+      inv = cg_local(c, t, "inv");
+      cg_assign(c, inv, binv(c, GCC_JIT_BINARY_OP_DIVIDE, t, gcc_jit_context_new_rvalue_from_double(c->ctx, t, 1.0),
+                             c->red_val[c->g->nodes[k->root].in[1]]));
+    }
     int ni = cg_nest_open(c, inner, k->space, k->rank, k->red_axes, ix);
-    gcc_jit_rvalue *v = cg_eval(c, k->root, ix);
+    gcc_jit_rvalue *v;
+    if (stored) {   /* E was stored where the root goes: read it back */
+      gcc_jit_lvalue *el = gcc_jit_context_new_array_access(c->ctx, NULL, cg_bufptr(c, k->root), cg_offset(c, k->root, ix));
+      v = binv(c, GCC_JIT_BINARY_OP_MULT, c->vt[c->g->nodes[k->root].dtype], rv(el), rv(inv));
+    } else {
+      v = cg_eval(c, k->root, ix);
+    }
     if (!v) return -1;
     cg_store(c, k->root, ix, v);
     cg_nest_close(c, inner, ni);
