@@ -437,3 +437,35 @@ Test(cli, compiled_runs_use_the_cache_unless_told_not_to) {
   cr_expect_neq(system(cmd), 0, "the corrupt object was loaded instead of being compiled again");
   unsetenv("TDSL_CACHE_DIR");
 }
+
+/* The generated loops are vectorised: the cached object of a pointwise
+ * kernel uses the widest vector registers the CPU has (zmm with AVX-512,
+ * ymm with AVX2), not scalar code. */
+Test(cli, compiled_pointwise_loops_are_vectorised) {
+  if (system("command -v objdump >/dev/null 2>&1") != 0) {
+    cr_skip_test("objdump (binutils) is not installed, so the generated code cannot be inspected");
+  }
+  int avx512 = system("grep -q avx512f /proc/cpuinfo") == 0, avx2 = system("grep -q avx2 /proc/cpuinfo") == 0;
+  write_text("v.td", "fn f(x: f32[N]) -> f32[N] {\n  x * 2.0 + 1.0\n}\n");
+  int64_t s[1] = {1000};
+  double v[1000];
+  for (int i = 0; i < 1000; i++) v[i] = i;
+  write_npy("x.npy", TD_F32, 1, s, v);
+  char in[600];
+  snprintf(in, sizeof in, "x=%s", path("x.npy"));
+  setenv("TDSL_CACHE_DIR", path("vcache"), 1);
+  result r = tdsl((const char *[]){"run", "--compiled", path("v.td"), "--entry", "f", "--in", in, "--out",
+                                   path("y.npy"), NULL});
+  unsetenv("TDSL_CACHE_DIR");
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  drop(&r);
+  td_tensor *y;
+  td_err err;
+  cr_assert_eq(td_npy_read(path("y.npy"), &y, &err), 0);
+  cr_expect_float_eq(((float *)y->data)[999], 1999.0f, 1e-6);
+  td_tensor_release(y);
+  const char *reg = avx512 ? "zmm" : avx2 ? "ymm" : "xmm";
+  char cmd[800];
+  snprintf(cmd, sizeof cmd, "objdump -d '%s'/*.so | grep -q '%%%s'", path("vcache"), reg);
+  cr_expect_eq(system(cmd), 0, "no %s instruction in the generated code", reg);
+}
