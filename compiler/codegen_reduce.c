@@ -96,6 +96,16 @@ static gcc_jit_rvalue *binv(cg *c, enum gcc_jit_binary_op op, gcc_jit_type *t, g
   return gcc_jit_context_new_binary_op(c->ctx, NULL, op, t, a, b);
 }
 
+/* The term of an element equal to the row's max m: exactly 1 (exp(0)),
+ * written m - m + 1 so that an infinite m gives NaN, as exp(m - m) does in
+ * the interpreter (a row holding +inf, or only -inf, is NaN), without a
+ * second compare in the vectorised loop.  Merging partial results keeps
+ * a plain 1: an empty part has max -inf and sum 0 and must scale to 0. */
+static gcc_jit_rvalue *one_at_max(cg *c, gcc_jit_rvalue *m, gcc_jit_type *t) {
+  return binv(c, GCC_JIT_BINARY_OP_PLUS, t, binv(c, GCC_JIT_BINARY_OP_MINUS, t, m, m),
+              gcc_jit_context_new_rvalue_from_double(c->ctx, t, 1.0));
+}
+
 static gcc_jit_rvalue *to_f64(cg *c, gcc_jit_rvalue *v) {
   return gcc_jit_context_new_cast(c->ctx, NULL, v, c->t_f64);
 }
@@ -163,7 +173,8 @@ static void online_update(cg *c, racc *head, racc *tail, gcc_jit_rvalue *v) {
   gcc_jit_block_end_with_jump(c->blk, NULL, join);
   c->blk = join;
   gcc_jit_rvalue *e = to_f64(c, cg_exp(c, dt, binv(c, GCC_JIT_BINARY_OP_MINUS, t, v, rv(head->acc))));
-  gcc_jit_rvalue *term = cg_select(c, cmpv(c, GCC_JIT_COMPARISON_EQ, v, rv(head->acc)), one, e, c->t_f64);
+  gcc_jit_rvalue *term = cg_select(c, cmpv(c, GCC_JIT_COMPARISON_EQ, v, rv(head->acc)),
+                                   to_f64(c, one_at_max(c, rv(head->acc), t)), e, c->t_f64);
   cg_assign(c, tail->acc, binv(c, GCC_JIT_BINARY_OP_PLUS, c->t_f64, rv(tail->acc), term));
 }
 
@@ -516,7 +527,7 @@ static void chunk_online(cg *c, racc *head, racc *tail, carr *A, gcc_jit_rvalue 
   gcc_jit_lvalue *e = cg_local(c, t, "e");
   cg_assign(c, e, cg_exp(c, dt, binv(c, GCC_JIT_BINARY_OP_MINUS, t, rv(v), rv(head->acc))));
   cg_assign(c, arr_at(c, A->s, j), cg_select(c, cmpv(c, GCC_JIT_COMPARISON_EQ, rv(v), rv(head->acc)),
-                                             cg_const(c, dt, 1, 1), rv(e), t));
+                                             one_at_max(c, rv(head->acc), t), rv(e), t));
   cg_loop_close(c, &L);
   (void)one;
   /* the terms (<= 1 each) are summed pairwise in the element type within
@@ -665,7 +676,7 @@ static int stored_terms(cg *c, racc *head, racc *tail, int e, gcc_jit_lvalue *as
   gcc_jit_rvalue *ev = v ? cg_eval(c, e, ix) : NULL;
   if (!ev) return -1;
   cg_store(c, c->k->root, ix, ev);
-  cg_assign(c, arr_at(c, as, j), cg_select(c, cmpv(c, GCC_JIT_COMPARISON_EQ, v, rv(m)), cg_const(c, dt, 1, 1), ev, t));
+  cg_assign(c, arr_at(c, as, j), cg_select(c, cmpv(c, GCC_JIT_COMPARISON_EQ, v, rv(m)), one_at_max(c, rv(m), t), ev, t));
   cg_loop_close(c, &L);
   cg_memo_release(c, mark);
   gcc_jit_rvalue *sum = pad_reduce(c, as, rv(len), rv(P), cg_const(c, dt, 0, 0), TD_IR_SUM, dt, t);

@@ -792,7 +792,7 @@ static int stage_body(cx *c, const racc *r, int n, const cx_ix *ix) {
       line(c, "a%d *= (a%d == %s) ? 1.0 : exp((double)a%d - (double)%s);", id, h, v, h, v);
       line(c, "a%d = %s;", h, v);
       close_block(c);
-      line(c, "a%d += (%s == a%d) ? 1.0 : (double)td_exp(%s - a%d);", id, v, h, v, h);
+      line(c, "a%d += (%s == a%d) ? (double)a%d - (double)a%d + 1.0 : (double)td_exp(%s - a%d);", id, v, h, h, h, v, h);
     } else if (r[i].role == 3) {
       line(c, "a%d += (double)%s;", id, v);
       line(c, "q%d += (double)%s * (double)%s;", id, v, v);
