@@ -23,6 +23,8 @@
 
 #include "io.h"
 
+#include "scratch_dir.h"
+
 #ifndef TDSL_SRCDIR
 #define TDSL_SRCDIR "."
 #endif
@@ -41,28 +43,10 @@
 #define SANITIZED 0
 #endif
 
-static char dir[256];
-
-static void setup(void) {
-  strcpy(dir, "/tmp/tdsl_build_XXXXXX");
-  cr_assert_not_null(mkdtemp(dir));
-}
-
-static void teardown(void) {
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd)) { /* best effort */ }
-}
+static void setup(void) { make_dir("tdsl_build"); }
+static void teardown(void) { remove_dir(); }
 
 TestSuite(build, .init = setup, .fini = teardown, .timeout = 120);
-
-static const char *path(const char *name) {
-  static char buf[8][512];
-  static int k;
-  k = (k + 1) % 8;
-  snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-  return buf[k];
-}
 
 /* Runs a shell command; returns its exit status. */
 static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -18,6 +18,8 @@
 
 #include "io.h"
 
+#include "scratch_dir.h"
+
 #ifndef TDSL_BUILDDIR
 #define TDSL_BUILDDIR "."
 #endif
@@ -25,28 +27,10 @@
 #define TDSL_SRCDIR "."
 #endif
 
-static char dir[256];
-
-static void setup(void) {
-  strcpy(dir, "/tmp/tdsl_cli_XXXXXX");
-  cr_assert_not_null(mkdtemp(dir));
-}
-
-static void teardown(void) {
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd)) { /* best effort */ }
-}
+static void setup(void) { make_dir("tdsl_cli"); }
+static void teardown(void) { remove_dir(); }
 
 TestSuite(cli, .init = setup, .fini = teardown, .timeout = 60);
-
-static const char *path(const char *name) {
-  static char buf[8][512];
-  static int k;
-  k = (k + 1) % 8;
-  snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-  return buf[k];
-}
 
 static void write_text(const char *name, const char *text) {
   FILE *f = fopen(path(name), "w");
