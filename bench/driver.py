@@ -39,6 +39,7 @@ ROOT = os.path.dirname(BENCH)
 EX = os.path.join(ROOT, "examples")
 STDLIB = os.path.join(ROOT, "stdlib")
 # The interpreter that runs the peers: Debian's sees python3-numpy/-torch.
+TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
 SYS_PY = os.environ.get("TDSL_BENCH_PYTHON") or (
     "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else (shutil.which("python3") or sys.executable))
 N2 = 16 * 1024 * 1024
@@ -236,8 +237,8 @@ def check_python_module(mod):
 class PeerServer:
     """One peers.py --serve process (one thread count, one environment)."""
 
-    def __init__(self, threads, quick, env, errlog, tag):
-        cmd = [SYS_PY, os.path.join(BENCH, "peers.py"), "--threads", str(threads), "--serve"]
+    def __init__(self, threads, quick, env, errlog, tag, extra=()):
+        cmd = [SYS_PY, os.path.join(BENCH, "peers.py"), "--threads", str(threads), "--serve"] + list(extra)
         if quick:
             cmd.append("--quick")
         self.tag = tag
@@ -497,7 +498,7 @@ def build_tables(recs, limits, floors_w1, threads_list, wls):
                 lim, limdesc = limit_of(wl, case, t, limits, floors_w1)
                 for r in rows:
                     ratio = td["median_s"] / r["median_s"] if td else None
-                    name = r["system"] + (" [%s]" % r["peer_env"] if r.get("peer_env") not in (None, "default")
+                    name = r["system"] + (" [%s]" % r["peer_env"] if r.get("peer_env") not in (None, "default", "tuned")
                                           else "")
                     if r.get("note"):
                         name += " (%s)" % r["note"]
@@ -644,6 +645,8 @@ def main():
     ap.add_argument("--build", help="configured build dir holding libtdsl.a (default: $TDSL_BUILD, ./build, .)")
     ap.add_argument("--out", help="results dir (default bench/results/<UTC timestamp>)")
     ap.add_argument("--no-peers", action="store_true", help="skip numpy/PyTorch")
+    ap.add_argument("--no-tuned", dest="tuned", action="store_false",
+                    help="skip the [tuned] PyTorch rows (PERFORMANCE.md's tuned configuration)")
     a = ap.parse_args()
     t_start = time.time()
     threads_list = [int(x) for x in a.threads.split(",") if x.strip()]
@@ -685,6 +688,14 @@ def main():
         log("note: " + n)
     unset_env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     separate_blas_env = len(unset_env) != len(os.environ)
+    # PERFORMANCE.md's "tuned" PyTorch, the configuration its targets are set
+    # against: AVX-512 ATen kernels, passive OpenMP waiting, tcmalloc.
+    tuned_env = dict(unset_env, ATEN_CPU_CAPABILITY="avx512", OMP_WAIT_POLICY="PASSIVE")
+    if os.path.exists(TCMALLOC):
+        tuned_env["LD_PRELOAD"] = TCMALLOC
+    elif have_torch:
+        log("note: %s not found: the [tuned] torch rows run without tcmalloc "
+            "(install: apt-get install libtcmalloc-minimal4)" % TCMALLOC)
 
     cases = [c for c in tdsl_cases(a.quick) if c[0] in wls]
     recs, limits, floors_w1, peer_hello = [], {}, {}, []
@@ -706,6 +717,11 @@ def main():
             peer_hello += servers["default"].hello
             if separate_blas_env and "W3" in wls:
                 servers["blas"] = PeerServer(t, a.quick, unset_env, errlog, "OPENBLAS_CORETYPE/L2_SIZE unset")
+            if have_torch and a.tuned:
+                servers["tuned"] = PeerServer(t, a.quick, tuned_env, errlog, "tuned", ["--tuned"])
+                mach["tuned_env"] = " ".join("%s=%s" % (k, tuned_env[k]) for k in (
+                    "ATEN_CPU_CAPABILITY", "OMP_WAIT_POLICY", "LD_PRELOAD") if k in tuned_env) + \
+                    ", OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset"
         log("[T=%d] limits" % t)
         for r in run_floors(floors, t, ["limits"], a.quick, logf):
             limits.setdefault(t, {})[r["name"]] = r
@@ -746,6 +762,8 @@ def main():
             if servers:
                 srv = servers["blas"] if wl == "W3" and "blas" in servers else servers["default"]
                 got = srv.run(wl.lower())
+                if "tuned" in servers:
+                    got += servers["tuned"].run(wl.lower())
                 recs += got
                 n_ok = sum(1 for r in got if r.get("status") == "ok")
                 log("[T=%d] %s peers: %d results%s" % (t, wl, n_ok, "".join(
@@ -810,7 +828,9 @@ def main():
                 mach["kernel"], mach["gcc"]),
             "Peers: %s numpy %s, torch %s.  Environment: %s.  Load average start / end: %s / %s." % (
                 mach["python_for_peers"], mach.get("numpy"), mach.get("torch"), mach["env"],
-                mach["loadavg_start"], mach["loadavg_end"]),
+                mach["loadavg_start"], mach["loadavg_end"]) + (
+                "  Rows marked [tuned]: PyTorch in PERFORMANCE.md's tuned configuration (%s)." % mach["tuned_env"]
+                if mach.get("tuned_env") else ""),
             "tdsl eager is the interpreter (single-threaded: its T=2 rows run the same code as T=1).",
             "", "## Limits measured in this run", ""] + lim_lines + ["", "## Summary", ""] + summary
     miss = missing_lines(recs)

@@ -14,8 +14,13 @@ runs; a run is `inner` back-to-back calls (chosen so that a run lasts about
 TARGET seconds) and reports time / inner.  Every system's result is checked
 against a float64 reference first; the error metric is the peers' one.
 
-usage: /usr/bin/python3 peers.py --threads T [--quick] [--serve | w1 w2 ...]
+usage: /usr/bin/python3 peers.py --threads T [--quick] [--tuned] [--serve | w1 w2 ...]
 Needs numpy; torch rows are skipped (with a "missing" record) without torch.
+--tuned runs only the PyTorch rows and names them "... [tuned]": bench/run
+starts such a process in the "tuned" environment of PERFORMANCE.md
+(ATEN_CPU_CAPABILITY=avx512, OMP_WAIT_POLICY=PASSIVE, tcmalloc preloaded,
+the OpenBLAS variables unset), the configuration the targets are set
+against.
 """
 import json
 import math
@@ -35,6 +40,7 @@ def arg_threads():
 
 T = arg_threads()
 QUICK = "--quick" in sys.argv
+TUNED = "--tuned" in sys.argv
 # Thread counts must be in the environment before numpy/torch load OpenBLAS/OpenMP.
 for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[v] = str(T)
@@ -61,8 +67,17 @@ TARGET = 0.005 if QUICK else 0.02
 f32 = np.float32
 
 
+def is_torch_row(system):
+    return system.startswith(("torch", "F.", "nn."))
+
+
 def emit(d):
     d.setdefault("threads", T)
+    system = d.get("system")
+    if TUNED and system not in (None, "peers"):
+        if not is_torch_row(system):
+            return  # the default process reports numpy and OpenBLAS
+        d["system"] = system + " [tuned]"
     print(json.dumps(d), flush=True)
 
 
@@ -87,6 +102,8 @@ def timeit(fn, runs=None, warmup=None):
 
 def bench(wl, case, system, fn, check=None, **extra):
     """Runs fn once for the check, then times it; emits one record."""
+    if TUNED and not is_torch_row(system):
+        return
     try:
         err = check(fn()) if check else None
         r = timeit(fn)
