@@ -831,7 +831,7 @@ def main():
                 mach["loadavg_start"], mach["loadavg_end"]) + (
                 "  Rows marked [tuned]: PyTorch in PERFORMANCE.md's tuned configuration (%s)." % mach["tuned_env"]
                 if mach.get("tuned_env") else ""),
-            "tdsl eager is the interpreter (single-threaded: its T=2 rows run the same code as T=1).",
+            "tdsl eager is the interpreter: single-threaded except large matmuls, which use TDSL_NUM_THREADS.",
             "", "## Limits measured in this run", ""] + lim_lines + ["", "## Summary", ""] + summary
     miss = missing_lines(recs)
     tail = w7_table(recs) + ["", "## Not available / failed", ""] + (miss or ["- nothing"]) + \

@@ -11,6 +11,13 @@
  * below 32768 multiply-adds) skip the packing and use the simple kernel, a
  * cache-blocked i-k-j loop whose inner j loop GCC vectorises; the integer
  * types always use it, wrapping around (computed in unsigned types).
+ *
+ * Products of at least 2^21 multiply-adds run on the thread pool
+ * (compiler/pool.h, TDSL_NUM_THREADS): one task per batch item, or, with
+ * fewer items than threads, per range of rows (multiples of 8), each
+ * thread packing into its own workspace.  Smaller products stay on the
+ * calling thread.  Every output element is computed by one task in the
+ * same order as sequentially, so results do not depend on the thread count.
  */
 #include "kernels.h"
 
@@ -18,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../compiler/pool.h"
 #include "../lang/mem.h"
 
 /* GCC 12 at -O2 vectorises only loops without an epilogue: ask for the
@@ -190,48 +198,99 @@ MM_SIMPLE(mm_i64, int64_t, FMA_U64)
 
 /* ---- the batched driver ------------------------------------------------ */
 
+/* One matmul call: sizes, the path, and one packing workspace per thread. */
 typedef struct mm_ctx {
   td_dtype dt;
   int64_t m, n, k;
   int packed;            /* f32/f64 through the packed GEMM */
-  void *abuf, *bbuf;     /* aligned views into ws */
-  void *ws;
+  size_t ws_each;        /* bytes of one thread's workspace (packed only) */
+  void *ws;              /* threads * ws_each bytes, 64-byte aligned slices */
+  /* the tasks: every batch item's rows split into `parts` ranges */
+  const char *a, *b;
+  char *c;
+  const int64_t *oa, *ob, *oc;   /* element offsets per batch item */
+  int64_t parts, rows;           /* ranges per item, rows per range */
 } mm_ctx;
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-/* Allocates the packing workspace when the product is large enough. */
-static int mm_ctx_init(mm_ctx *c, td_err *err) {
+/* Decides the path; the workspace is allocated by mm_split. */
+static void mm_ctx_init(mm_ctx *c) {
   c->ws = NULL;
+  c->ws_each = 0;
   c->packed = (c->dt == TD_F32 || c->dt == TD_F64) && c->m >= 6 && c->m * c->n * c->k >= 32768;
-  if (!c->packed) return 0;
-  size_t es = td_dtype_size(c->dt);
+  if (!c->packed) return;
   int64_t kc = c->k < GEMM_KC ? c->k : GEMM_KC;
   int64_t na = (round_up(c->m < GEMM_MC ? c->m : GEMM_MC, 64) + 64) * kc;
   int64_t nb = round_up(c->n < GEMM_NC ? c->n : GEMM_NC, 64) * kc;
-  c->ws = td_malloc((size_t)(na + nb) * es + 128);
-  if (!c->ws) return td_err_set(err, "out of memory (matmul workspace)");
-  uintptr_t p = ((uintptr_t)c->ws + 63) & ~(uintptr_t)63;
-  c->abuf = (void *)p;
-  c->bbuf = (void *)(p + (uintptr_t)round_up(na * (int64_t)es, 64));
-  return 0;
+  c->ws_each = (size_t)round_up((na + nb) * (int64_t)td_dtype_size(c->dt) + 128, 64);
 }
 
-/* One [M, K] @ [K, N] product into c (already zero). */
-static void mm_one(const mm_ctx *x, const void *a, const void *b, void *c) {
-  int64_t m = x->m, n = x->n, k = x->k;
+/* Rows [r0, r1) of one [M, K] @ [K, N] product into c (already zero),
+ * packing into workspace slice w. */
+static void mm_rows(const mm_ctx *x, const char *a, const char *b, char *c, int64_t r0, int64_t r1, char *w) {
+  int64_t m = r1 - r0, n = x->n, k = x->k;
+  size_t es = td_dtype_size(x->dt);
+  a += (size_t)(r0 * k) * es;
+  c += (size_t)(r0 * n) * es;
+  void *abuf = NULL, *bbuf = NULL;
+  if (x->packed) {
+    int64_t kc = k < GEMM_KC ? k : GEMM_KC;
+    int64_t na = (round_up(x->m < GEMM_MC ? x->m : GEMM_MC, 64) + 64) * kc;
+    abuf = w;
+    bbuf = w + round_up(na * (int64_t)es, 64);
+  }
   switch (x->dt) {
   case TD_F32:
-    if (x->packed) sgemm_pick()(m, n, k, a, k, b, n, c, n, x->abuf, x->bbuf);
-    else mm_f32(m, n, k, a, k, b, n, c, n);
+    if (x->packed) sgemm_pick()(m, n, k, (const float *)a, k, (const float *)b, n, (float *)c, n, abuf, bbuf);
+    else mm_f32(m, n, k, (const float *)a, k, (const float *)b, n, (float *)c, n);
     break;
   case TD_F64:
-    if (x->packed) dgemm_pick()(m, n, k, a, k, b, n, c, n, x->abuf, x->bbuf);
-    else mm_f64(m, n, k, a, k, b, n, c, n);
+    if (x->packed) dgemm_pick()(m, n, k, (const double *)a, k, (const double *)b, n, (double *)c, n, abuf, bbuf);
+    else mm_f64(m, n, k, (const double *)a, k, (const double *)b, n, (double *)c, n);
     break;
-  case TD_I32: mm_i32(m, n, k, a, k, b, n, c, n); break;
-  default: mm_i64(m, n, k, a, k, b, n, c, n); break;
+  case TD_I32: mm_i32(m, n, k, (const int32_t *)a, k, (const int32_t *)b, n, (int32_t *)c, n); break;
+  default: mm_i64(m, n, k, (const int64_t *)a, k, (const int64_t *)b, n, (int64_t *)c, n); break;
   }
+}
+
+/* Pool task t: range t % parts of batch item t / parts. */
+static void mm_task(void *ctx, int64_t t, int tid) {
+  const mm_ctx *x = ctx;
+  int64_t item = t / x->parts, r0 = t % x->parts * x->rows;
+  int64_t r1 = r0 + x->rows < x->m ? r0 + x->rows : x->m;
+  size_t es = td_dtype_size(x->dt);
+  char *w = x->ws ? (char *)(((uintptr_t)x->ws + 63) & ~(uintptr_t)63) + x->ws_each * (size_t)tid : NULL;
+  if (r0 < r1)
+    mm_rows(x, x->a + (size_t)x->oa[item] * es, x->b + (size_t)x->ob[item] * es, x->c + (size_t)x->oc[item] * es,
+            r0, r1, w);
+}
+
+/* Multiply-adds below which a product stays on the calling thread: waking
+ * a parked worker costs microseconds. */
+#define MM_PAR_WORK ((int64_t)1 << 21)
+
+/* Chooses how the items' rows are split over the pool's threads and
+ * allocates one workspace per thread that can run a task.  Returns the
+ * number of threads used. */
+static int mm_split(mm_ctx *x, int64_t items, td_err *err) {
+  int threads = 1;
+  int64_t work = x->m * x->n * x->k;
+  if (work > 0 && items <= INT64_MAX / work && work * items >= MM_PAR_WORK) threads = td_pool_threads();
+  x->parts = 1;
+  if (threads > 1 && items < threads) {
+    /* split the rows, in multiples of 8 (the micro-kernels' MR divides it) */
+    int64_t want = (threads + items - 1) / items, per = round_up((x->m + want - 1) / want, 8);
+    x->parts = (x->m + per - 1) / per;
+    x->rows = per;
+  } else {
+    x->rows = x->m;
+  }
+  if (x->packed) {   /* a slice for every tid the pool may hand out */
+    x->ws = td_malloc(x->ws_each * (size_t)threads + 64);
+    if (!x->ws) return td_err_set(err, "out of memory (matmul workspace)");
+  }
+  return x->parts * items < threads ? (int)(x->parts * items) : threads;
 }
 
 /* Element stride of each out batch axis in t (0 where t broadcasts). */
@@ -282,18 +341,22 @@ int tdk_matmul(const td_tensor *a, const td_tensor *b, td_tensor *out, td_err *e
               .n = out->shape[out->rank - 1],
               .k = a->shape[a->rank - 1]};
   if (x.k == 0) return 0;
-  if (mm_ctx_init(&x, err) < 0) return -1;
+  mm_ctx_init(&x);
   int nb = out->rank - 2;
+  int64_t items = 1;
+  for (int k = 0; k < nb; k++) items *= out->shape[k];
+  int64_t *offs = td_malloc((size_t)items * 3 * sizeof *offs);
+  if (!offs) return td_err_set(err, "out of memory (matmul)");
   int64_t sa[TD_MAX_RANK], sb[TD_MAX_RANK], idx[TD_MAX_RANK] = {0};
   int64_t oa = 0, ob = 0, oc = 0, mn = x.m * x.n;
   batch_strides(a, out, sa);
   batch_strides(b, out, sb);
-  for (;;) {
-    mm_one(&x, (const char *)a->data + oa * (int64_t)es, (const char *)b->data + ob * (int64_t)es,
-           (char *)out->data + oc * (int64_t)es);
+  for (int64_t it = 0; it < items; it++) {
+    offs[it] = oa;
+    offs[items + it] = ob;
+    offs[2 * items + it] = oc;
     oc += mn;
-    int k = nb - 1;
-    for (; k >= 0; k--) {
+    for (int k = nb - 1; k >= 0; k--) {
       oa += sa[k];
       ob += sb[k];
       if (++idx[k] < out->shape[k]) break;
@@ -301,8 +364,23 @@ int tdk_matmul(const td_tensor *a, const td_tensor *b, td_tensor *out, td_err *e
       ob -= sb[k] * out->shape[k];
       idx[k] = 0;
     }
-    if (k < 0) break;
   }
+  x.a = a->data;
+  x.b = b->data;
+  x.c = out->data;
+  x.oa = offs;
+  x.ob = offs + items;
+  x.oc = offs + 2 * items;
+  int threads = mm_split(&x, items, err);
+  if (threads < 0) {
+    td_free(offs);
+    return -1;
+  }
+  if (threads == 1)
+    for (int64_t t = 0; t < items * x.parts; t++) mm_task(&x, t, 0);
+  else
+    td_pool_run(mm_task, &x, items * x.parts);
   td_free(x.ws);
+  td_free(offs);
   return 0;
 }

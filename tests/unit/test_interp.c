@@ -877,6 +877,19 @@ Test(matmul, avx2_kernels) {
   check_packed_sizes();
 }
 
+/* Products above the threading threshold (2^21 multiply-adds) on two
+ * threads: rows split over the threads (fewer batch items than threads),
+ * batch items over the threads, and a row count that is not a multiple of
+ * the split, against the naive reference. */
+Test(matmul, two_threads) {
+  setenv("TDSL_NUM_THREADS", "2", 1);
+  int64_t b3[1] = {3}, b1[1] = {1};
+  check_matmul(TD_F32, 0, NULL, 0, NULL, 301, 257, 65);
+  check_matmul(TD_F64, 1, b1, 0, NULL, 203, 300, 157);
+  check_matmul(TD_F32, 1, b3, 0, NULL, 130, 130, 130);
+  check_matmul(TD_I32, 0, NULL, 0, NULL, 129, 129, 129);
+}
+
 Test(matmul, other_dtypes) {
   check_matmul(TD_F64, 0, NULL, 0, NULL, 7, 13, 5);
   check_matmul(TD_F64, 0, NULL, 0, NULL, 65, 129, 33);
