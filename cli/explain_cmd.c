@@ -47,7 +47,7 @@ static int parse_dump(xopts *o, const char *a) {
     int bit = td_pass_index(p, n);
     if (bit >= 0) o->dump_mask |= 1u << bit;
     else if (n == 5 && !strncmp(p, "fused", 5)) o->dump_fused = 1;
-    else return xusage("unknown --dump stage in '%s' (stages: fold, cse, simplify, dce, fused)", a);
+    else return xusage("unknown --dump stage in '%s' (stages: legalize, fold, cse, simplify, dce, fused)", a);
     p += n + (p[n] == ',');
   }
   return 0;

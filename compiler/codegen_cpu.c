@@ -211,8 +211,11 @@ static void init_types(cg *c) {
   c->t_vpp = gcc_jit_type_get_pointer(c->t_vp);
   c->t_i64p = gcc_jit_type_get_pointer(gcc_jit_type_get_const(c->t_i64));
   c->t_i32p = gcc_jit_type_get_pointer(c->t_i32);
-  gcc_jit_type *vt[] = {c->t_bool, c->t_i32, c->t_i64, c->t_f32, c->t_f64};
-  gcc_jit_type *st[] = {c->t_u8, c->t_i32, c->t_i64, c->t_f32, c->t_f64};
+  /* f16 and bf16 are uint16_t bit patterns; only CASTs compute on them
+   * (the legalize pass, compiler/legalize.c) */
+  gcc_jit_type *u16 = gcc_jit_context_get_type(x, GCC_JIT_TYPE_UNSIGNED_SHORT);
+  gcc_jit_type *vt[] = {c->t_bool, c->t_i32, c->t_i64, c->t_f32, c->t_f64, u16, u16};
+  gcc_jit_type *st[] = {c->t_u8, c->t_i32, c->t_i64, c->t_f32, c->t_f64, u16, u16};
   memcpy(c->vt, vt, sizeof vt);
   memcpy(c->st, st, sizeof st);
 }

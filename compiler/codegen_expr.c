@@ -30,6 +30,7 @@
  */
 #include <string.h>
 
+#include "../runtime/half.h"
 #include "../runtime/scalar.h"
 #include "jit_impl.h"
 
@@ -69,6 +70,8 @@ gcc_jit_rvalue *cg_const(cg *c, td_dtype dt, double f, int64_t i) {
   switch (dt) {
   case TD_F32: case TD_F64: return gcc_jit_context_new_rvalue_from_double(c->ctx, c->vt[dt], f);
   case TD_BOOL: return cmp(c, GCC_JIT_COMPARISON_NE, cg_i64(c, i != 0), cg_i64(c, 0));
+  case TD_F16: return gcc_jit_context_new_rvalue_from_long(c->ctx, c->vt[dt], td_f64_to_f16(f));
+  case TD_BF16: return gcc_jit_context_new_rvalue_from_long(c->ctx, c->vt[dt], td_f64_to_bf16(f));
   default: return gcc_jit_context_new_rvalue_from_long(c->ctx, c->vt[dt], (long)i);
   }
 }
@@ -282,8 +285,143 @@ static gcc_jit_rvalue *float_to_int(cg *c, gcc_jit_rvalue *a, td_dtype to) {
   return cg_select(c, cmp(c, GCC_JIT_COMPARISON_NE, x, x), cg_const(c, to, 0, 0), r, t);
 }
 
+/* f16 / bf16 values are uint16_t bit patterns (c->vt[TD_F16]).  These are
+ * runtime/half.h's formulas: integer operations and selects only, so loops
+ * over them vectorise. */
+static gcc_jit_rvalue *u32c(cg *c, uint32_t v) {
+  return gcc_jit_context_new_rvalue_from_long(c->ctx, c->t_u32, (long)v);
+}
+
+static gcc_jit_rvalue *ubin(cg *c, enum gcc_jit_binary_op op, gcc_jit_rvalue *a, uint32_t k) {
+  return bin(c, op, c->t_u32, a, u32c(c, k));
+}
+
+/* cond ? a : b on uint32 values as mask arithmetic: no branch for GCC to
+ * keep (a cg_select diamond with float work in an arm stays a branch). */
+static gcc_jit_rvalue *usel(cg *c, gcc_jit_rvalue *cond, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  gcc_jit_rvalue *m = bin(c, GCC_JIT_BINARY_OP_MINUS, c->t_u32, u32c(c, 0),
+                          cast(c, cast(c, cond, c->t_i32), c->t_u32));
+  m = keep(c, m, c->t_u32);
+  gcc_jit_rvalue *na = bin(c, GCC_JIT_BINARY_OP_BITWISE_AND, c->t_u32, a, m);
+  gcc_jit_rvalue *nb = bin(c, GCC_JIT_BINARY_OP_BITWISE_AND, c->t_u32, b,
+                           gcc_jit_context_new_unary_op(c->ctx, NULL, GCC_JIT_UNARY_OP_BITWISE_NEGATE, c->t_u32, m));
+  return keep(c, bin(c, GCC_JIT_BINARY_OP_BITWISE_OR, c->t_u32, na, nb), c->t_u32);
+}
+
+static gcc_jit_rvalue *ucmp(cg *c, enum gcc_jit_comparison op, gcc_jit_rvalue *a, uint32_t k) {
+  return cmp(c, op, a, u32c(c, k));
+}
+
+static gcc_jit_rvalue *f32_bits(cg *c, gcc_jit_rvalue *f) {
+  return keep(c, gcc_jit_context_new_bitcast(c->ctx, NULL, f, c->t_u32), c->t_u32);
+}
+
+static gcc_jit_rvalue *bits_f32(cg *c, gcc_jit_rvalue *u) {
+  return gcc_jit_context_new_bitcast(c->ctx, NULL, u, c->t_f32);
+}
+
+/* f32 -> bf16, round to nearest even; NaN stays a quiet NaN. */
+static gcc_jit_rvalue *f32_to_bf16(cg *c, gcc_jit_rvalue *f) {
+  gcc_jit_rvalue *u = f32_bits(c, f);
+  gcc_jit_rvalue *hi = keep(c, ubin(c, GCC_JIT_BINARY_OP_RSHIFT, u, 16), c->t_u32);
+  gcc_jit_rvalue *r = bin(c, GCC_JIT_BINARY_OP_PLUS, c->t_u32, ubin(c, GCC_JIT_BINARY_OP_PLUS, u, 0x7fff),
+                          ubin(c, GCC_JIT_BINARY_OP_BITWISE_AND, hi, 1));
+  r = ubin(c, GCC_JIT_BINARY_OP_RSHIFT, r, 16);
+  gcc_jit_rvalue *nan = ubin(c, GCC_JIT_BINARY_OP_BITWISE_OR, hi, 0x40);
+  gcc_jit_rvalue *isnan = ucmp(c, GCC_JIT_COMPARISON_GT, ubin(c, GCC_JIT_BINARY_OP_BITWISE_AND, u, 0x7fffffff),
+                               0x7f800000);
+  return cast(c, usel(c, isnan, nan, r), c->vt[TD_BF16]);
+}
+
+/* f32 -> f16, round to nearest even, subnormals, overflow to inf, NaN. */
+static gcc_jit_rvalue *f32_to_f16(cg *c, gcc_jit_rvalue *f) {
+  gcc_jit_rvalue *u = f32_bits(c, f);
+  gcc_jit_rvalue *sign = ubin(c, GCC_JIT_BINARY_OP_BITWISE_AND, ubin(c, GCC_JIT_BINARY_OP_RSHIFT, u, 16), 0x8000);
+  gcc_jit_rvalue *a = keep(c, ubin(c, GCC_JIT_BINARY_OP_BITWISE_AND, u, 0x7fffffff), c->t_u32);
+  gcc_jit_rvalue *m = keep(c, ubin(c, GCC_JIT_BINARY_OP_MINUS, a, 0x38000000), c->t_u32);
+  gcc_jit_rvalue *odd = ubin(c, GCC_JIT_BINARY_OP_BITWISE_AND, ubin(c, GCC_JIT_BINARY_OP_RSHIFT, m, 13), 1);
+  gcc_jit_rvalue *norm = bin(c, GCC_JIT_BINARY_OP_PLUS, c->t_u32, ubin(c, GCC_JIT_BINARY_OP_PLUS, m, 0xfff), odd);
+  norm = ubin(c, GCC_JIT_BINARY_OP_RSHIFT, norm, 13);
+  /* below 2^-14: the significand in units of 2^-24, rounded to nearest
+   * even; shift 126 - e clamped to [14, 25] */
+  gcc_jit_rvalue *e = keep(c, ubin(c, GCC_JIT_BINARY_OP_RSHIFT, a, 23), c->t_u32);
+  e = usel(c, ucmp(c, GCC_JIT_COMPARISON_LT, e, 112), e, u32c(c, 112));
+  gcc_jit_rvalue *sh = keep(c, bin(c, GCC_JIT_BINARY_OP_MINUS, c->t_u32, u32c(c, 126), e), c->t_u32);
+  sh = usel(c, ucmp(c, GCC_JIT_COMPARISON_GT, sh, 25), u32c(c, 25), sh);
+  gcc_jit_rvalue *sig = keep(c, ubin(c, GCC_JIT_BINARY_OP_BITWISE_OR, ubin(c, GCC_JIT_BINARY_OP_BITWISE_AND, a, 0x7fffff),
+                                     0x800000), c->t_u32);
+  gcc_jit_rvalue *q = keep(c, bin(c, GCC_JIT_BINARY_OP_RSHIFT, c->t_u32, sig, sh), c->t_u32);
+  gcc_jit_rvalue *unit = bin(c, GCC_JIT_BINARY_OP_LSHIFT, c->t_u32, u32c(c, 1), sh);
+  gcc_jit_rvalue *rem = keep(c, bin(c, GCC_JIT_BINARY_OP_BITWISE_AND, c->t_u32, sig,
+                                    ubin(c, GCC_JIT_BINARY_OP_MINUS, unit, 1)), c->t_u32);
+  gcc_jit_rvalue *hw = keep(c, ubin(c, GCC_JIT_BINARY_OP_RSHIFT, unit, 1), c->t_u32);
+  /* round up when rem > halfway, or rem == halfway and q is odd */
+  gcc_jit_rvalue *gt = cast(c, cast(c, cmp(c, GCC_JIT_COMPARISON_GT, rem, hw), c->t_i32), c->t_u32);
+  gcc_jit_rvalue *tie = cast(c, cast(c, cmp(c, GCC_JIT_COMPARISON_EQ, rem, hw), c->t_i32), c->t_u32);
+  gcc_jit_rvalue *up = bin(c, GCC_JIT_BINARY_OP_BITWISE_OR, c->t_u32, gt,
+                           bin(c, GCC_JIT_BINARY_OP_BITWISE_AND, c->t_u32, tie, q));
+  gcc_jit_rvalue *sub = bin(c, GCC_JIT_BINARY_OP_PLUS, c->t_u32, q, ubin(c, GCC_JIT_BINARY_OP_BITWISE_AND, up, 1));
+  gcc_jit_rvalue *r = usel(c, ucmp(c, GCC_JIT_COMPARISON_LT, a, 0x38800000), sub, norm);
+  r = usel(c, ucmp(c, GCC_JIT_COMPARISON_GE, a, 0x477ff000), u32c(c, 0x7c00), r);
+  r = usel(c, ucmp(c, GCC_JIT_COMPARISON_GT, a, 0x7f800000), u32c(c, 0x7e00), r);
+  return cast(c, bin(c, GCC_JIT_BINARY_OP_BITWISE_OR, c->t_u32, sign, r), c->vt[TD_F16]);
+}
+
+/* bf16 -> f32: a shift.  f16 -> f32: exact, subnormals included. */
+static gcc_jit_rvalue *half_to_f32(cg *c, gcc_jit_rvalue *h, td_dtype from) {
+  gcc_jit_rvalue *u = keep(c, cast(c, h, c->t_u32), c->t_u32);
+  if (from == TD_BF16) return bits_f32(c, ubin(c, GCC_JIT_BINARY_OP_LSHIFT, u, 16));
+  gcc_jit_rvalue *sign = ubin(c, GCC_JIT_BINARY_OP_LSHIFT, ubin(c, GCC_JIT_BINARY_OP_BITWISE_AND, u, 0x8000), 16);
+  gcc_jit_rvalue *em = keep(c, ubin(c, GCC_JIT_BINARY_OP_BITWISE_AND, u, 0x7fff), c->t_u32);
+  gcc_jit_rvalue *o = keep(c, ubin(c, GCC_JIT_BINARY_OP_LSHIFT, em, 13), c->t_u32);
+  gcc_jit_rvalue *min_normal = gcc_jit_context_new_rvalue_from_double(c->ctx, c->t_f32, 0x1p-14);
+  gcc_jit_rvalue *sub = bin(c, GCC_JIT_BINARY_OP_MINUS, c->t_f32,
+                            bits_f32(c, ubin(c, GCC_JIT_BINARY_OP_PLUS, o, 0x38800000)), min_normal);
+  gcc_jit_rvalue *r = usel(c, ucmp(c, GCC_JIT_COMPARISON_LT, em, 0x400), f32_bits(c, sub),
+                           ubin(c, GCC_JIT_BINARY_OP_PLUS, o, 0x38000000));
+  r = usel(c, ucmp(c, GCC_JIT_COMPARISON_GE, em, 0x7c00), ubin(c, GCC_JIT_BINARY_OP_PLUS, o, 0x70000000), r);
+  return bits_f32(c, bin(c, GCC_JIT_BINARY_OP_BITWISE_OR, c->t_u32, sign, r));
+}
+
+/* f64 -> f32 rounded to odd (so one later rounding to a half type is the
+ * correctly rounded result; runtime/half.h td_f64_to_f32_odd). */
+static gcc_jit_rvalue *f64_to_f32_odd(cg *c, gcc_jit_rvalue *d) {
+  d = keep(c, d, c->t_f64);
+  gcc_jit_rvalue *f = keep(c, cast(c, d, c->t_f32), c->t_f32);
+  gcc_jit_rvalue *u = f32_bits(c, f), *back = keep(c, cast(c, f, c->t_f64), c->t_f64);
+  gcc_jit_rvalue *zero = gcc_jit_context_new_rvalue_from_double(c->ctx, c->t_f64, 0.0);
+  gcc_jit_rvalue *inexact = bin(c, GCC_JIT_BINARY_OP_BITWISE_AND, c->t_u32,
+                                cast(c, cast(c, cmp(c, GCC_JIT_COMPARISON_NE, back, d), c->t_i32), c->t_u32),
+                                cast(c, cast(c, cmp(c, GCC_JIT_COMPARISON_EQ, d, d), c->t_i32), c->t_u32));
+  gcc_jit_rvalue *above = bin(c, GCC_JIT_BINARY_OP_BITWISE_XOR, c->t_u32,
+                              cast(c, cast(c, cmp(c, GCC_JIT_COMPARISON_GT, back, d), c->t_i32), c->t_u32),
+                              cast(c, cast(c, cmp(c, GCC_JIT_COMPARISON_LT, d, zero), c->t_i32), c->t_u32));
+  gcc_jit_rvalue *adj = usel(c, ucmp(c, GCC_JIT_COMPARISON_NE, above, 0), ubin(c, GCC_JIT_BINARY_OP_MINUS, u, 1),
+                             ubin(c, GCC_JIT_BINARY_OP_PLUS, u, 1));
+  /* inexact and u even: adj */
+  gcc_jit_rvalue *take = bin(c, GCC_JIT_BINARY_OP_BITWISE_AND, c->t_u32, inexact,
+                             ubin(c, GCC_JIT_BINARY_OP_BITWISE_XOR, ubin(c, GCC_JIT_BINARY_OP_BITWISE_AND, u, 1), 1));
+  return bits_f32(c, usel(c, ucmp(c, GCC_JIT_COMPARISON_NE, take, 0), adj, u));
+}
+
+/* Any dtype -> f16/bf16 with one rounding. */
+static gcc_jit_rvalue *to_half(cg *c, gcc_jit_rvalue *a, td_dtype from, td_dtype to) {
+  if (from != TD_F32) {
+    if (from != TD_F64) a = cg_convert(c, a, from, TD_F64);
+    a = f64_to_f32_odd(c, a);
+  }
+  a = keep(c, a, c->t_f32);
+  return to == TD_BF16 ? f32_to_bf16(c, a) : f32_to_f16(c, a);
+}
+
 gcc_jit_rvalue *cg_convert(cg *c, gcc_jit_rvalue *a, td_dtype from, td_dtype to) {
   if (from == to) return a;
+  if (td_dtype_is_half(from)) {
+    a = keep(c, half_to_f32(c, a, from), c->t_f32);
+    from = TD_F32;
+    if (to == TD_F32) return a;
+  }
+  if (td_dtype_is_half(to)) return to_half(c, a, from, to);
   if (to == TD_BOOL) return cmp(c, GCC_JIT_COMPARISON_NE, a, cg_const(c, from, 0, 0));
   if (from == TD_BOOL) return cast(c, cast(c, a, c->t_i32), c->vt[to]);
   if (td_dtype_is_float(from) && !td_dtype_is_float(to)) return float_to_int(c, a, to);

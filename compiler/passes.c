@@ -26,8 +26,7 @@ typedef struct rebuild {
   td_err *err;
 } rebuild;
 
-/* A new, empty graph with copies of g's symbol and dim tables. */
-static td_graph *clone_empty(const td_graph *g) {
+td_graph *td_graph_clone_tables(const td_graph *g) {
   td_graph *d = td_graph_new(g->arena, g->name);
   if (!d) return NULL;
   if (g->n_syms) {
@@ -48,7 +47,7 @@ static td_graph *clone_empty(const td_graph *g) {
 static int rb_init(rebuild *r, const td_graph *g, td_err *err) {
   r->src = g;
   r->err = err;
-  r->dst = clone_empty(g);
+  r->dst = td_graph_clone_tables(g);
   r->map = td_arena_alloc(g->arena, (size_t)(g->n_nodes + 1) * sizeof *r->map);
   if (!r->dst || !r->map) return td_err_set(err, "out of memory");
   for (int i = 0; i < g->n_nodes; i++) r->map[i] = -1;
@@ -117,6 +116,10 @@ static void const_attr(const td_tensor *t, td_attr *a) {
   case TD_F64: a->f = *(const double *)t->data; a->i = (int64_t)a->f; break;
   case TD_I32: a->i = *(const int32_t *)t->data; a->f = (double)a->i; break;
   case TD_I64: a->i = *(const int64_t *)t->data; a->f = (double)a->i; break;
+  case TD_F16: case TD_BF16:
+    a->f = td_tensor_get(t, 0);
+    a->i = a->f > -9e18 && a->f < 9e18 ? (int64_t)a->f : 0; /* never UB on inf/NaN */
+    break;
   default: a->i = *(const uint8_t *)t->data != 0; a->f = (double)a->i; break;
   }
 }
@@ -381,7 +384,7 @@ td_graph *td_pass_simplify(const td_graph *g, td_err *err) {
 
 /* ---- the pipeline -------------------------------------------------------------- */
 
-static const char *const pass_names[] = {"fold", "cse", "simplify", "dce", NULL};
+static const char *const pass_names[] = {"fold", "cse", "simplify", "dce", "legalize", NULL};
 
 const char *const *td_pass_names(void) { return pass_names; }
 
@@ -422,6 +425,7 @@ int td_optimize(const td_graph *g, const td_opt_opts *opts, td_graph **out, td_o
   td_graph *cur = td_pass_dce(g, err);  /* a private copy the pipeline may replace */
   int rc = cur ? 0 : -1;
 #define PASS(name, fn) if (rc == 0) rc = run_pass(name, fn, &cur, opts, err)
+  PASS("legalize", td_pass_legalize);  /* f16/bf16 compute in f32 (legalize.c) */
   PASS("fold", td_pass_fold);          /* constants first: exposes x*1, x+0 */
   PASS("cse", td_pass_cse);            /* one node per distinct value */
   PASS("simplify", td_pass_simplify);  /* algebra and movement chains */

@@ -35,6 +35,13 @@ td_graph *td_pass_dce(const td_graph *g, td_err *err);
  * reshape of reshape, reshape/broadcast to the same shape, full slices.
  * x + 0 -> x turns -0.0 into itself rather than +0.0 (documented). */
 td_graph *td_pass_simplify(const td_graph *g, td_err *err);
+/* f16/bf16 become storage-only: every op on them other than CAST is
+ * rewritten to compute in f32 between CASTs (legalize.c). */
+td_graph *td_pass_legalize(const td_graph *g, td_err *err);
+
+/* For passes that rebuild a graph: a new, empty graph in g's arena with
+ * copies of g's symbol and dim tables (NULL when memory runs out). */
+td_graph *td_graph_clone_tables(const td_graph *g);
 
 /* Called after a pass with the pass's name and the graph it produced. */
 typedef void (*td_pass_dump_fn)(void *ud, const char *pass, const td_graph *g);

@@ -7,8 +7,14 @@
  *               read + written), against a device-to-device copy of the
  *               same bytes (cuMemcpyDtoDAsync);
  *   gemm_f32    4096^3 through tdsl (f32, CUDA cores), in TFLOP/s, against
- *               cuBLAS sgemm (f32), sgemm with TF32 tensor cores and
- *               GemmEx in bf16 (tdsl has no bf16 dtype: reference only);
+ *               cuBLAS sgemm (f32) and sgemm with TF32 tensor cores;
+ *   gemm_bf16, gemm_f16   4096^3 with bf16 / f16 operands and result
+ *               through tdsl (m16n8k16 tensor cores, f32 accumulation),
+ *               against cuBLAS GemmEx with the same input type and f32
+ *               output and compute; each result is checked against the
+ *               f32 tdsl product of the same (widened) values:
+ *               max |half - f32| / max |f32| should stay below 1e-2 (the
+ *               result's own rounding is 2^-9 for bf16, 2^-12 for f16);
  *   mlp, transformer   fn main of the examples, per-call latency in
  *               microseconds, with plain launches and with --cuda-graph.
  * cuBLAS is loaded with dlopen; without it the references are "n/a".
@@ -23,6 +29,7 @@
 
 #include "../interp/interp.h"
 #include "../lang/elab.h"
+#include "../runtime/half.h"
 #include "cuda_loader.h"
 #include "runtime_cuda.h"
 
@@ -89,6 +96,35 @@ static td_tensor *random_tensor(int rank, const int64_t *shape) {
   return t;
 }
 
+/* A copy of f32 tensor t in f16 or bf16 (rounded to nearest even), and t
+ * itself rounded the same way (so f32 products see the same values). */
+static td_tensor *half_copy(td_tensor *t, td_dtype dt) {
+  td_err err;
+  td_tensor *h = td_tensor_new(dt, t->rank, t->shape, &err);
+  if (!h) return NULL;
+  float *f = t->data;
+  uint16_t *u = h->data;
+  for (int64_t i = 0; i < t->numel; i++) {
+    u[i] = dt == TD_F16 ? td_f32_to_f16(f[i]) : td_f32_to_bf16(f[i]);
+    f[i] = dt == TD_F16 ? td_f16_to_f32(u[i]) : td_bf16_to_f32(u[i]);
+  }
+  return h;
+}
+
+/* max |got - want| / max |want| over two tensors of equal size (got f32,
+ * f16 or bf16; want f32); -1 when either is missing. */
+static double max_rel_err(const td_tensor *got, const td_tensor *want) {
+  if (!got || !want || got->numel != want->numel) return -1;
+  double m = 0, d = 0;
+  const float *w = want->data;
+  for (int64_t i = 0; i < want->numel; i++) {
+    double g = td_tensor_get(got, i), v = w[i] < 0 ? -w[i] : w[i], e = g - w[i];
+    if (v > m) m = v;
+    if ((e < 0 ? -e : e) > d || e != e) d = e != e ? 1e30 : (e < 0 ? -e : e);
+  }
+  return m > 0 ? d / m : d;
+}
+
 /* ---- cuBLAS through dlopen ---- */
 
 typedef int (*create_fn)(void **);
@@ -128,8 +164,10 @@ static double cublas_ms(const td_cuda_api *cu, int kind, int n, int repeat) {
       cu->cuStreamSynchronize(s);
       t0 = now_ms();
     }
-    if (kind == 2)  /* bf16 inputs (CUDA_R_16BF = 14), f32 output, f32 compute (68) */
-      rc = gemmex(h, 0, 0, n, n, n, &one, (void *)a, 14, n, (void *)b, 14, n, &zero, (void *)c, 0, n, 68, -1);
+    if (kind >= 2) {  /* bf16 (CUDA_R_16BF = 14) or f16 (CUDA_R_16F = 2) inputs, f32 output, f32 compute (68) */
+      int t = kind == 2 ? 14 : 2;
+      rc = gemmex(h, 0, 0, n, n, n, &one, (void *)a, t, n, (void *)b, t, n, &zero, (void *)c, 0, n, 68, -1);
+    }
     else rc = sgemm(h, 0, 0, n, n, n, &one, (void *)a, n, (void *)b, n, &zero, (void *)c, n);
   }
   cu->cuStreamSynchronize(s);
@@ -168,7 +206,9 @@ int main(int argc, char **argv) {
   }
   srcdir = argv[1];
   const char *bench = "fn pw(x: f32[N]) {\n  relu(x * 2.0 + 1.0)\n}\n"
-                      "fn mm(a: f32[N, N], b: f32[N, N]) {\n  a @ b\n}\n";
+                      "fn mm(a: f32[N, N], b: f32[N, N]) {\n  a @ b\n}\n"
+                      "fn mmbf(a: bf16[N, N], b: bf16[N, N]) {\n  a @ b\n}\n"
+                      "fn mmh(a: f16[N, N], b: f16[N, N]) {\n  a @ b\n}\n";
   int64_t n_pw = (int64_t)1 << 26, n_mm[2] = {4096, 4096};
   td_tensor *x = random_tensor(1, &n_pw);
   td_tensor *ab[2] = {random_tensor(2, n_mm), random_tensor(2, n_mm)};
@@ -199,12 +239,40 @@ int main(int argc, char **argv) {
     }
     err_tf = m > 0 ? d / m : d;
   }
-  double cb[3];
-  for (int k = 0; k < 3; k++) cb[k] = cublas_ms(cu, k, 4096, 10);
+  /* bf16 and f16: the operands rounded, the f32 product of the rounded
+   * values (CUDA cores, f32 FMA) as the reference */
+  static const char *const hname[2] = {"bf16", "f16"};
+  double mm_h[2] = {-1, -1}, err_h[2] = {-1, -1};
+  for (int t = 0; t < 2; t++) {
+    td_tensor *ref[2] = {random_tensor(2, n_mm), random_tensor(2, n_mm)};
+    td_tensor *hab[2] = {NULL, NULL}, *c_h = NULL, *c_ref = NULL;
+    if (ref[0] && ref[1] && (hab[0] = half_copy(ref[0], t ? TD_F16 : TD_BF16)) &&
+        (hab[1] = half_copy(ref[1], t ? TD_F16 : TD_BF16))) {
+      mm_h[t] = time_entry("bench.td", bench, t ? "mmh" : "mmbf", hab, 10, 0, &c_h);
+      time_entry("bench.td", bench, "mm", ref, 1, 0, &c_ref);
+      err_h[t] = max_rel_err(c_h, c_ref);
+    }
+    for (int i = 0; i < 2; i++) {
+      td_tensor_release(ref[i]);
+      td_tensor_release(hab[i]);
+    }
+    td_tensor_release(c_h);
+    td_tensor_release(c_ref);
+  }
+  double cb[4];
+  for (int k = 0; k < 4; k++) cb[k] = cublas_ms(cu, k, 4096, 10);
   row("gemm_f32_TFLOP/s", flops / (mm * 1e9), "TFLOP/s", "cublas_f32", cb[0] > 0 ? flops / (cb[0] * 1e9) : -1);
   row("gemm_tf32_TFLOP/s", flops / (mm_tf * 1e9), "TFLOP/s", "cublas_tf32", cb[1] > 0 ? flops / (cb[1] * 1e9) : -1);
   row("gemm_tf32_max_rel_err", err_tf, "", "ok_below", 0.01);
-  row("cublas_bf16_TFLOP/s", cb[2] > 0 ? flops / (cb[2] * 1e9) : -1, "TFLOP/s", NULL, 0);
+  for (int t = 0; t < 2; t++) {
+    char name[64], ref[64];
+    snprintf(name, sizeof name, "gemm_%s_TFLOP/s", hname[t]);
+    snprintf(ref, sizeof ref, "cublas_%s", hname[t]);
+    row(name, mm_h[t] > 0 ? flops / (mm_h[t] * 1e9) : -1, "TFLOP/s", ref,
+        cb[2 + t] > 0 ? flops / (cb[2 + t] * 1e9) : -1);
+    snprintf(name, sizeof name, "gemm_%s_max_rel_err", hname[t]);
+    row(name, err_h[t], "", "ok_below", 0.01);
+  }
   char path[2048];
   const char *ex[2] = {"mlp", "transformer"};
   for (int i = 0; i < 2; i++) {

@@ -15,8 +15,9 @@
  *              innermost axis is kept (a reduction over leading axes), a
  *              thread per row instead, so a warp's loads are contiguous;
  *   MATMUL     a 64x64 shared-memory tile per block (4x4 outputs per
- *              thread, f32 FMA, or TF32 mma.sync when asked), the epilogue
- *              applied to every accumulated element.
+ *              thread, f32 FMA, or TF32 mma.sync when asked; f16/bf16
+ *              operands read as 16-bit values by m16n8k16 mma.sync, sm_80
+ *              and later), the epilogue applied to every accumulated element.
  *
  * Every kernel has the signature
  *   extern "C" __global__ void NAME(void *const *bufs, const int64_t *dv, int *status)
@@ -50,6 +51,8 @@ typedef struct td_cuda_kernel {
   td_dim m, n;               /* MATMUL: rows and columns of the product */
   int vec;                   /* POINTWISE: runs on 16-byte vectors (4 elements a thread) */
   int cols;                  /* REDUCE: a thread per row (work = rows), not a block */
+  int half_mma;              /* MATMUL: 16-bit operands on tensor cores (TD_F16 or TD_BF16), else 0 */
+  int idle;                  /* POINTWISE: an empty kernel (a widening CAST no one reads) */
 } td_cuda_kernel;
 
 typedef struct td_cuda_code {
@@ -63,8 +66,9 @@ typedef struct td_cuda_code {
 /* Generates the module for plan p into *out (tables in arena a).  tf32:
  * f32 matmuls use TF32 tensor cores (mma.sync m16n8k8, sm_80 and later;
  * inputs rounded to 10-bit mantissas, f32 accumulation), else f32 FMA.
- * Returns 0, or -1 with err filled (an op or dtype the backend does not
- * handle). */
+ * Matmuls of two f16 or two bf16 buffers always use m16n8k16 tensor cores
+ * (docs/gpu.md, "Tensor cores").  Returns 0, or -1 with err filled (an op
+ * or dtype the backend does not handle). */
 int td_cuda_codegen(const td_plan *p, td_arena *a, int tf32, td_cuda_code *out, td_err *err);
 
 /* Frees out->src. */

@@ -4,7 +4,8 @@
  * library path, installed with the kernel driver; the toolkit's stub
  * libcuda.so is never loaded).  NVRTC is looked up by its versioned and
  * unversioned names, first on the default path, then in $CUDA_HOME/lib64,
- * /usr/local/cuda/lib64 and /usr/local/cuda-13/lib64.
+ * /usr/local/cuda/lib64 and /usr/local/cuda-13/lib64; $TDSL_NVRTC, when set,
+ * names the one file to load (no search).
  */
 #include "cuda_loader.h"
 
@@ -46,6 +47,7 @@ static int bind_driver(td_err *err) {
          DSYM(cuDeviceGetCount, "cuDeviceGetCount") || DSYM(cuDeviceGet, "cuDeviceGet") ||
          DSYM(cuDeviceGetAttribute, "cuDeviceGetAttribute") || DSYM(cuDeviceGetName, "cuDeviceGetName") ||
          DSYM(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") ||
+         DSYM(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2") ||
          DSYM(cuCtxSetCurrent, "cuCtxSetCurrent") || DSYM(cuModuleLoadData, "cuModuleLoadData") ||
          DSYM(cuModuleUnload, "cuModuleUnload") || DSYM(cuModuleGetFunction, "cuModuleGetFunction") ||
          DSYM(cuMemAlloc, "cuMemAlloc_v2") || DSYM(cuMemFree, "cuMemFree_v2") ||
@@ -100,7 +102,12 @@ static int open_nvrtc(td_err *err) {
                         "/usr/local/cuda-12/lib64"};
   const char *explicit_path = getenv("TDSL_NVRTC");
   char path[1024];
-  if (explicit_path && *explicit_path) rtc.lib = dlopen(explicit_path, RTLD_NOW | RTLD_LOCAL);
+  if (explicit_path && *explicit_path) {   /* named explicitly: that file or nothing */
+    if (!(rtc.lib = dlopen(explicit_path, RTLD_NOW | RTLD_LOCAL)))
+      return td_err_set(err, "no NVRTC ($TDSL_NVRTC names %s, which cannot be loaded): install the CUDA toolkit "
+                             "or point $TDSL_NVRTC at its libnvrtc.so", explicit_path);
+    return bind_nvrtc(err);
+  }
   for (size_t d = 0; !rtc.lib && d < sizeof dirs / sizeof *dirs; d++) {
     if (d && (!dirs[d] || !*dirs[d])) continue;
     for (size_t i = 0; !rtc.lib && i < sizeof names / sizeof *names; i++) {
@@ -134,17 +141,19 @@ static char *program_log(td_nvrtc_program p) {
   return log;
 }
 
-int td_nvrtc_compile(const char *src, const char *what, int arch, const char *const *opts, int n_opts,
-                     char **cubin, size_t *cubin_size, char **log, td_err *err) {
-  *cubin = NULL;
-  *cubin_size = 0;
+/* Compiles src with NVRTC for --gpu-architecture=<target> (sm_XY: a cubin;
+ * compute_XY: PTX text, NUL-terminated) into *out / *out_size. */
+static int compile_for(const char *src, const char *what, const char *target, int ptx, const char *const *opts,
+                       int n_opts, char **out, size_t *out_size, char **log, td_err *err) {
+  *out = NULL;
+  *out_size = 0;
   *log = NULL;
   if (!td_cuda_load_nvrtc(err)) return -1;
   td_nvrtc_program p = NULL;
   td_nvrtc_result r = rtc.nvrtcCreateProgram(&p, src, what, 0, NULL, NULL);
   if (r) return td_err_set(err, "nvrtcCreateProgram failed for %s: %s", what, rtc.nvrtcGetErrorString(r));
   char archopt[64];
-  snprintf(archopt, sizeof archopt, "--gpu-architecture=sm_%d", arch);
+  snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", target);
   const char *all[32];
   int n = 0;
   all[n++] = archopt;
@@ -154,24 +163,39 @@ int td_nvrtc_compile(const char *src, const char *what, int arch, const char *co
   r = rtc.nvrtcCompileProgram(p, n, all);
   *log = program_log(p);
   if (r) {
-    td_err_set(err, "NVRTC could not compile %s (nvrtcCompileProgram: %s):\n%s", what,
+    td_err_set(err, "NVRTC could not compile %s for %s (nvrtcCompileProgram: %s):\n%s", what, target,
                rtc.nvrtcGetErrorString(r), *log ? *log : "(no log)");
     rtc.nvrtcDestroyProgram(&p);
     return -1;
   }
   size_t sz = 0;
-  r = rtc.nvrtcGetCUBINSize(p, &sz);
+  r = ptx ? rtc.nvrtcGetPTXSize(p, &sz) : rtc.nvrtcGetCUBINSize(p, &sz);
   if (!r && sz) {
-    *cubin = td_malloc(sz);
-    if (!*cubin) r = 1;
-    else r = rtc.nvrtcGetCUBIN(p, *cubin);
+    *out = td_malloc(sz + 1);
+    if (!*out) r = 1;
+    else r = ptx ? rtc.nvrtcGetPTX(p, *out) : rtc.nvrtcGetCUBIN(p, *out);
+    if (!r) (*out)[sz] = 0;
   }
   rtc.nvrtcDestroyProgram(&p);
   if (r || !sz) {
-    td_free(*cubin);
-    *cubin = NULL;
-    return td_err_set(err, "NVRTC produced no cubin for %s", what);
+    td_free(*out);
+    *out = NULL;
+    return td_err_set(err, "NVRTC produced no %s for %s", ptx ? "PTX" : "cubin", what);
   }
-  *cubin_size = sz;
+  *out_size = sz;
   return 0;
+}
+
+int td_nvrtc_compile(const char *src, const char *what, int arch, const char *const *opts, int n_opts,
+                     char **cubin, size_t *cubin_size, char **log, td_err *err) {
+  char target[32];
+  snprintf(target, sizeof target, "sm_%d", arch);
+  return compile_for(src, what, target, 0, opts, n_opts, cubin, cubin_size, log, err);
+}
+
+int td_nvrtc_compile_ptx(const char *src, const char *what, int arch, const char *const *opts, int n_opts,
+                         char **ptx, size_t *ptx_size, char **log, td_err *err) {
+  char target[32];
+  snprintf(target, sizeof target, "compute_%d", arch);
+  return compile_for(src, what, target, 1, opts, n_opts, ptx, ptx_size, log, err);
 }

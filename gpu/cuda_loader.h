@@ -46,6 +46,7 @@ typedef struct td_cuda_api {
   td_cu_result (*cuDeviceGetAttribute)(int *v, int attr, td_cu_device d);
   td_cu_result (*cuDeviceGetName)(char *name, int len, td_cu_device d);
   td_cu_result (*cuDevicePrimaryCtxRetain)(td_cu_ctx *c, td_cu_device d);
+  td_cu_result (*cuDevicePrimaryCtxRelease)(td_cu_device d);
   td_cu_result (*cuCtxSetCurrent)(td_cu_ctx c);
   td_cu_result (*cuModuleLoadData)(td_cu_module *m, const void *image);
   td_cu_result (*cuModuleUnload)(td_cu_module m);
@@ -95,7 +96,8 @@ typedef struct td_nvrtc_api {
 const td_cuda_api *td_cuda_load_driver(td_err *err);
 
 /* The loaded NVRTC, or NULL with err filled.  $TDSL_NVRTC names the
- * library file explicitly (tests use it). */
+ * library file explicitly (no search then: tests use it to simulate a
+ * missing NVRTC). */
 const td_nvrtc_api *td_cuda_load_nvrtc(td_err *err);
 
 /* "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" for a driver result. */
@@ -108,5 +110,11 @@ const char *td_cuda_strerror(td_cu_result r, char *buf, size_t n);
  * the NVRTC log. */
 int td_nvrtc_compile(const char *src, const char *what, int arch, const char *const *opts, int n_opts,
                      char **cubin, size_t *cubin_size, char **log, td_err *err);
+
+/* The same for the virtual architecture compute_<arch>: the PTX text
+ * (NUL-terminated; *ptx_size excludes the NUL), which a driver of that or a
+ * newer GPU compiles when it loads the module. */
+int td_nvrtc_compile_ptx(const char *src, const char *what, int arch, const char *const *opts, int n_opts,
+                         char **ptx, size_t *ptx_size, char **log, td_err *err);
 
 #endif

@@ -30,14 +30,24 @@ static void launch_line(const td_graph *g, const td_kernel *k, const td_cuda_ker
   case TD_KERN_MATMUL:
     td_dim_str(g, ck->m, m, sizeof m);
     td_dim_str(g, ck->n, n, sizeof n);
-    fprintf(out, "  %-28s matmul   grid (ceil(%s/64), ceil(%s/64), %s) x %d threads, 64x64 tiles, %s, "
-                 "8.3 KB shared\n", k->name, n, m, w, TD_CUDA_BLOCK, tf32 ? "TF32 mma.sync if f32" : "FMA");
+    if (ck->half_mma)
+      fprintf(out, "  %-28s matmul   grid (ceil(%s/64), ceil(%s/64), %s) x %d threads, 64x64 tiles, "
+                   "%s mma.sync m16n8k16 on the 16-bit buffers, 10.2 KB shared\n", k->name, n, m, w, TD_CUDA_BLOCK,
+              td_dtype_name((td_dtype)ck->half_mma));
+    else
+      fprintf(out, "  %-28s matmul   grid (ceil(%s/64), ceil(%s/64), %s) x %d threads, 64x64 tiles, %s, "
+                   "8.3 KB shared\n", k->name, n, m, w, TD_CUDA_BLOCK, tf32 ? "TF32 mma.sync if f32" : "FMA");
     break;
   case TD_KERN_REDUCE:
     fprintf(out, "  %-28s reduce   one block of %d threads per row, %s rows; %d pass%s over each row, "
                  "warp shuffles\n", k->name, TD_CUDA_BLOCK, w, k->n_passes, k->n_passes == 1 ? "" : "es");
     break;
   default:
+    if (ck->idle) {
+      fprintf(out, "  %-28s pointwise does nothing: its f32 copy is not read (the matmul reads the 16-bit values)\n",
+              k->name);
+      break;
+    }
     fprintf(out, "  %-28s pointwise grid-stride over %s elements, %d threads per block%s\n", k->name, w,
             TD_CUDA_BLOCK, ck->vec ? ", 16-byte vectors" : "");
   }

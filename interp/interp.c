@@ -26,6 +26,12 @@
  * are any; an empty tensor shows "(empty)"; PRINT shows just its location
  * and "print".  Without opts->diags the location is "line:col".
  *
+ * f16 / bf16: an arithmetic, comparison, WHERE, reduction or matmul node
+ * touching a half dtype runs in f32: half operands are widened into f32
+ * temporaries (exact), the f32 kernel runs (reductions and matmul
+ * accumulate in f32 or wider), and a half result is rounded once, to
+ * nearest even.  CAST, movement and creation have half kernels.
+ *
  * check_numerics: after each float node (inputs and parameters included)
  * the first NaN or Inf stops the run with e.g.
  *   op 'div' produced NaN (first at flat index 12)
@@ -403,6 +409,47 @@ static int run_into(interp *I, const td_node *n, td_tensor *const *in, td_tensor
   }
 }
 
+/* Does the node compute on a half dtype (and so run through run_in_f32)? */
+static int needs_f32(const td_node *n, td_tensor *const *in, const td_tensor *t) {
+  td_opkind kind = td_ops[n->op].kind;
+  if (n->op == TD_IR_CAST) return 0;
+  if (kind != TD_K_UNARY && kind != TD_K_BINARY && kind != TD_K_COMPARE &&
+      kind != TD_K_TERNARY && kind != TD_K_REDUCE && kind != TD_K_MATMUL)
+    return 0;
+  int half = td_dtype_is_half(t->dtype);
+  for (int j = 0; j < n->n_in; j++) half |= td_dtype_is_half(in[j]->dtype);
+  return half;
+}
+
+/* A new f32 tensor holding the values of half tensor h (exact). */
+static td_tensor *widen(interp *I, td_tensor *h) {
+  td_tensor *w = td_tensor_new(TD_F32, h->rank, h->shape, I->err);
+  if (w && tdk_elementwise(TD_IR_CAST, &h, 1, w, I->err) < 0) {
+    td_tensor_release(w);
+    w = NULL;
+  }
+  return w;
+}
+
+/* Runs node n (at most 3 operands, see needs_f32) in f32: widened
+ * operands, an f32 result where t is half, then one rounding into t. */
+static int run_in_f32(interp *I, const td_node *n, td_tensor *const *in, td_tensor *t) {
+  td_tensor *win[3] = {NULL, NULL, NULL}, *use[3], *out = t;
+  int rc = n->n_in <= 3 ? 0 : td_err_set(I->err, "op '%s' has %d inputs", td_ops[n->op].name, n->n_in);
+  for (int j = 0; rc == 0 && j < n->n_in; j++) {
+    use[j] = in[j];
+    if (td_dtype_is_half(in[j]->dtype) && !(use[j] = win[j] = widen(I, in[j]))) rc = -1;
+  }
+  if (rc == 0 && td_dtype_is_half(t->dtype) &&
+      !(out = td_tensor_new(TD_F32, t->rank, t->shape, I->err)))
+    rc = -1;
+  if (rc == 0) rc = run_into(I, n, use, out);
+  if (rc == 0 && out != t) rc = tdk_elementwise(TD_IR_CAST, &out, 1, t, I->err);
+  if (out != t) td_tensor_release(out);
+  for (int j = 0; j < 3; j++) td_tensor_release(win[j]);
+  return rc;
+}
+
 /* The inputs' values; fails when one is not available. */
 static int gather_inputs(interp *I, const td_node *n, td_tensor **in) {
   if ((unsigned)n->op >= TD_IR_OP_COUNT)
@@ -434,6 +481,7 @@ static int run_node(interp *I, int id) {
     else if (n->op == TD_IR_PRINT) rc = run_print(I, n, in);
     else if (n->op == TD_IR_RESHAPE) rc = run_reshape(I, id, n, &t);
     else if (!(t = new_out(I, n))) rc = -1;
+    else if (needs_f32(n, in, t)) rc = run_in_f32(I, n, in, t);
     else rc = run_into(I, n, in, t);
   }
   if (rc < 0) {

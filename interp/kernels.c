@@ -19,6 +19,12 @@
  *
  * Integer arithmetic wraps (computed in unsigned types); float -> int casts
  * truncate toward zero, saturate out of range and send NaN to 0.
+ *
+ * f16/bf16 (uint16_t bits, runtime/half.h) have kernels only for CAST, the
+ * movement ops and creation; the interpreter runs every other op on them
+ * in f32 (interp.c converts the operands and rounds the result once).
+ * Casts into a half type round once: from f32 directly, from f64 and the
+ * integer types through td_f64_to_f16/bf16.
  */
 #include "kernels.h"
 
@@ -26,6 +32,7 @@
 #include <string.h>
 
 #include "../lang/mem.h"
+#include "../runtime/half.h"
 #include "../runtime/philox.h"
 #include "../runtime/scalar.h"
 
@@ -206,14 +213,16 @@ static int can_broadcast(const td_tensor *t, const td_tensor *out) {
   }
 
 EW_WHERE(where_1, uint8_t)
+EW_WHERE(where_2, uint16_t)
 EW_WHERE(where_4, uint32_t)
 EW_WHERE(where_8, uint64_t)
 EW_COPY(copy_1, uint8_t)
+EW_COPY(copy_2, uint16_t)
 EW_COPY(copy_4, uint32_t)
 EW_COPY(copy_8, uint64_t)
 
 static ew_fn copy_fn(size_t es) {
-  return es == 1 ? copy_1 : es == 4 ? copy_4 : copy_8;
+  return es == 1 ? copy_1 : es == 2 ? copy_2 : es == 4 ? copy_4 : copy_8;
 }
 
 /* ---- op lists: X(OP, T, EXPR) ---- */
@@ -308,22 +317,39 @@ static ew_fn pick_compare(td_op op, td_dtype dt) {
 /* ---- casts ---- */
 
 /* Float -> int casts use td_f2i32 / td_f2i64 (truncate, saturate, NaN -> 0). */
-#define DEF_CASTS(SI, TI, TO_I32, TO_I64)                                        \
+#define DEF_CASTS(SI, TI, TO_I32, TO_I64, TO_F16, TO_BF16)                                        \
   EW1(cast_##SI##_bool, TI, uint8_t, a != 0)                                     \
   EW1(cast_##SI##_i32, TI, int32_t, TO_I32)                                      \
   EW1(cast_##SI##_i64, TI, int64_t, TO_I64)                                      \
   EW1(cast_##SI##_f32, TI, float, a)                                             \
-  EW1(cast_##SI##_f64, TI, double, a)
-DEF_CASTS(bool, uint8_t, a, a)
-DEF_CASTS(i32, int32_t, a, a)
-DEF_CASTS(i64, int64_t, a, a)
-DEF_CASTS(f32, float, td_f2i32(a), td_f2i64(a))
-DEF_CASTS(f64, double, td_f2i32(a), td_f2i64(a))
+  EW1(cast_##SI##_f64, TI, double, a)                                            \
+  EW1(cast_##SI##_f16, TI, uint16_t, TO_F16)                                     \
+  EW1(cast_##SI##_bf16, TI, uint16_t, TO_BF16)
+DEF_CASTS(bool, uint8_t, a, a, td_f64_to_f16(a), td_f64_to_bf16(a))
+DEF_CASTS(i32, int32_t, a, a, td_f64_to_f16(a), td_f64_to_bf16(a))
+DEF_CASTS(i64, int64_t, a, a, td_f64_to_f16((double)a), td_f64_to_bf16((double)a))
+DEF_CASTS(f32, float, td_f2i32(a), td_f2i64(a), td_f32_to_f16(a), td_f32_to_bf16(a))
+DEF_CASTS(f64, double, td_f2i32(a), td_f2i64(a), td_f64_to_f16(a), td_f64_to_bf16(a))
 
-#define CAST_ROW(SI) {cast_##SI##_bool, cast_##SI##_i32, cast_##SI##_i64, cast_##SI##_f32, cast_##SI##_f64}
+/* From a half type: widen to f32 (exact), then as from f32. */
+#define DEF_HALF_CASTS(SI, WIDEN)                                                \
+  EW1(cast_##SI##_bool, uint16_t, uint8_t, WIDEN(a) != 0.0f)                     \
+  EW1(cast_##SI##_i32, uint16_t, int32_t, td_f2i32(WIDEN(a)))                    \
+  EW1(cast_##SI##_i64, uint16_t, int64_t, td_f2i64(WIDEN(a)))                    \
+  EW1(cast_##SI##_f32, uint16_t, float, WIDEN(a))                                \
+  EW1(cast_##SI##_f64, uint16_t, double, WIDEN(a))                               \
+  EW1(cast_##SI##_f16, uint16_t, uint16_t, td_f32_to_f16(WIDEN(a)))              \
+  EW1(cast_##SI##_bf16, uint16_t, uint16_t, td_f32_to_bf16(WIDEN(a)))
+DEF_HALF_CASTS(f16, td_f16_to_f32)
+DEF_HALF_CASTS(bf16, td_bf16_to_f32)
+
+#define CAST_ROW(SI)                                                             \
+  {cast_##SI##_bool, cast_##SI##_i32, cast_##SI##_i64, cast_##SI##_f32,          \
+   cast_##SI##_f64,  cast_##SI##_f16, cast_##SI##_bf16}
 static const ew_fn cast_tab[TD_DTYPE_COUNT][TD_DTYPE_COUNT] = {
     [TD_BOOL] = CAST_ROW(bool), [TD_I32] = CAST_ROW(i32), [TD_I64] = CAST_ROW(i64),
-    [TD_F32] = CAST_ROW(f32),   [TD_F64] = CAST_ROW(f64),
+    [TD_F32] = CAST_ROW(f32),   [TD_F64] = CAST_ROW(f64), [TD_F16] = CAST_ROW(f16),
+    [TD_BF16] = CAST_ROW(bf16),
 };
 
 /* ---- elementwise entry ---- */
@@ -362,7 +388,7 @@ static ew_fn ew_pick(td_op op, td_tensor *const *in, const td_tensor *out, td_er
   case TD_K_COMPARE: fn = pick_compare(op, dt); break;
   case TD_K_TERNARY: {
     size_t es = td_dtype_size(dt);
-    fn = es == 1 ? where_1 : es == 4 ? where_4 : where_8;
+    fn = es == 1 ? where_1 : es == 2 ? where_2 : es == 4 ? where_4 : where_8;
     break;
   }
   default: break;
@@ -728,6 +754,7 @@ void tdk_copy(const td_tensor *in, td_tensor *out) {
     }                                                                            \
   }
 TILE_FN(tile_1, uint8_t)
+TILE_FN(tile_2, uint16_t)
 TILE_FN(tile_4, uint32_t)
 TILE_FN(tile_8, uint64_t)
 
@@ -736,7 +763,7 @@ TILE_FN(tile_8, uint64_t)
 static void tiled_copy(int r, const int64_t *dim, int64_t st[][TD_MAX_RANK], int p,
                        char *out, const char *src, size_t es) {
   void (*fn)(char *, const char *, int64_t, int64_t, int64_t, int64_t) =
-      es == 1 ? tile_1 : es == 4 ? tile_4 : tile_8;
+      es == 1 ? tile_1 : es == 2 ? tile_2 : es == 4 ? tile_4 : tile_8;
   int64_t idx[TD_MAX_RANK] = {0}, oo = 0, io = 0;
   for (;;) {
     fn(out + oo * (int64_t)es, src + io * (int64_t)es, dim[p], dim[r - 1], st[0][p],
@@ -890,6 +917,7 @@ void tdk_fill(td_tensor *out, double f, int64_t i) {
   case TD_F64: for (int64_t k = 0; k < n; k++) ((double *)out->data)[k] = f; break;
   case TD_I32: for (int64_t k = 0; k < n; k++) ((int32_t *)out->data)[k] = (int32_t)i; break;
   case TD_I64: for (int64_t k = 0; k < n; k++) ((int64_t *)out->data)[k] = i; break;
+  case TD_F16: case TD_BF16: for (int64_t k = 0; k < n; k++) td_tensor_set(out, k, f); break;
   default: if (n) memset(out->data, i != 0, (size_t)n); break;
   }
 }
@@ -901,6 +929,9 @@ void tdk_arange(td_tensor *out, double f, double f2, int64_t i, int64_t i2) {
   case TD_F64: for (int64_t k = 0; k < n; k++) ((double *)out->data)[k] = f + f2 * (double)k; break;
   case TD_I32: for (int64_t k = 0; k < n; k++) ((int32_t *)out->data)[k] = (int32_t)(uint64_t)(i + i2 * k); break;
   case TD_I64: for (int64_t k = 0; k < n; k++) ((int64_t *)out->data)[k] = i + i2 * k; break;
+  case TD_F16: case TD_BF16:
+    for (int64_t k = 0; k < n; k++) td_tensor_set(out, k, f + f2 * (double)k);
+    break;
   default: for (int64_t k = 0; k < n; k++) ((uint8_t *)out->data)[k] = (i + i2 * k) != 0; break;
   }
 }
@@ -911,7 +942,8 @@ void tdk_random(td_tensor *out, int normal, uint64_t seed, uint64_t stream) {
     double v = normal ? td_rand_normal(seed, stream, (uint64_t)k)
                       : td_rand_uniform(seed, stream, (uint64_t)k);
     if (out->dtype == TD_F32) ((float *)out->data)[k] = (float)v;
-    else ((double *)out->data)[k] = v;
+    else if (out->dtype == TD_F64) ((double *)out->data)[k] = v;
+    else td_tensor_set(out, k, v);
   }
 }
 
@@ -939,6 +971,18 @@ void tdk_stats_of(const td_tensor *t, tdk_stats *s) {
   case TD_F64: STATS_LOOP(double); break;
   case TD_I32: STATS_LOOP(int32_t); break;
   case TD_I64: STATS_LOOP(int64_t); break;
+  case TD_F16: case TD_BF16: {
+    for (int64_t i = 0; i < t->numel; i++) {
+      double v = td_tensor_get(t, i);
+      if (v != v) { s->n_nan++; continue; }
+      if (isinf(v)) { s->n_inf++; continue; }
+      if (s->n_finite == 0 || v < s->min) s->min = v;
+      if (s->n_finite == 0 || v > s->max) s->max = v;
+      sum += v;
+      s->n_finite++;
+    }
+    break;
+  }
   default: STATS_LOOP(uint8_t); break;
   }
   s->mean = s->n_finite ? sum / (double)s->n_finite : 0.0;
@@ -954,6 +998,11 @@ int64_t tdk_first_nonfinite(const td_tensor *t, int *is_nan) {
     const double *x = t->data;
     for (int64_t i = 0; i < n; i++)
       if (!isfinite(x[i])) return *is_nan = isnan(x[i]), i;
+  } else if (td_dtype_is_half(t->dtype)) {
+    const uint16_t *x = t->data;
+    uint16_t exp_mask = t->dtype == TD_F16 ? 0x7c00 : 0x7f80;
+    for (int64_t i = 0; i < n; i++)
+      if ((x[i] & exp_mask) == exp_mask) return *is_nan = (x[i] & 0x7fff) != exp_mask, i;
   }
   return -1;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include "elab_impl.h"
 #include "../runtime/philox.h"
+#include "../runtime/half.h"
 
 td_value el_binary_ir(el_ctx *c, td_op op, const td_value *a, const td_value *b, td_span sp);
 td_value el_apply_index(el_ctx *c, int in, const int *kind, const td_value *lo,
@@ -64,6 +65,8 @@ static const builtin table[] = {
   /* casts */
   {"f32", B_CAST, TD_F32, 1, {"x"}},
   {"f64", B_CAST, TD_F64, 1, {"x"}},
+  {"f16", B_CAST, TD_F16, 1, {"x"}},
+  {"bf16", B_CAST, TD_BF16, 1, {"x"}},
   {"i32", B_CAST, TD_I32, 1, {"x"}},
   {"i64", B_CAST, TD_I64, 1, {"x"}},
   {"bool", B_CAST, TD_BOOL, 1, {"x"}},
@@ -157,7 +160,7 @@ static int opt_dtype(el_ctx *c, const td_value *v, td_dtype def, td_dtype *out) 
   if (v->k == V_NONE) { *out = def; return 0; }
   int d = el_builtin_dtype(v);
   if (d < 0) {
-    td_diag *g = td_error(c->diags, v->span, "dtype must be one of f32, f64, i32, i64, bool");
+    td_diag *g = td_error(c->diags, v->span, "dtype must be one of f32, f64, i32, i64, bool, f16, bf16");
     td_diag_help(c->diags, g, "write it without quotes: dtype = i64");
     return -1;
   }
@@ -269,13 +272,16 @@ static td_value b_reduce(el_ctx *c, const builtin *b, td_value *a, td_span sp) {
   }
   if (b->op >= 0) return el_reduce(c, (td_op)b->op, x, mask, keep, sp);
   td_dtype t = n->dtype;
-  td_value xf = td_dtype_is_float(t) ? *x : el_cast(c, x, TD_F32, sp);
+  /* f16/bf16 compute in f32 and round once at the end */
+  int half = td_dtype_is_half(t);
+  td_value xf = td_dtype_is_float(t) && !half ? *x : el_cast(c, x, TD_F32, sp);
   if (xf.k == V_ERR) return el_err();
   if (b->op == -1) { /* mean = sum / count */
     td_value cnt = reduced_count(c, el_node(c, &xf), mask, sp);
     td_value s = el_reduce(c, TD_IR_SUM, &xf, mask, keep, sp);
     if (s.k == V_ERR) return el_err();
-    return el_binary(c, TD_OP_DIV, &s, &cnt, sp);
+    td_value q = el_binary(c, TD_OP_DIV, &s, &cnt, sp);
+    return half && q.k != V_ERR ? el_cast(c, &q, t, sp) : q;
   }
   /* logsumexp = m + log(sum(exp(x - m))), m = max (0 where infinite) */
   td_value m = el_reduce(c, TD_IR_RMAX, &xf, mask, 1, sp);
@@ -285,6 +291,7 @@ static td_value b_reduce(el_ctx *c, const builtin *b, td_value *a, td_span sp) {
   td_value s = el_reduce(c, TD_IR_SUM, &e, mask, 1, sp);
   td_value l = el_unary_op(c, TD_IR_LOG, &s, sp);
   td_value r = el_binary(c, TD_OP_ADD, &m, &l, sp);
+  if (half && r.k != V_ERR) r = el_cast(c, &r, t, sp);
   if (r.k == V_ERR || keep) return r;
   td_dim out[TD_MAX_RANK];
   int k = 0;
@@ -323,6 +330,8 @@ static td_value b_cast(el_ctx *c, const builtin *b, td_value *a, td_span sp) {
     if (x->k == V_FLOAT && !(fabs(v) < 9.2e18)) { td_error(c->diags, sp, "%g does not fit in an integer", v); return el_err(); }
     return el_int(x->k == V_FLOAT ? (int64_t)v : x->i, sp);
   case TD_BOOL: return el_bool(v != 0, sp);
+  case TD_F16: return el_float(td_f16_to_f32(td_f64_to_f16(v)), sp); /* the rounded value */
+  case TD_BF16: return el_float(td_bf16_to_f32(td_f64_to_bf16(v)), sp);
   default: return el_float(v, sp);
   }
 }

@@ -552,7 +552,7 @@ int el_check_type(el_ctx *c, el_scope *s, const td_ast *ty, const td_value *v, c
   td_dtype dt;
   if (dtype_of_name(ty->name, &dt)) {
     td_diag *g = td_error(c->diags, ty->span, "unknown dtype '%s'", ty->name);
-    td_diag_help(c->diags, g, "dtypes are f32, f64, i32, i64 and bool");
+    td_diag_help(c->diags, g, "dtypes are f32, f64, i32, i64, bool, f16 and bf16");
     return -1;
   }
   if (v->k != V_TENSOR) {

@@ -122,7 +122,7 @@ int el_broadcast_shapes(el_ctx *c, const td_node *a, const td_node *b, td_span s
 static td_dtype promote(td_dtype a, int wa, td_dtype b, int wb) {
   if (wa && !wb) return (a == TD_F32 && !td_dtype_is_float(b)) ? TD_F32 : (a > b && b == TD_BOOL ? a : b);
   if (wb && !wa) return (b == TD_F32 && !td_dtype_is_float(a)) ? TD_F32 : (b > a && a == TD_BOOL ? b : a);
-  return a > b ? a : b;
+  return td_dtype_promote(a, b);
 }
 
 static td_op binop_ir(int op) {
@@ -407,7 +407,7 @@ td_value el_matmul(el_ctx *c, const td_value *a, const td_value *b, td_span sp) 
     (void)g;
     return el_err();
   }
-  td_dtype t = na->dtype > nb->dtype ? na->dtype : nb->dtype;
+  td_dtype t = td_dtype_promote(na->dtype, nb->dtype);
   if (!td_dtype_is_float(t)) t = t == TD_BOOL ? TD_F32 : t;
   td_value va = el_cast(c, a, t, a->span), vb = el_cast(c, b, t, b->span);
   if (va.k == V_ERR || vb.k == V_ERR) return el_err();
@@ -484,7 +484,7 @@ td_value el_concat(el_ctx *c, const td_value *xs, int n, int axis, td_span sp) {
   for (int i = 0; i < n; i++) {
     if (xs[i].k == V_ERR) return el_err();
     if (xs[i].k != V_TENSOR) { td_error(c->diags, xs[i].span, "concat needs tensors, found %s", el_kind_name(&xs[i])); return el_err(); }
-    if (el_node(c, &xs[i])->dtype > t) t = el_node(c, &xs[i])->dtype;
+    t = i == 0 ? el_node(c, &xs[i])->dtype : td_dtype_promote(t, el_node(c, &xs[i])->dtype);
   }
   td_node first = *el_node(c, &xs[0]); /* a copy: emitting casts may move nodes */
   const td_node *f = &first;

@@ -6,6 +6,8 @@
  * padded with spaces and a newline, then the raw C-order data.
  * The reader checks every length against the file size before allocating,
  * and requires the data to be exactly numel * itemsize bytes.
+ * f16 is '<f2'.  bf16 has no NumPy dtype, so writing one is an error that
+ * points to safetensors (which has BF16) or to an f32 cast.
  */
 #include <stdio.h>
 #include <string.h>
@@ -202,7 +204,7 @@ static const struct {
   const char *descr; /* what the writer writes */
 } npy_types[] = {
     {'f', 4, TD_F32, "<f4"}, {'f', 8, TD_F64, "<f8"}, {'i', 4, TD_I32, "<i4"},
-    {'i', 8, TD_I64, "<i8"}, {'b', 1, TD_BOOL, "|b1"},
+    {'i', 8, TD_I64, "<i8"}, {'b', 1, TD_BOOL, "|b1"}, {'f', 2, TD_F16, "<f2"},
 };
 #define NPY_NTYPES (int)(sizeof npy_types / sizeof npy_types[0])
 
@@ -224,7 +226,7 @@ static int descr_dtype(const char *path, const char *d, td_dtype *out, td_err *e
     *out = npy_types[i].dt;
     return 0;
   }
-  return td_err_set(err, "%s: unsupported dtype '%s' (supported: <f4 <f8 "
+  return td_err_set(err, "%s: unsupported dtype '%s' (supported: <f2 <f4 <f8 "
                     "<i4 <i8 |b1)", path, d);
 }
 
@@ -406,6 +408,9 @@ int td_npy_write(const char *path, const td_tensor *t, td_err *err) {
   unsigned char hdr[512];
   if ((unsigned)t->dtype >= TD_DTYPE_COUNT || t->rank < 0 || t->rank > TD_MAX_RANK)
     return td_err_set(err, "%s: invalid tensor", path);
+  if (t->dtype == TD_BF16) /* NumPy has no bfloat16 dtype */
+    return td_err_set(err, "%s: a bf16 tensor cannot be saved as .npy (NumPy has no bfloat16 "
+                      "dtype); save it as safetensors, or cast it with f32(x) first", path);
   size_t hl = build_header(t, hdr, sizeof hdr);
   if (hl == 0)
     return td_err_set(err, "%s: .npy header too long", path);

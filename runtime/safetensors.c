@@ -71,7 +71,8 @@ static const struct {
   const char *name;
   td_dtype dt;
 } st_types[] = {{"F32", TD_F32}, {"F64", TD_F64}, {"I32", TD_I32},
-                {"I64", TD_I64}, {"BOOL", TD_BOOL}};
+                {"I64", TD_I64}, {"BOOL", TD_BOOL}, {"F16", TD_F16},
+                {"BF16", TD_BF16}};
 #define ST_NTYPES (int)(sizeof st_types / sizeof st_types[0])
 
 static const char *st_dtype_name(td_dtype dt) {
@@ -110,7 +111,7 @@ static int entry_dtype(st_reader *r, const char *name, const td_json *e, st_entr
     }
   }
   return td_err_set(r->err, "%s: tensor '%s': dtype %s is not supported "
-                    "(supported: F32 F64 I32 I64 BOOL)", r->path, name, d->text);
+                    "(supported: F32 F64 F16 BF16 I32 I64 BOOL)", r->path, name, d->text);
 }
 
 /* Shape entries, and the byte size they need (overflow checked). */

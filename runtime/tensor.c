@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "half.h"
 #include "mem.h"
 
 #define TD_DATA_ALIGN 64
@@ -36,7 +37,8 @@ static const struct {
   size_t size;
 } dtype_info[TD_DTYPE_COUNT] = {
     [TD_BOOL] = {"bool", 1}, [TD_I32] = {"i32", 4}, [TD_I64] = {"i64", 8},
-    [TD_F32] = {"f32", 4},   [TD_F64] = {"f64", 8},
+    [TD_F32] = {"f32", 4},   [TD_F64] = {"f64", 8},   [TD_F16] = {"f16", 2},
+    [TD_BF16] = {"bf16", 2},
 };
 
 size_t td_dtype_size(td_dtype t) {
@@ -47,7 +49,30 @@ const char *td_dtype_name(td_dtype t) {
   return (unsigned)t < TD_DTYPE_COUNT ? dtype_info[t].name : "?";
 }
 
-int td_dtype_is_float(td_dtype t) { return t == TD_F32 || t == TD_F64; }
+int td_dtype_is_float(td_dtype t) {
+  return t == TD_F32 || t == TD_F64 || t == TD_F16 || t == TD_BF16;
+}
+
+int td_dtype_is_half(td_dtype t) { return t == TD_F16 || t == TD_BF16; }
+
+/* Promotion rank: bool < i32 < i64 < {f16, bf16} < f32 < f64. */
+static int promo_rank(td_dtype t) {
+  switch (t) {
+  case TD_BOOL: return 0;
+  case TD_I32: return 1;
+  case TD_I64: return 2;
+  case TD_F16: case TD_BF16: return 3;
+  case TD_F32: return 4;
+  default: return 5;
+  }
+}
+
+td_dtype td_dtype_promote(td_dtype a, td_dtype b) {
+  if (a == b) return a;
+  int ra = promo_rank(a), rb = promo_rank(b);
+  if (ra == rb) return TD_F32; /* f16 with bf16 */
+  return ra > rb ? a : b;
+}
 
 int td_dtype_from_name(const char *name, td_dtype *out) {
   for (int i = 0; i < TD_DTYPE_COUNT; i++) {
@@ -124,6 +149,9 @@ static int tensor_size(td_dtype dt, int rank, const int64_t *shape,
   return 0;
 }
 
+/* The last id handed out (td_tensor.id). */
+static uint64_t next_tensor_id;
+
 td_tensor *td_tensor_new(td_dtype dt, int rank, const int64_t *shape, td_err *err) {
   int64_t numel = 0;
   size_t bytes = 0;
@@ -153,6 +181,7 @@ td_tensor *td_tensor_new(td_dtype dt, int rank, const int64_t *shape, td_err *er
     t->shape[i] = shape[i];
   t->numel = numel;
   t->refcount = 1;
+  t->id = __atomic_add_fetch(&next_tensor_id, 1, __ATOMIC_RELAXED);
   return t;
 }
 
@@ -185,6 +214,8 @@ double td_tensor_get(const td_tensor *t, int64_t i) {
   case TD_I64: return (double)((const int64_t *)t->data)[i];
   case TD_F32: return ((const float *)t->data)[i];
   case TD_F64: return ((const double *)t->data)[i];
+  case TD_F16: return td_f16_to_f32(((const uint16_t *)t->data)[i]);
+  case TD_BF16: return td_bf16_to_f32(((const uint16_t *)t->data)[i]);
   default: return 0.0;
   }
 }
@@ -212,6 +243,8 @@ void td_tensor_set(td_tensor *t, int64_t i, double v) {
     break;
   case TD_F32: ((float *)t->data)[i] = (float)v; break;
   case TD_F64: ((double *)t->data)[i] = v; break;
+  case TD_F16: ((uint16_t *)t->data)[i] = td_f64_to_f16(v); break;
+  case TD_BF16: ((uint16_t *)t->data)[i] = td_f64_to_bf16(v); break;
   default: break;
   }
 }

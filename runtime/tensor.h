@@ -14,13 +14,18 @@
 
 #define TD_MAX_RANK 8
 
-/* Element types.  The order is the promotion order (bool < ... < f64). */
+/* Element types.  The numbers are stable (compiled artifacts store them):
+ * new dtypes are appended.  Promotion uses td_dtype_promote, not the order.
+ * f16 and bf16 are storage types held as uint16_t bit patterns
+ * (runtime/half.h); arithmetic on them happens in f32. */
 typedef enum td_dtype {
   TD_BOOL, /* 1 byte, 0 or 1 */
   TD_I32,  /* int32_t */
   TD_I64,  /* int64_t */
   TD_F32,  /* float */
   TD_F64,  /* double */
+  TD_F16,  /* IEEE binary16, uint16_t bits */
+  TD_BF16, /* bfloat16, uint16_t bits */
   TD_DTYPE_COUNT
 } td_dtype;
 
@@ -36,8 +41,13 @@ int td_err_set(td_err *err, const char *fmt, ...)
 
 size_t td_dtype_size(td_dtype t);       /* bytes per element */
 const char *td_dtype_name(td_dtype t);  /* "f32", "i64", ... */
-int td_dtype_is_float(td_dtype t);      /* f32 or f64 */
+int td_dtype_is_float(td_dtype t);      /* f16, bf16, f32 or f64 */
+int td_dtype_is_half(td_dtype t);       /* f16 or bf16 */
 int td_dtype_from_name(const char *name, td_dtype *out); /* 0 or -1 */
+/* The dtype two tensor dtypes promote to (PyTorch's table): the wider
+ * kind wins (bool < ints < floats), within a kind the wider type, and
+ * f16 with bf16 gives f32. */
+td_dtype td_dtype_promote(td_dtype a, td_dtype b);
 
 typedef struct td_tensor {
   td_dtype dtype;
@@ -46,6 +56,10 @@ typedef struct td_tensor {
   int64_t numel;                 /* product of shape (1 for rank 0) */
   void *data;                    /* numel * dtype size bytes, 64-byte aligned */
   int refcount;                  /* owners; freed when it reaches 0 */
+  /* Unique in the process (from 1; 0 for headers not made by
+   * td_tensor_new): tells tensors apart where an address may be reused
+   * after a free (compiled.c keys its prepacked weights on it). */
+  uint64_t id;
 } td_tensor;
 
 /* Largest tensor the runtime agrees to allocate (bytes); guards against

@@ -274,6 +274,50 @@ Test(elab, dtype_rules) {
   for (int i = 0; i < nw; i++) cr_expect_str_eq(out_type(g, i), want[i], "output %d", i);
 }
 
+/* f16/bf16 promote like PyTorch: half with the same half stays, f16 with
+ * bf16 is f32, a half with f32/f64 is that float, an int or bool tensor
+ * with a half is the half, numbers keep the half; matmul and concat use
+ * the same table; dtype arguments and the casts accept the names. */
+Test(elab, half_dtype_promotion) {
+  const char *src =
+      "fn f(h: f16[N], b: bf16[N], x: f32[N], d: f64[N], i: i32[N], l: i64[N], m: bool[N]) {\n"
+      "  (h + h, b * b, h + b, b - x, h * d, i + b, l * h, m * b, h + 1, b * 2.5, h / 3,\n"
+      "   h > b, where(m, h, 0.5), concat([h, b]), reshape(h, [N, 1]) @ reshape(h, [1, N]),\n"
+      "   reshape(b, [1, N]) @ reshape(x, [N, 1]), sum(b), mean(h), argmax(b), bf16(x), f16(i),\n"
+      "   zeros([2], dtype = bf16), full([2], 1, dtype = f16), arange(3, dtype = bf16), exp(h))\n"
+      "}\n";
+  td_graph *g = lower_ok(src, "f");
+  const char *want[] = {"f16[N]", "bf16[N]", "f32[N]", "f32[N]", "f64[N]", "bf16[N]", "f16[N]",
+                        "bf16[N]", "f16[N]", "bf16[N]", "f16[N]", "bool[N]", "f16[N]",
+                        "f32[2*N]", "f16[N, N]", "f32[1, 1]", "bf16[]", "f16[]", "i64[]",
+                        "bf16[N]", "f16[N]", "bf16[2]", "f16[2]", "bf16[3]", "f16[N]"};
+  int nw = (int)(sizeof want / sizeof want[0]);
+  cr_assert_eq(g->n_outputs, nw);
+  for (int i = 0; i < nw; i++) cr_expect_str_eq(out_type(g, i), want[i], "output %d", i);
+}
+
+Test(elab, half_dtype_table) {
+  /* td_dtype_promote over every pair, against the table written out */
+  static const char *names[] = {"bool", "i32", "i64", "f32", "f64", "f16", "bf16"};
+  static const char *want[7][7] = {
+      /*          bool    i32    i64    f32    f64    f16    bf16 */
+      /* bool */ {"bool", "i32", "i64", "f32", "f64", "f16", "bf16"},
+      /* i32  */ {"i32", "i32", "i64", "f32", "f64", "f16", "bf16"},
+      /* i64  */ {"i64", "i64", "i64", "f32", "f64", "f16", "bf16"},
+      /* f32  */ {"f32", "f32", "f32", "f32", "f64", "f32", "f32"},
+      /* f64  */ {"f64", "f64", "f64", "f64", "f64", "f64", "f64"},
+      /* f16  */ {"f16", "f16", "f16", "f32", "f64", "f16", "f32"},
+      /* bf16 */ {"bf16", "bf16", "bf16", "f32", "f64", "f32", "bf16"},
+  };
+  for (int a = 0; a < 7; a++)
+    for (int b = 0; b < 7; b++) {
+      td_dtype da, db;
+      cr_assert_eq(td_dtype_from_name(names[a], &da), 0);
+      cr_assert_eq(td_dtype_from_name(names[b], &db), 0);
+      cr_expect_str_eq(td_dtype_name(td_dtype_promote(da, db)), want[a][b], "%s with %s", names[a], names[b]);
+    }
+}
+
 Test(elab, creation_dtypes_and_shapes) {
   const char *src =
       "fn main() {\n"

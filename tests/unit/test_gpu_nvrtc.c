@@ -5,6 +5,8 @@
  *     (gpu/codegen_cuda.c), and the module compiles with NVRTC for sm_90
  *     (the H200) with no errors; ptxas' report (--ptxas-options=-v) must
  *     show no spill stores or loads for any kernel;
+ *   - f16/bf16 matmuls read the 16-bit buffers and use m16n8k16 mma.sync
+ *     (found in the PTX);
  *   - the generated text has the structure docs/gpu.md promises (kernel
  *     names from the plan, warp shuffles in reductions, shared-memory tiles
  *     in matmuls, a grid-stride loop in pointwise kernels);
@@ -14,7 +16,9 @@
  *   - the kernels of every `fn main` program, compiled as C++ with an
  *     emulation of CUDA's threads, barriers and warp shuffles and run on the
  *     CPU, produce what the CPU compiler produces for the same plan (see
- *     "running the generated kernels on the CPU" below).
+ *     "running the generated kernels on the CPU" below), and so do the
+ *     tensor-core matmuls (TF32 m16n8k8, f16/bf16 m16n8k16) with an
+ *     emulation of mma.sync's fragment exchange.
  * Tests that need NVRTC are skipped, with the reason printed, when it is
  * not installed; the driver test is skipped where a driver exists.
  */
@@ -36,6 +40,7 @@
 #include "elab.h"
 #include "interp.h"
 #include "mem.h"
+#include "cuda_emu_shim.h"
 
 #ifndef TDSL_SRCDIR
 #define TDSL_SRCDIR "."
@@ -78,7 +83,7 @@ static void walk(files *f, const char *dir) {
 /* ---- one module ---- */
 
 typedef struct stats {
-  int entries, kernels, modules, spill_reports, tf32;
+  int entries, kernels, modules, spill_reports, tf32, half;
   int kinds[4];
 } stats;
 
@@ -139,6 +144,7 @@ static void compile_entry(td_program *p, const char *file, const char *entry, td
   s->kernels += plan->n_kernels;
   s->modules += !rc;
   s->tf32 += tf32 && strstr(code.src, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32");
+  s->half += !tf32 && (strstr(code.src, "td_mma_bf16(acc") || strstr(code.src, "td_mma_f16(acc"));
   td_free(cubin);
   td_free(log);
   td_cuda_code_free(&code);
@@ -181,15 +187,16 @@ Test(gpu_nvrtc, every_program_compiles_for_sm90_without_spills, .timeout = 900) 
     free(f.path[i]);
   }
   free(f.path);
-  fprintf(stderr, "test_gpu_nvrtc: %d modules (%d with TF32 matmuls), %d kernels (%d pointwise, %d reduce, %d matmul), "
+  fprintf(stderr, "test_gpu_nvrtc: %d modules (%d with TF32 matmuls, %d with f16/bf16 ones), %d kernels (%d pointwise, %d reduce, %d matmul), "
                   "%d compiled, %d ptxas reports\n",
-          s.entries, s.tf32, s.kernels, s.kinds[TD_KERN_POINTWISE], s.kinds[TD_KERN_REDUCE], s.kinds[TD_KERN_MATMUL],
+          s.entries, s.tf32, s.half, s.kernels, s.kinds[TD_KERN_POINTWISE], s.kinds[TD_KERN_REDUCE], s.kinds[TD_KERN_MATMUL],
           s.modules, s.spill_reports);
   cr_expect_eq(s.modules, s.entries);
   cr_expect_gt(s.entries, 20);
   cr_expect_gt(s.kinds[TD_KERN_REDUCE], 0);
   cr_expect_gt(s.kinds[TD_KERN_MATMUL], 0);
   cr_expect_gt(s.tf32, 5);
+  cr_expect_geq(s.half, 2, "tests/lang/ops/matmul_bf16.td and matmul_f16.td use f16/bf16 tensor cores");
 }
 
 /* ---- the structure of the generated code ---- */
@@ -252,6 +259,54 @@ Test(gpu_codegen, pointwise_grid_stride) {
   cr_expect(strstr(m, "const float4 Lb0 = ((const float4 *)b0)[q];"), "16-byte loads:\n%s", strstr(m, "k0_"));
   cr_expect(strstr(m, "((float4 *)b2)[q] = o;"), "16-byte stores");
   cr_expect(strstr(m, "t = d0 / 4 * 4 + "), "a scalar loop does the rest");
+  td_arena_free(a);
+}
+
+/* bf16/f16 operands that are buffers (inputs, parameters, outputs) are read
+ * as 16-bit values by the matmul kernel, which computes with m16n8k16
+ * mma.sync (in the PTX NVRTC makes for sm_90); the kernels that widened them
+ * to f32 temporaries do nothing.  Mixed operands keep the f32 path. */
+Test(gpu_nvrtc, half_matmuls_use_tensor_cores) {
+  td_arena *a = td_arena_new();
+  td_plan *plan;
+  static const char *const type[] = {"bf16", "f16"};
+  for (int t = 0; t < 2; t++) {
+    char src[1024], want[128];
+    snprintf(src, sizeof src,
+             "fn f(x: %s[N, 96], w: %s[80, 96], v: %s[96, 80], b: f32[80]) -> %s[N, 80] {\n"
+             "  %s(relu(x @ w.T + b)) + x @ v\n"
+             "}\n"
+             "fn mixed(x: %s[N, 96], w: f32[80, 96]) -> f32[N, 80] {\n"
+             "  x @ w.T\n"
+             "}\n",
+             type[t], type[t], type[t], type[t], type[t], type[t]);
+    char *m = module_of(src, "f", a, &plan);
+    snprintf(want, sizeof want, "td_mma_%s(acc", type[t]);
+    const char *p = m;
+    int calls = 0;
+    while ((p = strstr(p, want))) calls++, p++;
+    cr_expect_eq(calls, 2, "both matmuls on %s tensor cores:\n%s", type[t], m);
+    p = m;
+    int elided = 0;
+    while ((p = strstr(p, "every reader of this f32 copy reads the"))) elided++, p++;
+    cr_expect_eq(elided, 3, "the three widening casts do nothing:\n%s", m);
+    cr_expect(strstr(m, "__shared__ __align__(16) uint16_t As[64][32 + 8]"), "16-bit tiles");
+    cr_expect(!strstr(m, "fmaf("), "no FMA matmul");
+    if (have_nvrtc()) {
+      char *ptx = NULL, *log = NULL;
+      size_t size = 0;
+      td_err err;
+      const char *opts[] = {"--fmad=false"};
+      cr_assert_eq(td_nvrtc_compile_ptx(m, "half.cu", 90, opts, 1, &ptx, &size, &log, &err), 0, "%s", err.msg);
+      snprintf(want, sizeof want, "mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32", type[t], type[t]);
+      cr_expect(strstr(ptx, want), "the PTX has %s", want);
+      td_free(ptx);
+      td_free(log);
+    }
+    m = module_of(src, "mixed", a, &plan);
+    cr_expect(!strstr(m, "td_mma_") && strstr(m, "fmaf(") && !strstr(m, "every reader"),
+              "a %s @ f32 product keeps the f32 path:\n%s", type[t], m);
+  }
   td_arena_free(a);
 }
 
@@ -319,78 +374,7 @@ Test(gpu_nvrtc, compile_errors_carry_the_log) {
  * outputs and printed values must agree with the CPU compiler's run of the
  * same plan.  Skipped when there is no C++ compiler. */
 
-static const char emu_shim[] =
-    "#include <math.h>\n"
-    "#include <pthread.h>\n"
-    "#define __global__\n"
-    "#define __device__\n"
-    "#define __forceinline__ inline\n"
-    "#define __launch_bounds__(...)\n"
-    "#define __shared__ static\n"
-    "struct td_dim3 { unsigned x, y, z; };\n"
-    "static thread_local td_dim3 threadIdx, blockIdx;\n"
-    "static td_dim3 blockDim, gridDim;\n"
-    "static pthread_barrier_t td_block_bar, td_warp_bar[32];\n"
-    "static unsigned long long td_warp_slot[32][32];\n"
-    "static inline void __syncthreads() { pthread_barrier_wait(&td_block_bar); }\n"
-    "template <typename T> static T __shfl_down_sync(unsigned, T v, int off) {\n"
-    "  unsigned w = threadIdx.x >> 5, l = threadIdx.x & 31;\n"
-    "  unsigned long long bits = 0, o;\n"
-    "  __builtin_memcpy(&bits, &v, sizeof v);\n"
-    "  td_warp_slot[w][l] = bits;\n"
-    "  pthread_barrier_wait(&td_warp_bar[w]);\n"
-    "  o = td_warp_slot[w][l + off < 32 ? l + off : l];\n"
-    "  pthread_barrier_wait(&td_warp_bar[w]);\n"
-    "  T r;\n"
-    "  __builtin_memcpy(&r, &o, sizeof r);\n"
-    "  return r;\n"
-    "}\n"
-    "static inline float __int_as_float(int i) { float f; __builtin_memcpy(&f, &i, 4); return f; }\n"
-    "static inline double __longlong_as_double(long long i) { double f; __builtin_memcpy(&f, &i, 8); return f; }\n"
-    "struct alignas(16) float4 { float x, y, z, w; };\n"
-    "struct alignas(16) int4 { int x, y, z, w; };\n"
-    "typedef void (*td_kfn)(void *const *, const long long *, int *);\n"
-    "struct td_emu_arg { td_kfn fn; void *const *bufs; const long long *dv; int *status; td_dim3 b; unsigned t; };\n"
-    "static void *td_emu_thread(void *p) {\n"
-    "  td_emu_arg *a = (td_emu_arg *)p;\n"
-    "  threadIdx = {a->t, 0, 0};\n"
-    "  blockIdx = a->b;\n"
-    "  a->fn(a->bufs, a->dv, a->status);\n"
-    "  return 0;\n"
-    "}\n"
-    "extern \"C\" int td_emu_launch(td_kfn fn, unsigned gx, unsigned gy, unsigned gz, void *const *bufs,\n"
-    "                              const long long *dv, int *status) {\n"
-    "  const unsigned bx = 256;\n"
-    "  blockDim = {bx, 1, 1};\n"
-    "  gridDim = {gx, gy, gz};\n"
-    "  pthread_barrier_init(&td_block_bar, 0, bx);\n"
-    "  for (unsigned w = 0; w < bx / 32; w++) pthread_barrier_init(&td_warp_bar[w], 0, 32);\n"
-    "  static td_emu_arg args[256];\n"
-    "  static pthread_t th[256];\n"
-    "  for (unsigned z = 0; z < gz; z++)\n"
-    "    for (unsigned y = 0; y < gy; y++)\n"
-    "      for (unsigned x = 0; x < gx; x++) {\n"
-    "        for (unsigned t = 0; t < bx; t++) {\n"
-    "          args[t] = {fn, bufs, dv, status, {x, y, z}, t};\n"
-    "          if (pthread_create(&th[t], 0, td_emu_thread, &args[t])) return -1;\n"
-    "        }\n"
-    "        for (unsigned t = 0; t < bx; t++) pthread_join(th[t], 0);\n"
-    "      }\n"
-    "  pthread_barrier_destroy(&td_block_bar);\n"
-    "  for (unsigned w = 0; w < bx / 32; w++) pthread_barrier_destroy(&td_warp_bar[w]);\n"
-    "  return 0;\n"
-    "}\n"
-    "/* the module's own fixed-width typedefs, apart from the system's */\n"
-    "#define int8_t td_emu_int8_t\n"
-    "#define uint8_t td_emu_uint8_t\n"
-    "#define int32_t td_emu_int32_t\n"
-    "#define uint32_t td_emu_uint32_t\n"
-    "#define int64_t td_emu_int64_t\n"
-    "#define uint64_t td_emu_uint64_t\n"
-    "#undef INT32_MAX\n"
-    "#undef INT32_MIN\n"
-    "#undef INT64_MAX\n"
-    "#undef INT64_MIN\n";
+/* the shim: cuda_emu_shim.h */
 
 typedef void (*emu_kfn)(void *const *, const int64_t *, int *);
 typedef int (*emu_launch_fn)(emu_kfn, unsigned, unsigned, unsigned, void *const *, const int64_t *, int *);
@@ -484,8 +468,10 @@ static int emu_run(const td_plan *plan, const td_cuda_code *code, void *h, td_te
   return rc;
 }
 
-/* |got - want| <= 1e-4 * max|want| (reductions sum in another order). */
-static void expect_close(const td_tensor *got, const td_tensor *want, const char *what, int i) {
+/* |got - want| <= tol * max|want| (reductions sum in another order; tol
+ * is 1e-4, or 4e-3 for TF32 matmuls, whose operands keep 11 significant
+ * bits). */
+static void expect_close(const td_tensor *got, const td_tensor *want, const char *what, int i, double tol) {
   cr_assert_eq(got->numel, want->numel);
   double m = 0;
   for (int64_t e = 0; e < want->numel; e++) {
@@ -499,14 +485,18 @@ static void expect_close(const td_tensor *got, const td_tensor *want, const char
       cr_expect(0, "%s: output %d element %lld: emulated GPU %g, CPU %g", what, i, (long long)e, a, b);
       return;
     }
-    if (!(fabs(a - b) <= 1e-4 * (m > 1 ? m : 1))) {
+    if (!(fabs(a - b) <= tol * (m > 1 ? m : 1))) {
       cr_expect(0, "%s: output %d element %lld: emulated GPU %.9g, CPU %.9g", what, i, (long long)e, a, b);
       return;
     }
   }
 }
 
-static int emu_file(const char *path, int *ran) {
+/* Emulates the kernels of path's `fn main` (with tf32: the TF32 variant,
+ * only when the plan has a matmul) and compares them with the CPU
+ * compiler; counts the programs run in *ran.  *src_out (if not NULL)
+ * receives a copy of the module (caller frees). */
+static int emu_file(const char *path, int tf32, int *ran, char **src_out) {
   td_arena *a = td_arena_new();
   td_diags d;
   td_diags_init(&d, a);
@@ -533,14 +523,25 @@ static int emu_file(const char *path, int *ran) {
     td_arena_free(a);
     return 0;   /* a runtime error on the CPU too (tested elsewhere) */
   }
-  td_cuda_code code;
-  cr_assert_eq(td_cuda_codegen(plan, a, 0, &code, &err), 0, "%s", err.msg);
+  int has_mm = 0;
+  for (int k = 0; k < plan->n_kernels; k++) has_mm |= plan->kernels[k].kind == TD_KERN_MATMUL;
+  td_cuda_code code = {0};
+  if ((tf32 && !has_mm) || td_cuda_codegen(plan, a, tf32, &code, &err)) {
+    cr_expect(tf32 && !has_mm, "%s: CUDA codegen failed: %s", path, err.msg);
+    for (int i = 0; i < plan->n_out_nodes; i++) td_tensor_release(want[i]);
+    td_free(want);
+    td_compiled_free(cc);
+    for (int i = 0; i < opt->n_params; i++) td_tensor_release(params[i]);
+    td_arena_free(a);
+    return 0;
+  }
+  if (src_out) *src_out = strdup(code.src);
   char tag[32];
   snprintf(tag, sizeof tag, "%d", *ran);
   void *h = emu_build(code.src, tag);
   td_tensor **got = calloc((size_t)plan->n_out_nodes + 1, sizeof *got);
   if (emu_run(plan, &code, h, params, got) == 0) {
-    for (int i = 0; i < plan->n_out_nodes; i++) expect_close(got[i], want[i], path, i);
+    for (int i = 0; i < plan->n_out_nodes; i++) expect_close(got[i], want[i], path, i, tf32 ? 4e-3 : 1e-4);
     (*ran)++;
   }
   for (int i = 0; i < plan->n_out_nodes; i++) {
@@ -591,15 +592,83 @@ Test(gpu_emu, kernels_agree_with_the_cpu_compiler, .timeout = 900) {
   fputs(cols_program, cf);
   fclose(cf);
   int before = 0;
-  emu_file(cols, &before);
+  emu_file(cols, 0, &before, NULL);
   remove(cols);
   cr_expect_eq(before, 1, "the column-reduction program ran");
   int ran = before;
   for (int i = 0; i < f.n; i++) {
-    emu_file(f.path[i], &ran);
+    emu_file(f.path[i], 0, &ran, NULL);
     free(f.path[i]);
   }
   free(f.path);
   fprintf(stderr, "test_gpu_nvrtc: %d programs' kernels emulated and compared\n", ran);
   cr_expect_gt(ran, 20);
+}
+
+/* f16/bf16 operand views: broadcast batch axes on either side, a sliced and
+ * transposed A (unit stride along M), K not a multiple of the 32-deep
+ * panel, several blocks in each direction. */
+static const char half_views_program[] = "fn main() {\n"
+                                         "  let x = bf16(randn([2, 70, 40], seed = 1))\n"
+                                         "  let w = bf16(randn([40, 66], seed = 2))\n"
+                                         "  let v = bf16(randn([50, 70], seed = 3))\n"
+                                         "  print(x)\n"
+                                         "  print(w)\n"
+                                         "  print(v)\n"
+                                         "  print(x @ w)\n"
+                                         "  print(v @ x)\n"
+                                         "  print(x[1].T @ v.T)\n"
+                                         "  let h = f16(randn([33, 20], seed = 4))\n"
+                                         "  print(h)\n"
+                                         "  print(h @ h.T)\n"
+                                         "  print(h.T @ h)\n"
+                                         "}\n";
+
+/* Matmuls on tensor cores, emulated (the mma.sync fragments of the PTX ISA,
+ * cuda_emu_shim.h): bf16 and f16 operands read as 16-bit values with
+ * m16n8k16 (always on where both operands are buffers of the same half
+ * type), and f32 matmuls with TDSL_CUDA_TF32's m16n8k8. */
+Test(gpu_emu, tensor_core_matmuls_agree_with_the_cpu_compiler, .timeout = 600) {
+  if (!have_cxx()) cr_skip_test("no C++ compiler");
+  static const char *const half[] = {"matmul_bf16", "matmul_f16"};
+  int ran = 0;
+  char path[1024], *src = NULL;
+  for (int i = 0; i < 2; i++) {
+    src = NULL;
+    snprintf(path, sizeof path, "%s/tests/lang/ops/%s.td", TDSL_SRCDIR, half[i]);
+    emu_file(path, 0, &ran, &src);
+    cr_assert(src, "%s: no module", path);
+    const char *call = i ? "td_mma_f16(acc" : "td_mma_bf16(acc";
+    cr_expect(strstr(src, call), "%s: the matmuls use %s", path, call);
+    cr_expect(strstr(src, "every reader of this f32 copy reads the"), "%s: the widening casts are elided", path);
+    free(src);
+  }
+  src = NULL;
+  const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  snprintf(path, sizeof path, "%s/tdsl_emu_half_%d.td", tmp, (int)getpid());
+  FILE *hf = fopen(path, "w");
+  cr_assert(hf);
+  fputs(half_views_program, hf);
+  fclose(hf);
+  emu_file(path, 0, &ran, &src);
+  remove(path);
+  const char *p = src;
+  int calls = 0;
+  while (p && (p = strstr(p, "(acc[2 * mt + nt], af[mt], bf[nt])"))) calls++, p++;
+  cr_expect_eq(calls, 5, "every product of the views on tensor cores:\n%s", src ? src : "");
+  free(src);
+  cr_expect_eq(ran, 3);
+  static const char *const f32[] = {"matmul_2d", "matmul_batched", "matmul_vector"};
+  for (int i = 0; i < 3; i++) {
+    src = NULL;
+    snprintf(path, sizeof path, "%s/tests/lang/ops/%s.td", TDSL_SRCDIR, f32[i]);
+    emu_file(path, 1, &ran, &src);
+    cr_expect(src && strstr(src, "td_mma_tf32(acc"), "%s: TF32 mma", path);
+    free(src);
+  }
+  src = NULL;
+  emu_file(TDSL_SRCDIR "/examples/mlp.td", 1, &ran, &src);
+  cr_expect(src && strstr(src, "td_mma_tf32(acc"), "mlp.td: TF32 mma");
+  free(src);
+  cr_expect_eq(ran, 7, "every program ran (%d)", ran);
 }

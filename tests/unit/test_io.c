@@ -183,6 +183,7 @@ static const int ranks[] = {0, 1, 1, 2, 2, 3, 3, 4, 4};
 Test(npy, round_trip_every_dtype_and_rank) {
   td_err e;
   for (int d = 0; d < TD_DTYPE_COUNT; d++) {
+    if (d == TD_BF16) continue; /* NumPy has no bfloat16 (test_half.c) */
     for (int s = 0; s < NSHAPES; s++) {
       td_tensor *t = sample((td_dtype)d, ranks[s], shapes[s]), *back = NULL;
       const char *p = tmp("rt.npy");
@@ -372,7 +373,7 @@ Test(npy, unsupported_dtypes) {
   } cases[] = {
       {">f4", "big-endian dtype '>f4' is not supported"},
       {">i8", "big-endian dtype '>i8'"},
-      {"<f2", "unsupported dtype '<f2'"},
+      {"<u2", "unsupported dtype '<u2'"},
       {"|u1", "unsupported dtype '|u1'"},
       {"<c8", "unsupported dtype '<c8'"},
       {"<U3", "unsupported dtype '<U3'"},
@@ -711,10 +712,10 @@ Test(st, bad_entries) {
        "data_offsets [8, 0] out of range"},
       {"{\"x\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}",
        "tensor 'x': data_offsets [0, 8] hold 8 bytes but f32[3] needs 12"},
-      {"{\"x\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}",
-       "tensor 'x': dtype F16 is not supported"},
-      {"{\"y\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]}}",
-       "tensor 'y': dtype BF16 is not supported"},
+      {"{\"x\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,2]}}",
+       "tensor 'x': data_offsets [0, 2] hold 2 bytes but f16[2] needs 4"},
+      {"{\"y\":{\"dtype\":\"F8_E4M3\",\"shape\":[2],\"data_offsets\":[0,2]}}",
+       "tensor 'y': dtype F8_E4M3 is not supported"},
       {"{\"z\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]}}",
        "tensor 'z': dtype U8 is not supported"},
       {"{\"x\":{\"shape\":[2],\"data_offsets\":[0,8]}}", "missing or non-string \"dtype\""},

@@ -139,8 +139,9 @@ Test(tensor, dtype_helpers) {
     size_t size;
     int is_float;
   } want[] = {{TD_BOOL, "bool", 1, 0}, {TD_I32, "i32", 4, 0}, {TD_I64, "i64", 8, 0},
-              {TD_F32, "f32", 4, 1},   {TD_F64, "f64", 8, 1}};
-  for (int i = 0; i < 5; i++) {
+              {TD_F32, "f32", 4, 1},   {TD_F64, "f64", 8, 1},   {TD_F16, "f16", 2, 1},
+              {TD_BF16, "bf16", 2, 1}};
+  for (int i = 0; i < 7; i++) {
     td_dtype got;
     cr_assert_str_eq(td_dtype_name(want[i].dt), want[i].name);
     cr_assert_eq(td_dtype_size(want[i].dt), want[i].size);
@@ -149,7 +150,7 @@ Test(tensor, dtype_helpers) {
     cr_assert_eq(got, want[i].dt);
   }
   td_dtype got;
-  cr_assert_eq(td_dtype_from_name("f16", &got), -1);
+  cr_assert_eq(td_dtype_from_name("f8", &got), -1);
   cr_assert_eq(td_dtype_from_name("", &got), -1);
 }
 

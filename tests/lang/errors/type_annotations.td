@@ -13,8 +13,8 @@ fn f(x: f32[N, 4], i: i64[N]) -> f32[N, 3] {
   let g = takes_pair(x)                # error: argument 'x' of 'takes_pair' should be f32[N, N], found f32[N, 4]: dimension 1 is 4, expected N
   let h: f32[..., 4] = x               # fine: any leading dimensions
   let k: bool = 3                      # error: k should be bool, found an integer
-  let m: f16[N] = i                    # error: unknown dtype 'f16'
+  let m: f8[N] = i                     # error: unknown dtype 'f8'
   x                                    # error: the result of 'f' should be f32[N, 3], found f32[N, 4]: dimension 1 is 4, expected 3
 }
 # help: convert explicitly with i64(...)
-# help: dtypes are f32, f64, i32, i64 and bool
+# help: dtypes are f32, f64, i32, i64, bool, f16 and bf16
