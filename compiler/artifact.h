@@ -25,7 +25,9 @@
  *               n_dv, per entry: is_rand, dim or stream
  *               n_kernels, per kernel: parallel, extent, bytes_read,
  *                 bytes_written, flops, scratch bytes (-1: from mm n, k),
- *                 mm n dim, mm k dim
+ *                 mm n dim, mm k dim, column blocks (tdc_kinfo.cols),
+ *                 prepacked B (prepack.h): buffer, element size, NR (0:
+ *                 none), n, k, offset, stride k, stride n
  *               n_prints, per print: n_parts, per part: 0 and a string,
  *                 or 1, buffer, dtype, rank, dims[rank]
  */
@@ -38,7 +40,7 @@
 /* Version of the artifact ABI: the descriptor layout, the kernel calling
  * convention (jit_impl.h's tdc_kernel_fn and runtime table) and the C API.
  * The header a program compiles against passes its version to create. */
-#define TDRT_ABI 1
+#define TDRT_ABI 2
 #define TDRT_MAGIC 0x7464736c61727431ll /* "tdslart1" */
 
 /* Error codes of an entry call. */

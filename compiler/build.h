@@ -20,9 +20,11 @@ typedef struct td_build_opts {
   const char *march;     /* NULL: the building CPU's level (x86-64-v2/v3/v4) */
   int exe;               /* also write the executable */
   uint64_t seed;         /* parameter initialisation, as `tdsl run --seed` */
+  const char *device;    /* NULL or "cpu"; "cuda": gpu/build_cuda.h builds it */
+  const char *cuda_arch; /* --device cuda: "sm_90"; NULL: sm_90 */
 } td_build_opts;
 
-/* Builds every entry point of p except main.  Returns 0, or -1 with err
+/* Builds every entry point of p except main (for o->device).  Returns 0, or -1 with err
  * filled (program errors are in p's diagnostics when lowering failed). */
 int td_build(td_program *p, const td_build_opts *o, td_err *err);
 

@@ -258,6 +258,26 @@ static int parallel_axis(const td_graph *g, const td_kernel *k) {
   return -1;
 }
 
+/* A matmul whose B is a parameter (plan.h's td_kernel_prepack) with at
+ * least half a vector of outputs reads a copy packed once into NR-column
+ * panels (one vector wide when N fits in one), and is parallel over rows
+ * x column blocks (so one row still splits across threads). */
+static int prepack_info(cg *c, const td_kernel *k, tdc_kinfo *info) {
+  td_prepack pp;
+  memset(&info->pack, 0, sizeof info->pack);
+  if (!td_kernel_prepack(c->p, k, &pp)) return 0;
+  const td_node *m = &c->g->nodes[k->matmul];
+  int nr = tdc_gemm_nr(c->isa, m->dtype);
+  if (pp.n < nr / 4) return 0;   /* under half a vector of outputs: the dot path wastes less */
+  if (pp.n <= nr / 2) nr /= 2;   /* one vector wide: no FMAs on padding for narrow outputs */
+  info->pack = (tdc_prepack_desc){pp.buf, (int64_t)td_dtype_size(m->dtype), nr, pp.n, pp.k, pp.off, pp.sbk, pp.sbn};
+  info->cols = (pp.n + nr - 1) / nr;
+  c->par_axis = m->rank - 2;
+  info->parallel = 1;
+  info->extent = td_dim_mul(c->g, m->shape[m->rank - 2], info->cols);
+  return 0;
+}
+
 static int emit_kernel(cg *c, int ki, tdc_kinfo *info) {
   const td_kernel *k = &c->p->kernels[ki];
   c->k = k;
@@ -266,7 +286,11 @@ static int emit_kernel(cg *c, int ki, tdc_kinfo *info) {
   info->parallel = c->par_axis >= 0;
   info->extent = c->par_axis < 0 ? 1
                : k->kind == TD_KERN_MATMUL ? c->g->nodes[k->matmul].shape[c->par_axis] : k->space[c->par_axis];
+  info->cols = 1;
+  c->kinfo = info;
+  if (prepack_info(c, k, info) < 0) return -1;
   memset(c->in_k, 0, (size_t)c->g->n_nodes);
+  memset(c->hoisted, 0, (size_t)c->g->n_nodes * sizeof *c->hoisted);
   for (int i = 0; i < k->n_nodes; i++) c->in_k[k->nodes[i]] = 1;
   gcc_jit_block *start;
   begin_function(c, k->name);
@@ -306,9 +330,10 @@ gcc_jit_context *tdc_codegen(const td_plan *p, const char *march, int opt, td_ar
   c.bufptr = td_arena_alloc(a, (size_t)(p->n_bufs + 1) * sizeof *c.bufptr);
   c.red_val = td_arena_alloc(a, (size_t)(p->g->n_nodes + 1) * sizeof *c.red_val);
   c.in_k = td_arena_alloc(a, (size_t)p->g->n_nodes + 1);
+  c.hoisted = td_arena_alloc(a, (size_t)(p->g->n_nodes + 1) * sizeof *c.hoisted);
   c.ctx = gcc_jit_context_acquire();
   if (c.ctx) gcc_jit_context_set_bool_print_errors_to_stderr(c.ctx, 0);
-  if (!c.bufptr || !c.red_val || !c.in_k || !c.ctx) {
+  if (!c.bufptr || !c.red_val || !c.in_k || !c.hoisted || !c.ctx) {
     if (c.ctx) gcc_jit_context_release(c.ctx);
     td_err_set(err, "out of memory");
     return NULL;

@@ -29,8 +29,17 @@
  *   elements gets a[i,k] * B[k, :] for every k (B packed into a row-major
  *   panel when its rows are not contiguous), then the epilogue.
  *
+ * prepacked (f32/f64 with B a parameter, tdc_kinfo.pack): B was packed
+ *   once by the runtime into the packed path's panels (prepack.h) and is
+ *   read at bufs[n_bufs + kernel].  The parallel range runs over rows x
+ *   column blocks (one per panel); runs of >= 64 full rows use the blocked
+ *   packed path on the prepacked panels, the rest small tiles (4 rows x
+ *   NR, or one row with K unrolled 4 ways): broadcast A, FMA with the
+ *   panel's vectors, no horizontal sums (prepacked_path).
+ *
  * Scratch layout (64-byte aligned, per thread): [packed B][packed A
- * block][C block].
+ * block][C block]; with a prepacked B: [packed A block][C block], or the
+ * small tiles' R x NR tile at the start.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +64,8 @@ static gemm_shape shape_for(int isa, td_dtype dt) {
   s.kc = 256;
   return s;
 }
+
+int tdc_gemm_nr(int isa, td_dtype dt) { return shape_for(isa, dt).nr; }
 
 size_t tdc_matmul_scratch(int64_t m, int64_t n, int64_t k) {
   /* bounds over every ISA and dtype: B padded to 32 columns, A blocks of
@@ -232,13 +243,20 @@ static int dot_cols(cg *c, mm *m, const dotv *D, gcc_jit_rvalue *i, gcc_jit_rval
   gcc_jit_rvalue *sp = gcc_jit_lvalue_get_address(gcc_jit_context_new_array_access(c->ctx, NULL, rv(D->spill), cg_i64(c, 0)), NULL);
   for (int jj = 0; jj < nj; jj++) {
     cg_assign(c, dot_vec(c, D, sp, cg_i64(c, 0)), rv(acc[jj]));
-    gcc_jit_rvalue *part[64];
-    for (int l = 0; l < D->vl; l++) part[l] = elem(c, sp, cg_i64(c, l));
-    for (int w = D->vl; w > 1; w /= 2)
-      for (int l = 0; l < w / 2; l++)
-        part[l] = gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_PLUS, m->t, part[l], part[l + w / 2]);
+    /* the lanes summed as a tree of vector halves: spill[0:w/2] += spill[w/2:w] */
+    for (int w = D->vl; w > 2; w /= 2) {
+      gcc_jit_type *ht = gcc_jit_type_get_vector(m->t, (size_t)(w / 2));
+      gcc_jit_type *hp = gcc_jit_type_get_pointer(gcc_jit_type_get_aligned(ht, td_dtype_size(m->dt)));
+      gcc_jit_lvalue *lo = gcc_jit_rvalue_dereference(gcc_jit_context_new_cast(c->ctx, NULL, sp, hp), NULL);
+      gcc_jit_rvalue *hi_addr = gcc_jit_lvalue_get_address(at(c, sp, cg_i64(c, w / 2)), NULL);
+      gcc_jit_lvalue *hi = gcc_jit_rvalue_dereference(gcc_jit_context_new_cast(c->ctx, NULL, hi_addr, hp), NULL);
+      gcc_jit_block_add_assignment_op(c->blk, NULL, lo, GCC_JIT_BINARY_OP_PLUS, rv(hi));
+    }
+    gcc_jit_rvalue *two = gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_PLUS, m->t,
+                                                        elem(c, sp, cg_i64(c, 0)),
+                                                        D->vl > 1 ? elem(c, sp, cg_i64(c, 1)) : cg_const(c, m->dt, 0, 0));
     gcc_jit_lvalue *sum = cg_local(c, m->t, "dot");
-    cg_assign(c, sum, gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_PLUS, m->t, part[0], rv(tail[jj])));
+    cg_assign(c, sum, gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_PLUS, m->t, two, rv(tail[jj])));
     if (epilogue(c, m->ix, m->r, i, keep_i(c, add(c, j0, cg_i64(c, jj)), "j"), rv(sum))) return -1;
   }
   return 0;
@@ -561,19 +579,22 @@ static gcc_jit_rvalue *call(cg *c, gcc_jit_function *f, int n, gcc_jit_rvalue **
   return gcc_jit_context_new_call(c->ctx, NULL, f, n, args);
 }
 
-/* The kernel's side: B packed once per batch; for each block of MC rows of
- * this call's range, the shared block function computes the C block and
- * the epilogue stores it row by row. */
-static int packed_path(cg *c, mm *m) {
-  gcc_jit_function *pb = pack_b_fn(c, m->dt), *blk = block_fn(c, m->dt);
+/* The kernel's side for rows lo .. hi: B packed once per batch into
+ * scratch (or, with pb, the prepacked copy used as it is); for each block
+ * of MC rows the shared block function computes the C block and the
+ * epilogue stores it row by row. */
+static int packed_rows(cg *c, mm *m, gcc_jit_rvalue *lo, gcc_jit_rvalue *hi, gcc_jit_rvalue *pb) {
+  gcc_jit_function *blk = block_fn(c, m->dt);
   packed P;
   packed_init(c, m, &P);
-  P.bp = gcc_jit_context_new_cast(c->ctx, NULL, c->p_scratch, m->tp);
-  P.ap = gcc_jit_lvalue_get_address(at(c, P.bp, mul(c, P.ldc, m->K)), NULL);
+  gcc_jit_rvalue *scratch = gcc_jit_context_new_cast(c->ctx, NULL, c->p_scratch, m->tp);
+  P.bp = pb ? pb : scratch;
+  P.ap = pb ? scratch : gcc_jit_lvalue_get_address(at(c, P.bp, mul(c, P.ldc, m->K)), NULL);
   P.cb = gcc_jit_lvalue_get_address(at(c, P.ap, cg_i64(c, P.s.mc * P.s.kc)), NULL);
-  gcc_jit_rvalue *a1[7] = {m->bptr, m->boff, m->sbk, m->sbn, m->N, m->K, P.bp};
-  gcc_jit_block_add_eval(c->blk, NULL, call(c, pb, 7, a1));
-  gcc_jit_rvalue *lo = c->par_axis >= 0 ? c->p_lo : cg_i64(c, 0), *hi = c->par_axis >= 0 ? c->p_hi : m->M;
+  if (!pb) {
+    gcc_jit_rvalue *a1[7] = {m->bptr, m->boff, m->sbk, m->sbn, m->N, m->K, P.bp};
+    gcc_jit_block_add_eval(c->blk, NULL, call(c, pack_b_fn(c, m->dt), 7, a1));
+  }
   cloop lc, lr, lj;
   gcc_jit_rvalue *ic = cg_loop_range(c, &lc, lo, hi, P.s.mc);
   gcc_jit_rvalue *a2[11] = {P.bp, m->aptr, m->aoff, m->sam, m->sak, ic, hi, m->N, m->K, P.ap, P.cb};
@@ -586,6 +607,176 @@ static int packed_path(cg *c, mm *m) {
   cg_loop_close(c, &lj);
   cg_loop_close(c, &lr);
   cg_loop_close(c, &lc);
+  return 0;
+}
+
+static int packed_path(cg *c, mm *m) {
+  gcc_jit_rvalue *lo = c->par_axis >= 0 ? c->p_lo : cg_i64(c, 0), *hi = c->par_axis >= 0 ? c->p_hi : m->M;
+  return packed_rows(c, m, lo, hi, NULL);
+}
+
+/* ---- prepacked B: the parameter's panels packed once (prepack.h) ---------------------- */
+
+#define PP_ROWS 4     /* rows per tile of the small-M loop */
+#define PP_UNROLL 4   /* single rows: K unrolled into this many accumulator sets */
+#define PP_PACKED_M 64   /* from this many full rows the blocked packed path takes over */
+
+/* The prepacked B of this kernel: bufs[n_bufs + kernel index]. */
+static gcc_jit_rvalue *prepacked_ptr(cg *c, mm *m) {
+  gcc_jit_lvalue *l = cg_local(c, m->tp, "pb");
+  gcc_jit_rvalue *raw = rv(gcc_jit_context_new_array_access(c->ctx, NULL, c->p_bufs, cg_i64(c, c->p->n_bufs + c->kidx)));
+  gcc_jit_block_add_assignment(c->entry, NULL, l, gcc_jit_context_new_cast(c->ctx, NULL, raw, m->tp));
+  return rv(l);
+}
+
+/* One k of a tile: the panel's NV vectors of row kk times the broadcast
+ * A[row r, kk], added into acc[r][*]. */
+static void pp_step(cg *c, mm *m, packed *P, gcc_jit_lvalue *(*acc)[MAX_NV], gcc_jit_rvalue **arow, int R,
+                    gcc_jit_rvalue *pbase, gcc_jit_rvalue *kk) {
+  const gemm_shape *s = &P->s;
+  gcc_jit_rvalue *bk = keep_i(c, add(c, pbase, mul(c, kk, cg_i64(c, s->nr))), "bk");
+  gcc_jit_lvalue *b[MAX_NV];
+  for (int v = 0; v < s->nv; v++) {
+    b[v] = cg_local(c, P->vt, "b");
+    cg_assign(c, b[v], rv(vec_at(c, P, P->bp, add(c, bk, cg_i64(c, v * s->vl)))));
+  }
+  for (int r = 0; r < R; r++) {
+    gcc_jit_lvalue *a = cg_local(c, m->t, "a");
+    cg_assign(c, a, elem(c, m->aptr, add(c, arow[r], mul(c, kk, m->sak))));
+    gcc_jit_rvalue *el[64];
+    for (int l = 0; l < s->vl; l++) el[l] = rv(a);
+    gcc_jit_rvalue *av = gcc_jit_context_new_rvalue_from_vector(c->ctx, NULL, P->vt, (size_t)s->vl, el);
+    for (int v = 0; v < s->nv; v++)
+      gcc_jit_block_add_assignment_op(c->blk, NULL, acc[r][v], GCC_JIT_BINARY_OP_PLUS,
+                                      gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, P->vt,
+                                                                    av, rv(b[v])));
+  }
+}
+
+/* R rows from row i times panel jp of the prepacked B over all of K: U
+ * independent sets of R x NV vector accumulators (U k's per step), summed,
+ * stored to a tile in scratch, then the epilogue of each element. */
+static int pp_tile(cg *c, mm *m, packed *P, gcc_jit_rvalue *i, gcc_jit_rvalue *jp, int R, int U) {
+  const gemm_shape *s = &P->s;
+  gcc_jit_lvalue *acc[PP_UNROLL][PP_ROWS][MAX_NV];
+  gcc_jit_rvalue *zeros[64], *arow[PP_ROWS];
+  for (int l = 0; l < s->vl; l++) zeros[l] = cg_const(c, m->dt, 0, 0);
+  gcc_jit_rvalue *z = gcc_jit_context_new_rvalue_from_vector(c->ctx, NULL, P->vt, (size_t)s->vl, zeros);
+  for (int u = 0; u < U; u++)
+    for (int r = 0; r < R; r++)
+      for (int v = 0; v < s->nv; v++) {
+        acc[u][r][v] = cg_local(c, P->vt, "pacc");
+        cg_assign(c, acc[u][r][v], z);
+      }
+  for (int r = 0; r < R; r++) arow[r] = keep_i(c, add(c, m->aoff, mul(c, add(c, i, cg_i64(c, r)), m->sam)), "arow");
+  gcc_jit_rvalue *pbase = keep_i(c, mul(c, jp, mul(c, m->K, cg_i64(c, s->nr))), "pbase");
+  gcc_jit_rvalue *ku = U > 1 ? keep_i(c, ib(c, GCC_JIT_BINARY_OP_MINUS, m->K, ib(c, GCC_JIT_BINARY_OP_MODULO, m->K, cg_i64(c, U))), "ku") : m->K;
+  cloop lk, lt;
+  gcc_jit_rvalue *k = cg_loop_range(c, &lk, cg_i64(c, 0), ku, U);
+  for (int u = 0; u < U; u++) pp_step(c, m, P, acc[u], arow, R, pbase, u ? add(c, k, cg_i64(c, u)) : k);
+  cg_loop_close(c, &lk);
+  if (U > 1) {
+    k = cg_loop_range(c, &lt, ku, m->K, 1);
+    pp_step(c, m, P, acc[0], arow, R, pbase, k);
+    cg_loop_close(c, &lt);
+  }
+  for (int w = U; w > 1; w /= 2)   /* a tree over the sets */
+    for (int u = 0; u < w / 2; u++)
+      for (int r = 0; r < R; r++)
+        for (int v = 0; v < s->nv; v++)
+          gcc_jit_block_add_assignment_op(c->blk, NULL, acc[u][r][v], GCC_JIT_BINARY_OP_PLUS, rv(acc[u + w / 2][r][v]));
+  for (int r = 0; r < R; r++)
+    for (int v = 0; v < s->nv; v++)
+      cg_assign(c, vec_at(c, P, P->cb, cg_i64(c, r * s->nr + v * s->vl)), rv(acc[0][r][v]));
+  gcc_jit_rvalue *j0 = keep_i(c, mul(c, jp, cg_i64(c, s->nr)), "j0");
+  gcc_jit_rvalue *jn = keep_i(c, imin(c, cg_i64(c, s->nr), ib(c, GCC_JIT_BINARY_OP_MINUS, m->N, j0)), "jn");
+  for (int r = 0; r < R; r++) {
+    cloop lj;
+    gcc_jit_rvalue *row = keep_i(c, add(c, i, cg_i64(c, r)), "row");
+    gcc_jit_rvalue *j = cg_loop_open(c, &lj, jn);
+    if (epilogue(c, m->ix, m->r, row, add(c, j0, j), elem(c, P->cb, add(c, cg_i64(c, r * s->nr), j)))) return -1;
+    cg_loop_close(c, &lj);
+  }
+  return 0;
+}
+
+/* Rows i0 .. i1 times panels p0 .. p1: per panel (which stays in L2 while
+ * the rows go by), tiles of PP_ROWS rows, then single rows. */
+static int pp_rows(cg *c, mm *m, packed *P, gcc_jit_rvalue *i0, gcc_jit_rvalue *i1, gcc_jit_rvalue *p0,
+                   gcc_jit_rvalue *p1) {
+  cloop lp, l4, l1;
+  gcc_jit_rvalue *jp = cg_loop_range(c, &lp, p0, p1, 1);
+  gcc_jit_rvalue *lim = keep_i(c, ib(c, GCC_JIT_BINARY_OP_MINUS, i1, cg_i64(c, PP_ROWS - 1)), "lim");
+  gcc_jit_rvalue *i = cg_loop_range(c, &l4, i0, lim, PP_ROWS);
+  if (pp_tile(c, m, P, i, jp, PP_ROWS, 1)) return -1;
+  cg_loop_close(c, &l4);
+  i = cg_loop_range(c, &l1, rv(l4.i), i1, 1);
+  if (pp_tile(c, m, P, i, jp, 1, PP_UNROLL)) return -1;
+  cg_loop_close(c, &l1);
+  cg_loop_close(c, &lp);
+  return 0;
+}
+
+static gcc_jit_rvalue *cmp(cg *c, enum gcc_jit_comparison op, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  return gcc_jit_context_new_comparison(c->ctx, NULL, op, a, b);
+}
+
+/* The range [lo, hi) of the flattened (row, column block) space, row-major
+ * with `cols` blocks of one panel each (tdc_kinfo), is cut into at most
+ * three pieces: the rest of a first partial row, the full rows, the start
+ * of a last partial row.  Full rows go to the packed path when there are
+ * enough of them; everything else to the small-M tiles, which read the
+ * panels as they are (no packing, no horizontal sums). */
+static int prepacked_path(cg *c, mm *m) {
+  int64_t cols = c->kinfo->cols;
+  packed P;
+  packed_init(c, m, &P);
+  int full = c->kinfo->pack.nr == P.s.nr;   /* else one vector wide: the small tiles only */
+  P.s.nr = (int)c->kinfo->pack.nr;
+  P.s.nv = P.s.nr / P.s.vl;
+  P.bp = prepacked_ptr(c, m);
+  P.cb = gcc_jit_context_new_cast(c->ctx, NULL, c->p_scratch, m->tp);
+  gcc_jit_rvalue *lo = c->par_axis >= 0 ? c->p_lo : cg_i64(c, 0);
+  gcc_jit_rvalue *hi = c->par_axis >= 0 ? c->p_hi : keep_i(c, mul(c, m->M, cg_i64(c, cols)), "ext");
+  gcc_jit_rvalue *one = cg_i64(c, 1), *zero = cg_i64(c, 0), *ncols = cg_i64(c, cols);
+  cif f;
+  if_open(c, &f, lt(c, lo, hi));
+  gcc_jit_rvalue *r0 = keep_i(c, ib(c, GCC_JIT_BINARY_OP_DIVIDE, lo, ncols), "r0");
+  gcc_jit_rvalue *c0 = keep_i(c, ib(c, GCC_JIT_BINARY_OP_MODULO, lo, ncols), "c0");
+  gcc_jit_rvalue *r1 = keep_i(c, ib(c, GCC_JIT_BINARY_OP_DIVIDE, hi, ncols), "r1");
+  gcc_jit_rvalue *c1 = keep_i(c, ib(c, GCC_JIT_BINARY_OP_MODULO, hi, ncols), "c1");
+  gcc_jit_rvalue *same = cmp(c, GCC_JIT_COMPARISON_EQ, r0, r1);
+  /* a: the first row is partial (or the only one) */
+  gcc_jit_rvalue *a = cg_select(c, lt(c, zero, c0), one, cg_select(c, same, one, zero, c->t_i64), c->t_i64);
+  gcc_jit_rvalue *flo = keep_i(c, add(c, r0, a), "flo");
+  gcc_jit_rvalue *fhi = cg_select(c, lt(c, r1, flo), flo, r1, c->t_i64);
+  gcc_jit_rvalue *nf = keep_i(c, ib(c, GCC_JIT_BINARY_OP_MINUS, fhi, flo), "nf");
+  gcc_jit_lvalue *small_lo = cg_local(c, c->t_i64, "slo");
+  cg_assign(c, small_lo, flo);
+  if (full) {
+    gcc_jit_rvalue *big = gcc_jit_context_new_binary_op(
+        c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, c->t_bool, cmp(c, GCC_JIT_COMPARISON_GE, nf, cg_i64(c, PP_PACKED_M)),
+        cmp(c, GCC_JIT_COMPARISON_GE, mul(c, mul(c, nf, m->N), m->K), cg_i64(c, 32768)));
+    cif fb;
+    if_open(c, &fb, big);
+    if (packed_rows(c, m, flo, fhi, P.bp)) return -1;
+    cg_assign(c, small_lo, fhi);
+    if_close(c, &fb);
+  }
+  /* the pieces left: rows [seg[4s], seg[4s+1]) x panels [seg[4s+2], seg[4s+3]) */
+  gcc_jit_rvalue *last = cg_select(c, lt(c, r0, r1), cg_select(c, lt(c, zero, c1), add(c, r1, one), r1, c->t_i64), r1, c->t_i64);
+  gcc_jit_rvalue *vals[12] = {r0, flo, c0, cg_select(c, same, c1, ncols, c->t_i64),
+                              rv(small_lo), fhi, zero, ncols,
+                              r1, last, zero, c1};
+  gcc_jit_lvalue *seg = cg_local(c, gcc_jit_context_new_array_type(c->ctx, NULL, c->t_i64, 12), "seg");
+  for (int t = 0; t < 12; t++) cg_assign(c, gcc_jit_context_new_array_access(c->ctx, NULL, rv(seg), cg_i64(c, t)), vals[t]);
+  cloop ls;
+  gcc_jit_rvalue *sg = cg_loop_range(c, &ls, zero, cg_i64(c, 12), 4);
+  gcc_jit_rvalue *e[4];
+  for (int t = 0; t < 4; t++) e[t] = keep_i(c, elem(c, rv(seg), add(c, sg, cg_i64(c, t))), "sg");
+  if (pp_rows(c, m, &P, e[0], e[1], e[2], e[3])) return -1;
+  cg_loop_close(c, &ls);
+  if_close(c, &f);
   return 0;
 }
 
@@ -621,7 +812,9 @@ int tdc_emit_matmul(cg *c) {
   int nb = cg_nest_open(c, lb, n->shape, m.r, (1u << (m.r - 2)) - 1, m.ix);
   m.aoff = view_base(c, m.A, m.ix, m.r);
   m.boff = view_base(c, m.B, m.ix, m.r);
-  if (!td_dtype_is_float(m.dt)) {
+  if (c->kinfo && c->kinfo->pack.nr > 0) {
+    if (prepacked_path(c, &m)) return -1;
+  } else if (!td_dtype_is_float(m.dt)) {
     if (simple_path(c, &m)) return -1;
   } else {
     gemm_shape s = shape_for(c->isa, m.dt);

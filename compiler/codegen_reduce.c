@@ -6,6 +6,9 @@
  *     max/min or online pair, is processed in chunks of vectorisable loops
  *     (see "chunked stages" below); when the root is softmax's
  *     exp(x - m) / s, exp is computed once and stored ("stored exp");
+ *   - a stage of float sums and moments pairs alone over the innermost
+ *     axis (mean, layer_norm) keeps 16 f64 lanes per accumulator ("wide
+ *     lanes");
  *   - any other stage (plan.h's td_kstage) is one loop nest over the reduced
  *     axes updating accumulators: f64 for float sums and products, i64 for
  *     integers, the element type for max/min, value and first index for
@@ -403,9 +406,9 @@ static gcc_jit_lvalue *new_arr(cg *c, gcc_jit_type *t) {
 static int chunk_ok(cg *c, racc *r, int n) {
   const td_kernel *k = c->k;
   if (k->red_axes != 1u << (k->rank - 1) || k->space[k->rank - 1] == 1) return 0;
-  /* sums and moments alone are as fast in lanes (measured: layer_norm
-   * 11-12 ms in lanes, 14 ms chunked); max/min and the online softmax are
-   * branches there */
+  /* sums and moments alone take the wide lanes (layer_norm: 14 ms
+   * chunked, 11-12 ms in 4 scalar lanes, 8.6 ms in 16 wide lanes); max/min
+   * and the online softmax are branches in lanes */
   int wins = 0;
   for (int i = 0; i < n; i++) {
     int op = c->g->nodes[r[i].node].op;
@@ -659,28 +662,57 @@ static int stored_max(cg *c, racc *head, gcc_jit_lvalue *am, const cg_ix *row) {
   return 0;
 }
 
-/* Pass 2: E stored into the root's row and summed into tail->acc. */
+/* The root's element at ix (the output row of a stored-exp kernel). */
+static gcc_jit_lvalue *root_at(cg *c, const cg_ix *ix) {
+  return gcc_jit_context_new_array_access(c->ctx, NULL, cg_bufptr(c, c->k->root), cg_offset(c, c->k->root, ix));
+}
+
+/* as[l] += the root's element at chunk offset j. */
+static void stored_add(cg *c, gcc_jit_lvalue *as, gcc_jit_rvalue *l, const cg_ix *row, gcc_jit_rvalue *j0,
+                       gcc_jit_rvalue *j, gcc_jit_type *t) {
+  gcc_jit_rvalue *y = rv(root_at(c, chunk_ix(c, row, j0, j)));
+  cg_assign(c, arr_at(c, as, l), binv(c, GCC_JIT_BINARY_OP_PLUS, t, rv(arr_at(c, as, l)), y));
+}
+
+/* Pass 2: per chunk, E stored into the root's row (one vectorised loop),
+ * then read back (from L1) and summed in 16 lanes of the element type (one
+ * vector register: a loop without stores, so without alias checks), a
+ * tree over the lanes, and f64 across chunks.  E is cg_exp_flush's (0
+ * where it would be below 6e-39: four instructions fewer per vector, and
+ * s >= 1, so the outputs move by less than that).  The term is E itself:
+ * exp(0) is exactly 1 (x == m finite), and exp(NaN) is NaN (m infinite,
+ * x - m NaN where x == m), which is what the online pair's "1 at the max"
+ * gives too. */
 static int stored_terms(cg *c, racc *head, racc *tail, int e, gcc_jit_lvalue *as, const cg_ix *row) {
   td_dtype dt = c->g->nodes[head->node].dtype;
   gcc_jit_type *t = c->vt[dt];
   gcc_jit_lvalue *m = cg_local(c, t, "red");
   cg_assign(c, m, rv(head->acc));
   c->red_val[head->node] = rv(m);
-  cloop lc, L;
+  cloop lc, L, lb, ll, lr;
   gcc_jit_lvalue *len, *P;
-  gcc_jit_rvalue *j0 = chunk_open(c, &lc, &len, &P);
+  gcc_jit_rvalue *j0 = chunk_open(c, &lc, &len, &P), *zero = cg_i64(c, 0), *w = cg_i64(c, 16);
   long mark = cg_memo_mark(c);
-  gcc_jit_rvalue *j = cg_loop_range(c, &L, cg_i64(c, 0), rv(len), 1);
+  gcc_jit_rvalue *j = cg_loop_range(c, &L, zero, rv(len), 1);
   cg_ix *ix = chunk_ix(c, row, j0, j);
-  gcc_jit_rvalue *v = cg_eval(c, c->g->nodes[head->node].in[0], ix);
-  gcc_jit_rvalue *ev = v ? cg_eval(c, e, ix) : NULL;
+  gcc_jit_rvalue *ev = cg_eval(c, c->g->nodes[e].in[0], ix);
   if (!ev) return -1;
-  cg_store(c, c->k->root, ix, ev);
-  cg_assign(c, arr_at(c, as, j), cg_select(c, cmpv(c, GCC_JIT_COMPARISON_EQ, v, rv(m)), one_at_max(c, rv(m), t), ev, t));
+  cg_store(c, c->k->root, ix, cg_exp_flush(c, dt, ev));
   cg_loop_close(c, &L);
   cg_memo_release(c, mark);
-  gcc_jit_rvalue *sum = pad_reduce(c, as, rv(len), rv(P), cg_const(c, dt, 0, 0), TD_IR_SUM, dt, t);
-  cg_assign(c, tail->acc, binv(c, GCC_JIT_BINARY_OP_PLUS, c->t_f64, rv(tail->acc), to_f64(c, sum)));
+  fill(c, as, zero, w, cg_const(c, dt, 0, 0));
+  gcc_jit_lvalue *full = cg_local(c, c->t_i64, "full");
+  cg_assign(c, full, binv(c, GCC_JIT_BINARY_OP_MINUS, c->t_i64, rv(len),
+                          binv(c, GCC_JIT_BINARY_OP_MODULO, c->t_i64, rv(len), w)));
+  gcc_jit_rvalue *jb = cg_loop_range(c, &lb, zero, rv(full), 16);
+  gcc_jit_rvalue *l = cg_loop_range(c, &ll, zero, w, 1);
+  stored_add(c, as, l, row, j0, binv(c, GCC_JIT_BINARY_OP_PLUS, c->t_i64, jb, l), t);
+  cg_loop_close(c, &ll);
+  cg_loop_close(c, &lb);
+  stored_add(c, as, zero, row, j0, cg_loop_range(c, &lr, rv(full), rv(len), 1), t);
+  cg_loop_close(c, &lr);
+  tree(c, as, w, TD_IR_SUM, dt, t);
+  cg_assign(c, tail->acc, binv(c, GCC_JIT_BINARY_OP_PLUS, c->t_f64, rv(tail->acc), to_f64(c, rv(arr_at(c, as, zero)))));
   cg_loop_close(c, &lc);
   return 0;
 }
@@ -724,6 +756,85 @@ static int emit_stage_chunked(cg *c, racc *r, int n, const cg_ix *row) {
   return stage_finish(c, r, n, row);
 }
 
+/* ---- wide lanes: float sums and moments in 16 f64 lanes ----
+ *
+ * A stage of float sums and moments pairs alone, over the innermost
+ * (contiguous) axis, keeps 16 f64 lanes per accumulator in local arrays:
+ * for each 16 elements, lane l adds element l (and its square), which GCC
+ * turns into vector conversions and adds on registers (the arrays stay in
+ * registers, as in the stored-exp max pass); a remainder loop uses lane 0,
+ * a tree over the lanes ends it.  The scalar 4-lane loop before took ~3.5
+ * instructions per element (f64 converts and adds do not vectorise across
+ * interleaved scalar accumulators). */
+
+static int wide_ok(cg *c, racc *r, int n) {
+  const td_kernel *k = c->k;
+  if (k->red_axes != 1u << (k->rank - 1) || k->space[k->rank - 1] == 1) return 0;
+  for (int i = 0; i < n; i++) {
+    const td_node *nd = &c->g->nodes[r[i].node];
+    if (!td_dtype_is_float(c->g->nodes[nd->in[0]].dtype)) return 0;
+    if (!(r[i].role == 0 && nd->op == TD_IR_SUM) && r[i].role != 3 && r[i].role != 4) return 0;
+  }
+  return 1;
+}
+
+/* Element j of the row into lane l of every accumulator. */
+static int wide_add(cg *c, racc *r, int n, gcc_jit_lvalue **S, gcc_jit_lvalue **Q, const cg_ix *row,
+                    gcc_jit_rvalue *j, gcc_jit_rvalue *l) {
+  long mark = cg_memo_mark(c);
+  cg_ix *ix = chunk_ix(c, row, cg_i64(c, 0), j);
+  for (int i = 0; i < n; i++) {
+    if (!S[i]) continue;
+    gcc_jit_rvalue *v = cg_eval(c, c->g->nodes[r[i].node].in[0], ix);
+    if (!v) return -1;
+    gcc_jit_lvalue *x = cg_local(c, c->t_f64, "x");
+    cg_assign(c, x, to_f64(c, v));
+    cg_assign(c, arr_at(c, S[i], l), binv(c, GCC_JIT_BINARY_OP_PLUS, c->t_f64, rv(arr_at(c, S[i], l)), rv(x)));
+    if (Q[i])
+      cg_assign(c, arr_at(c, Q[i], l), binv(c, GCC_JIT_BINARY_OP_PLUS, c->t_f64, rv(arr_at(c, Q[i], l)),
+                                            binv(c, GCC_JIT_BINARY_OP_MULT, c->t_f64, rv(x), rv(x))));
+  }
+  cg_memo_release(c, mark);
+  return 0;
+}
+
+static int emit_stage_wide(cg *c, racc *r, int n, const cg_ix *row) {
+  gcc_jit_lvalue **S = td_arena_alloc(c->arena, 2 * (size_t)n * sizeof *S), **Q = S ? S + n : NULL;
+  if (!S) return td_err_set(c->err, "out of memory");
+  gcc_jit_rvalue *zero = cg_i64(c, 0), *w = cg_i64(c, 16), *z = gcc_jit_context_new_rvalue_from_double(c->ctx, c->t_f64, 0);
+  for (int i = 0; i < n; i++) {
+    S[i] = Q[i] = NULL;
+    if (r[i].role == 4) continue;   /* the head's arrays serve it */
+    S[i] = new_arr(c, c->t_f64);
+    fill(c, S[i], zero, w, z);
+    if (r[i].role == 3) {
+      Q[i] = new_arr(c, c->t_f64);
+      fill(c, Q[i], zero, w, z);
+    }
+  }
+  gcc_jit_rvalue *L = cg_dim(c, c->k->space[c->k->rank - 1]);
+  gcc_jit_lvalue *full = cg_local(c, c->t_i64, "full");
+  cg_assign(c, full, binv(c, GCC_JIT_BINARY_OP_MINUS, c->t_i64, L, binv(c, GCC_JIT_BINARY_OP_MODULO, c->t_i64, L, w)));
+  cloop lb, ll, lr;
+  gcc_jit_rvalue *jb = cg_loop_range(c, &lb, zero, rv(full), 16);
+  gcc_jit_rvalue *l = cg_loop_range(c, &ll, zero, w, 1);
+  if (wide_add(c, r, n, S, Q, row, binv(c, GCC_JIT_BINARY_OP_PLUS, c->t_i64, jb, l), l)) return -1;
+  cg_loop_close(c, &ll);
+  cg_loop_close(c, &lb);
+  if (wide_add(c, r, n, S, Q, row, cg_loop_range(c, &lr, rv(full), L, 1), zero)) return -1;
+  cg_loop_close(c, &lr);
+  for (int i = 0; i < n; i++) {
+    if (!S[i]) continue;
+    tree(c, S[i], w, TD_IR_SUM, TD_F64, c->t_f64);
+    cg_assign(c, r[i].acc, rv(arr_at(c, S[i], zero)));
+    if (Q[i]) {
+      tree(c, Q[i], w, TD_IR_SUM, TD_F64, c->t_f64);
+      cg_assign(c, r[i].acc2, rv(arr_at(c, Q[i], zero)));
+    }
+  }
+  return stage_finish(c, r, n, row);
+}
+
 /* Emits stage S for the current row.  store_e >= 0: the kernel may store
  * that exp node (stored_exp_node); *stored is set when it did. */
 static int emit_stage(cg *c, const td_kstage *S, const cg_ix *row, int store_e, int *stored) {
@@ -734,6 +845,7 @@ static int emit_stage(cg *c, const td_kstage *S, const cg_ix *row, int store_e, 
   for (int l = 0; l < lanes; l++) {
     stage_roles(c, S, r[l]);
     stage_init(c, r[l], n);
+    if (l == 0 && wide_ok(c, r[0], n)) return emit_stage_wide(c, r[0], n, row);
     if (l == 0 && chunk_ok(c, r[0], n)) {
       if (store_e >= 0 && n == 2 && (r[0][0].role == 2 || r[0][1].role == 2)) {
         *stored = 1;

@@ -16,7 +16,9 @@
  * call: random streams mixed with the call index, fresh outputs, the
  * kernels in order.  A kernel with a parallel loop whose work is large
  * enough (see split) is cut into one range of that loop per thread of the
- * pool (pool.h); each thread gets its own scratch and status.
+ * pool (pool.h); each thread gets its own scratch and status.  Matmul
+ * kernels with a parameter B read a packed copy kept here, made again when
+ * the parameter tensor changes (prepack_params, keyed on td_tensor.id).
  */
 #include "compiled.h"
 
@@ -64,6 +66,8 @@ struct td_compiled {
   size_t arena_cap;
   void *scratch;            /* threads * scratch_each bytes */
   size_t scratch_cap, scratch_each;
+  void **packed;            /* per kernel: its prepacked B (prepack.h), or NULL */
+  uint64_t *packed_id;      /* per kernel: td_tensor.id of the parameter packed */
   layout lay;               /* what the last call's sizes made (td_compiled_run) */
 };
 
@@ -284,6 +288,9 @@ void td_compiled_free(td_compiled *c) {
   td_free(c->c_text);
   td_aligned_free(c->arena);
   td_aligned_free(c->scratch);
+  for (int k = 0; c->packed && k < c->p->n_kernels; k++) td_aligned_free(c->packed[k]);
+  td_free(c->packed);
+  td_free(c->packed_id);
   layout_free(&c->lay);
   td_free(c);
 }
@@ -327,7 +334,7 @@ static int layout_alloc(td_compiled *c, td_err *err) {
   layout *l = &c->lay;
   if (l->syms) return 0;
   const td_plan *p = c->p;
-  size_t nb = (size_t)p->n_bufs + 1, nk = (size_t)p->n_kernels + 1;
+  size_t nk = (size_t)p->n_kernels + 1, nb = (size_t)p->n_bufs + nk;   /* then the prepacked Bs */
   l->syms = td_calloc((size_t)p->g->n_syms + 1, sizeof *l->syms);
   l->dv = td_calloc((size_t)c->n_dims + 1, sizeof *l->dv);
   l->bufs = td_calloc(nb, sizeof *l->bufs);
@@ -441,6 +448,30 @@ static int place_call_buffers(run *r, td_tensor *const *inputs, td_tensor *const
   return 0;
 }
 
+/* The prepacked B of every kernel that has one (tdc_kinfo.pack), at
+ * bufs[n_bufs + kernel]: packed again when the parameter is not the
+ * tensor (by td_tensor.id) packed last time. */
+static int prepack_params(run *r, td_tensor *const *params) {
+  td_compiled *c = r->c;
+  const td_plan *p = c->p;
+  for (int k = 0; k < p->n_kernels; k++) {
+    const tdc_prepack_desc *d = &c->info[k].pack;
+    if (d->nr <= 0) continue;
+    if (!c->packed && (!(c->packed = td_calloc((size_t)p->n_kernels, sizeof *c->packed)) ||
+                       !(c->packed_id = td_calloc((size_t)p->n_kernels, sizeof *c->packed_id))))
+      return td_err_set(r->err, "out of memory");
+    const td_tensor *t = params[p->bufs[d->buf].index];
+    if (!c->packed[k] && !(c->packed[k] = td_aligned_alloc(64, tdc_prepack_bytes(d))))
+      return td_err_set(r->err, "out of memory (%zu bytes of prepacked weights)", tdc_prepack_bytes(d));
+    if (t->id == 0 || t->id != c->packed_id[k]) {
+      tdc_prepack(d, t->data, c->packed[k]);
+      c->packed_id[k] = t->id;
+    }
+    r->l->bufs[p->n_bufs + k] = c->packed[k];
+  }
+  return 0;
+}
+
 /* Scratch for the matmul kernels (packed panels, tiles, rows). */
 static int place_scratch(run *r) {
   const td_plan *p = r->c->p;
@@ -487,7 +518,7 @@ static int64_t n_ranges(run *r, int k, int64_t extent) {
   int64_t n = (int64_t)(work / 262144.0);
   if (n > threads) n = threads;
   if (n > extent) n = extent;
-  return n < 1 ? 1 : n;
+  return tdc_column_ranges(n < 1 ? 1 : n, work, extent, r->c->info[k].cols);
 }
 
 /* Each kernel's parallel extent and number of ranges. */
@@ -543,7 +574,7 @@ static int call_kernels(run *r) {
     s.fn = r->c->fns[k];
     s.extent = r->l->extent[k];
     int64_t n = r->l->ranges[k];
-    s.chunk = (s.extent + n - 1) / (n ? n : 1);
+    s.chunk = tdc_split_chunk(s.extent, n, r->c->info[k].cols);
     if (s.extent > 0) td_pool_run(run_range, &s, n);
     int32_t status = 0;
     for (int t = 0; t < 64; t++)
@@ -604,6 +635,7 @@ int td_compiled_run(td_compiled *c, td_tensor *const *inputs, td_tensor *const *
     eval_table(&r, call_index, 0);
     rc = place_call_buffers(&r, inputs, params);
   }
+  if (rc == 0) rc = prepack_params(&r, params);
   if (rc == 0) rc = call_kernels(&r);
   if (rc == 0) rc = collect(&r, inputs, params, outs);
   for (int i = 0; c->lay.owned && i < p->n_bufs; i++) {

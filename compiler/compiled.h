@@ -53,7 +53,12 @@ const char *td_compiled_march(const td_compiled *c);
 const char *td_compiled_c_text(const td_compiled *c);
 
 /* Runs the compiled graph.  inputs: one per INPUT node; params: one per
- * PARAM node; call_index as in td_interp_opts (rand streams).  On success
+ * PARAM node; call_index as in td_interp_opts (rand streams).
+ * Prepacked weights: a matmul whose B is a parameter (x @ w.T) reads a
+ * packed copy of it kept in c (docs/compiler.md), made again whenever the
+ * parameter is another tensor than last time (by td_tensor.id).  Tensors
+ * are values: do not write into a parameter tensor between calls (pass a
+ * new tensor with the new values instead), or the old copy is used.  On success
  * *outs is a td_malloc'd array of plan->n_out_nodes tensors: the graph's
  * outputs, then the printed values (see td_compiled_prints); the caller
  * releases each and td_frees the array.  On failure returns -1 with err

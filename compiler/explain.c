@@ -114,6 +114,18 @@ static void text_kernel(const ctx *c, int ki) {
           dim_txt(c, k->flops, b3, sizeof b3));
 }
 
+/* Bytes of the packed copies of matmul weights compiled code keeps (plan.h's
+ * td_kernel_prepack; before padding to whole panels): one per such kernel. */
+static int64_t prepacked_bytes(const td_plan *p) {
+  int64_t total = 0;
+  for (int k = 0; k < p->n_kernels; k++) {
+    td_prepack pp;
+    if (td_kernel_prepack(p, &p->kernels[k], &pp))
+      total += pp.n * pp.k * (int64_t)td_dtype_size(p->g->nodes[p->kernels[k].matmul].dtype);
+  }
+  return total;
+}
+
 static void text_entry(const ctx *c, const td_opt_stats *st) {
   const td_plan *p = c->p;
   char b[128], b2[128], b3[128];
@@ -127,6 +139,10 @@ static void text_entry(const ctx *c, const td_opt_stats *st) {
   fprintf(out, "  peak memory: %s bytes (temporaries %s in %d slot%s, outputs %s)\n",
           dim_txt(c, peak, b, sizeof b), dim_txt(c, p->arena_bytes, b2, sizeof b2), p->n_slots,
           p->n_slots == 1 ? "" : "s", dim_txt(c, p->output_bytes, b3, sizeof b3));
+  int64_t pw = prepacked_bytes(p);
+  if (pw > 0)
+    fprintf(out, "  prepacked weights: %lld bytes (compiled code keeps a packed copy of each matmul weight)\n",
+            (long long)pw);
 }
 
 /* ---- JSON ---------------------------------------------------------------------- */
@@ -221,7 +237,7 @@ static void json_entry(const ctx *c, const td_opt_stats *st) {
   json_dim(c, "temporary_bytes", p->arena_bytes);
   fputs(", ", out);
   json_dim(c, "output_bytes", p->output_bytes);
-  fprintf(out, ", \"slots\": %d}}", p->n_slots);
+  fprintf(out, ", \"slots\": %d, \"prepacked_weight_bytes\": %lld}}", p->n_slots, (long long)prepacked_bytes(p));
 }
 
 /* ---- DOT ------------------------------------------------------------------------ */

@@ -21,6 +21,7 @@
 #include <libgccjit.h>
 
 #include "plan_impl.h"
+#include "prepack.h"
 
 /* An index into a node's shape: one int64 rvalue per axis; zero[k] marks an
  * axis known to be 0 (broadcast), which address arithmetic skips. */
@@ -83,9 +84,11 @@ typedef struct cg {
   gcc_jit_rvalue *mm_acc;            /* matmul: the accumulated element of the epilogue */
   int n_names;
   char *in_k;                        /* per node: evaluated inside the current kernel */
+  gcc_jit_lvalue **hoisted;          /* per node: its value computed once in the kernel's entry block */
   int isa;                           /* 0: SSE (x86-64-v2), 1: AVX2 (v3), 2: AVX-512 (v4) */
   /* shared GEMM functions of this context, per dtype (codegen_gemm.c) */
   gcc_jit_function *gemm_pack[TD_DTYPE_COUNT], *gemm_core[TD_DTYPE_COUNT];
+  const struct tdc_kinfo *kinfo;     /* the current kernel's (prepacked B, column blocks) */
 } cg;
 
 /* ---- codegen_cpu.c: building blocks ---- */
@@ -147,6 +150,12 @@ gcc_jit_rvalue *cg_rt_call(cg *c, int which, gcc_jit_type *ret, int n, gcc_jit_t
 typedef struct tdc_kinfo {
   td_dim extent;
   int parallel;
+  /* A matmul with a prepacked B (pack.nr > 0): the kernel reads the packed
+   * copy at bufs[plan n_bufs + kernel index], which the runtime fills
+   * (prepack.h); its parallel range runs over rows x cols column blocks
+   * (one per NR-column panel), row-major: extent = M * cols. */
+  tdc_prepack_desc pack;
+  int64_t cols;
 } tdc_kinfo;
 
 /* Builds every kernel of p into a new gccjit context (the caller compiles
@@ -170,6 +179,8 @@ cg_ix *cg_row_ix(cg *c, int n, const cg_ix *row);
 int tdc_emit_matmul(cg *c);
 /* Bytes of scratch a matmul of M x K by K x N elements needs. */
 size_t tdc_matmul_scratch(int64_t m, int64_t n, int64_t k);
+/* NR, the width of the packed B panels, for ISA level isa (cg.isa). */
+int tdc_gemm_nr(int isa, td_dtype dt);
 
 /* ---- codegen_expr.c ---- */
 /* The value of node n at index ix (in n's shape), as an rvalue of its value
@@ -185,6 +196,9 @@ gcc_jit_rvalue *cg_convert(cg *c, gcc_jit_rvalue *a, td_dtype from, td_dtype to)
 gcc_jit_rvalue *cg_const(cg *c, td_dtype dt, double f, int64_t i);
 /* e^a for dtype dt (f32: an inline polynomial that vectorises). */
 gcc_jit_rvalue *cg_exp(cg *c, td_dtype dt, gcc_jit_rvalue *a);
+/* exp for f32 that flushes results below 2^-127 to 0 (one scale factor,
+ * cheaper); other dtypes as cg_exp.  codegen_expr.c states its bounds. */
+gcc_jit_rvalue *cg_exp_flush(cg *c, td_dtype dt, gcc_jit_rvalue *a);
 /* Calls a GCC builtin of one or two arguments ("__builtin_expf"). */
 gcc_jit_rvalue *cg_builtin(cg *c, const char *name, gcc_jit_rvalue *a, gcc_jit_rvalue *b);
 

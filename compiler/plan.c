@@ -293,3 +293,20 @@ void td_plan_print(const td_plan *p, const td_diags *d, FILE *out) {
           td_dim_str(p->g, p->arena_bytes, b1, sizeof b1), p->n_slots,
           td_dim_str(p->g, p->output_bytes, b2, sizeof b2));
 }
+
+int td_kernel_prepack(const td_plan *p, const td_kernel *k, td_prepack *pp) {
+  if (k->kind != TD_KERN_MATMUL || k->matmul < 0) return 0;
+  td_dtype dt = p->g->nodes[k->matmul].dtype;
+  const td_view *b = &k->b;
+  int r = b->rank, bi = p->buf_of[b->base];
+  if ((dt != TD_F32 && dt != TD_F64) || r < 2 || bi < 0 || p->bufs[bi].kind != TD_BUF_PARAM) return 0;
+  if (p->g->nodes[b->base].dtype != dt) return 0;
+  for (int t = 0; t + 2 < r; t++)   /* one matrix for every batch index */
+    if (b->shape[t] != 1 && b->stride[t] != 0) return 0;
+  td_dim d[5] = {b->shape[r - 1], b->shape[r - 2], b->offset, b->stride[r - 2], b->stride[r - 1]};
+  for (int i = 0; i < 5; i++)
+    if (!TD_DIM_IS_CONST(d[i])) return 0;
+  if (d[0] < 1 || d[1] < 1) return 0;
+  *pp = (td_prepack){bi, d[0], d[1], d[2], d[3], d[4]};
+  return 1;
+}

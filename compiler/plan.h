@@ -136,6 +136,19 @@ typedef struct td_plan {
  * does not handle). */
 td_plan *td_plan_build(td_graph *g, td_err *err);
 
+/* A matmul whose B operand is a parameter read at literal sizes, offset
+ * and strides, the same matrix for every batch index (nn.Linear's
+ * x @ w.T): compiled code packs it once per weight tensor and keeps the
+ * packed copy (compiled.h) instead of packing it in every call. */
+typedef struct td_prepack {
+  int buf;                        /* the PARAM buffer (index in bufs) */
+  int64_t n, k, off, sbk, sbn;    /* B[kk, j] = buf[off + kk*sbk + j*sbn] (elements) */
+} td_prepack;
+
+/* 1 with *pp filled when kernel k's B operand can be prepacked, else 0
+ * (not a matmul, not f32/f64, B not a parameter, or symbolic sizes). */
+int td_kernel_prepack(const td_plan *p, const td_kernel *k, td_prepack *pp);
+
 /* "matmul+epilogue", "reduce", ... */
 const char *td_kkind_name(td_kkind k);
 

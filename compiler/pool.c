@@ -7,15 +7,25 @@
  * caller waits until `done` reaches n.  Workers go back to waiting for the
  * next generation.  A worker joins a job under the mutex (`active`), and
  * the caller returns only when every task is done AND no worker is still
- * inside the job, so a late worker can never take tasks of a job that has
- * already been replaced.  A caller that finds the pool busy (another
+ * inside the job, and a worker that wakes after the job is over does not
+ * join it, so a late worker can never run tasks of a finished job (whose
+ * context may be gone) or of one that replaced it.  A caller that finds the pool busy (another
  * thread is running a job) runs its tasks itself.
+ *
+ * Waking a parked worker takes the kernel's futex path (several
+ * microseconds, more on a loaded machine), longer than the pieces of a
+ * small split matmul.  So a worker that finishes a job first watches for
+ * the next one for TDSL_SPIN_US microseconds (default 50; 0 parks at once)
+ * before it parks, and the caller likewise watches for the workers to
+ * finish before it sleeps.  Between calls that are further apart than
+ * that, workers are parked and cost nothing.
  */
 #include "pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_THREADS 64
@@ -24,18 +34,48 @@ typedef struct pool {
   pthread_mutex_t mu;
   pthread_cond_t wake, finished;
   int threads;
-  unsigned long gen;           /* job number, under mu */
+  _Atomic unsigned long gen;   /* job number, written under mu */
   td_task_fn fn;
   void *ctx;
   int64_t n;
-  int64_t done;                /* tasks finished, under mu */
-  int active;                  /* workers inside the current job, under mu */
+  _Atomic int64_t done;        /* tasks finished, written under mu */
+  _Atomic int active;          /* workers inside the current job, written under mu */
   _Atomic int64_t next;        /* next task number */
   atomic_flag busy;
+  int64_t spin_ns;             /* how long to watch before sleeping */
 } pool;
 
 static pool P = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-                 0, 0, NULL, NULL, 0, 0, 0, 0, ATOMIC_FLAG_INIT};
+                 0, 0, NULL, NULL, 0, 0, 0, 0, ATOMIC_FLAG_INIT, 0};
+
+static int64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static inline void relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* Polls ready(arg) until it holds or P.spin_ns pass; returns ready's last answer. */
+static int spin_until(int (*ready)(const void *), const void *arg) {
+  if (P.spin_ns <= 0) return ready(arg);
+  int64_t end = now_ns() + P.spin_ns;
+  for (int i = 0;; i++) {
+    if (ready(arg)) return 1;
+    relax();
+    if ((i & 63) == 63 && now_ns() > end) return ready(arg);
+  }
+}
+
+static int new_job(const void *seen) { return atomic_load(&P.gen) != *(const unsigned long *)seen; }
+
+static int job_over(const void *n) {
+  return atomic_load(&P.done) >= *(const int64_t *)n && atomic_load(&P.active) == 0;
+}
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 /* Takes tasks until none are left; returns how many this thread ran. */
@@ -53,9 +93,14 @@ static void *worker(void *arg) {
   int tid = (int)(intptr_t)arg;
   unsigned long seen = 0;
   for (;;) {
+    spin_until(new_job, &seen);
     pthread_mutex_lock(&P.mu);
     while (P.gen == seen) pthread_cond_wait(&P.wake, &P.mu);
     seen = P.gen;
+    if (P.done >= P.n) {   /* over already: its caller may have returned */
+      pthread_mutex_unlock(&P.mu);
+      continue;
+    }
     td_task_fn fn = P.fn;
     void *ctx = P.ctx;
     int64_t n = P.n;
@@ -81,6 +126,9 @@ static int env_threads(void) {
 
 static void start(void) {
   int want = env_threads();
+  const char *sp = getenv("TDSL_SPIN_US");
+  long us = sp && *sp ? strtol(sp, NULL, 10) : 50;
+  P.spin_ns = us < 0 ? 0 : us > 100000 ? 100000000 : us * 1000;
   P.threads = 1;
   for (int t = 1; t < want; t++) {
     pthread_t th;
@@ -115,6 +163,9 @@ void td_pool_run(td_task_fn fn, void *ctx, int64_t n) {
   int64_t ran = work(fn, ctx, n, 0);
   pthread_mutex_lock(&P.mu);
   P.done += ran;
+  pthread_mutex_unlock(&P.mu);
+  spin_until(job_over, &n);
+  pthread_mutex_lock(&P.mu);
   while (P.done < n || P.active > 0) pthread_cond_wait(&P.finished, &P.mu);
   pthread_mutex_unlock(&P.mu);
   atomic_flag_clear(&P.busy);

@@ -23,52 +23,15 @@
 
 #include "io.h"
 
+#include "build_test.h"
 #include "scratch_dir.h"
-
-#ifndef TDSL_SRCDIR
-#define TDSL_SRCDIR "."
-#endif
-#ifndef TDSL_BIN
-#define TDSL_BIN "tdsl"
-#endif
-
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
 
 static void setup(void) { make_dir("tdsl_build"); }
 static void teardown(void) { remove_dir(); }
 
 TestSuite(build, .init = setup, .fini = teardown, .timeout = 120);
 
-/* Runs a shell command; returns its exit status. */
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...) {
-  char cmd[4096];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  int rc = system(cmd);
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-static char *read_text(const char *p) {
-  FILE *f = fopen(p, "r");
-  cr_assert_not_null(f, "cannot open %s", p);
-  char *s = calloc(1, 1 << 20);
-  size_t n = fread(s, 1, (1 << 20) - 1, f);
-  s[n] = 0;
-  fclose(f);
-  return s;
-}
+static char *read_text(const char *p) { return read_all(p, NULL); }
 
 static void skip_if_sanitized(void) {
   if (SANITIZED) cr_skip_test("the artifact runtime is built with sanitizers");
@@ -255,6 +218,58 @@ Test(build, abi_mismatch_and_bad_arguments) {
   cr_expect_eq(sh("'%s'", path("abi")), 0);
 }
 
+/* A matmul weight is packed once and the packed copy kept across calls:
+ * load_weights must make it stale.  The model is called with its own
+ * weights (seed 0), then again after loading other weights (seed 7): each
+ * result must match eager with those weights. */
+Test(build, load_weights_after_calls_repacks) {
+  skip_if_sanitized();
+  write_x("x.npy", 3, 16);
+  const char *f = "examples/seed/good_dynamic.td";
+  cr_assert_eq(sh("'%s' run '%s/%s' --entry GoodDynamic.forward --in x='%s' --out '%s'", TDSL_BIN, TDSL_SRCDIR, f,
+                  path("x.npy"), path("ref0.npy")),
+               0);
+  cr_assert_eq(sh("'%s' run '%s/%s' --entry GoodDynamic.forward --in x='%s' --seed 7 --out '%s' --save-weights '%s'",
+                  TDSL_BIN, TDSL_SRCDIR, f, path("x.npy"), path("ref7.npy"), path("w.safetensors")),
+               0);
+  build(f, "");
+  FILE *c = fopen(path("twice.c"), "w");
+  cr_assert_not_null(c);
+  fputs("#include <math.h>\n#include <stdio.h>\n#include \"good_dynamic.h\"\n"
+        "int main(int argc, char **argv) {\n"
+        "  good_dynamic_model *m = good_dynamic_create();\n"
+        "  float x[48], y[48];\n"
+        "  char err[256];\n"
+        "  if (!m || argc < 2) return 10;\n"
+        "  for (int i = 0; i < 48; i++) x[i] = (float)sin(0.37 * i + 3);\n"
+        "  for (int pass = 0; pass < 2; pass++) {\n"
+        "    if (pass && good_dynamic_load_weights(m, argv[1], err, sizeof err)) return 11;\n"
+        "    if (good_dynamic_forward(m, 3, x, y)) return 12;\n"
+        "    for (int i = 0; i < 48; i++) printf(\"%.9g\\n\", y[i]);\n"
+        "  }\n"
+        "  good_dynamic_free(m);\n"
+        "  return 0;\n}\n",
+        c);
+  fclose(c);
+  cr_assert_eq(sh("cc -I'%s' '%s' '%s/good_dynamic.so' -Wl,-rpath,'%s' -lm -o '%s'", dir, path("twice.c"), dir, dir,
+                  path("twice")),
+               0);
+  cr_assert_eq(sh("'%s' '%s' > '%s'", path("twice"), path("w.safetensors"), path("twice.txt")), 0);
+  char *text = read_text(path("twice.txt")), *at = text;
+  td_tensor *ref[2] = {read_npy("ref0.npy"), read_npy("ref7.npy")};
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < 48; i++) {
+      char *end;
+      double v = strtod(at, &end);
+      cr_assert(end != at, "output ends early");
+      at = end;
+      expect_close(v, ((float *)ref[pass]->data)[i], 1e-5, pass ? "after load_weights" : "own weights");
+    }
+  td_tensor_release(ref[0]);
+  td_tensor_release(ref[1]);
+  free(text);
+}
+
 /* DT_NEEDED of the library and the executable: libc, libm, pthreads only. */
 Test(build, artifact_needs_only_libc) {
   skip_if_sanitized();
@@ -317,13 +332,7 @@ Test(build, exe_transformer_tokens) {
  * parameter, or the same value twice. */
 Test(build, prints_and_odd_outputs) {
   skip_if_sanitized();
-  FILE *f = fopen(path("id.td"), "w");
-  cr_assert_not_null(f);
-  fputs("model Id {\n  w = ones([3])\n"
-        "  fn forward(x: f32[N, 3]) -> (f32[N, 3], f32[N, 3], f32[3], f32[N, 3]) {\n"
-        "    let y = x * 2\n    print(\"y is\", y, \"and w\", w)\n    (x, y, w, y)\n  }\n}\n",
-        f);
-  fclose(f);
+  write_file(path("id.td"), id_td);
   cr_assert_eq(sh("'%s' build '%s' -o '%s' --exe", TDSL_BIN, path("id.td"), dir), 0);
   write_x("x.npy", 2, 3);
   cr_assert_eq(sh("'%s' --in x='%s' > '%s'", path("id"), path("x.npy"), path("a.txt")), 0);
@@ -335,9 +344,7 @@ Test(build, prints_and_odd_outputs) {
   cr_expect_not_null(strstr(a, "y is [["));
   free(a);
   free(r);
-  f = fopen(path("pr.c"), "w");
-  cr_assert_not_null(f);
-  fputs("#include <string.h>\n#include \"id.h\"\n"
+  write_file(path("pr.c"), "#include <string.h>\n#include \"id.h\"\n"
         "static int lines;\n"
         "static void count(void *ud, const char *text) { (void)ud; lines += strstr(text, \"y is\") != 0; }\n"
         "int main(void) {\n"
@@ -349,9 +356,48 @@ Test(build, prints_and_odd_outputs) {
         "  if (id_forward(m, 2, x, o0, o1, o2, o3) || lines != 1) return 11;\n"
         "  for (int i = 0; i < 6; i++) if (o0[i] != x[i] || o1[i] != 2 * x[i] || o3[i] != 2 * x[i]) return 12;\n"
         "  for (int i = 0; i < 3; i++) if (o2[i] != 1) return 13;\n"
-        "  id_free(m);\n  return 0;\n}\n",
-        f);
-  fclose(f);
+        "  id_free(m);\n  return 0;\n}\n");
   cr_assert_eq(sh("cc -I'%s' '%s' '%s/id.so' -Wl,-rpath,'%s' -o '%s'", dir, path("pr.c"), dir, dir, path("pr")), 0);
   cr_expect_eq(sh("'%s'", path("pr")), 0);
+}
+
+/* Every output is written under a temporary name and renamed at the end:
+ * a build that fails (here: linking against a runtime library that is no
+ * archive, and an executable name taken by a directory) leaves no new
+ * file behind, and the files of an earlier build are untouched. */
+Test(build, failed_build_leaves_no_files) {
+  char out[600];
+  snprintf(out, sizeof out, "%s", path("out"));
+  cr_assert_eq(sh("'%s' build '%s/examples/seed/simple.td' -o '%s' 2>/dev/null", TDSL_BIN, TDSL_SRCDIR, out), 0);
+  size_t n_so, n_h;
+  char *so = read_all(path("out/simple.so"), &n_so), *h = read_all(path("out/simple.h"), &n_h);
+  FILE *f = fopen(path("bad.a"), "w");
+  cr_assert_not_null(f);
+  fputs("not an archive\n", f);
+  fclose(f);
+  cr_assert_eq(sh("TDSL_RT_LIB='%s' '%s' build '%s/examples/seed/simple.td' -o '%s' --exe 2>'%s'", path("bad.a"),
+                  TDSL_BIN, TDSL_SRCDIR, out, path("err.txt")),
+               1);
+  char *err = read_text(path("err.txt"));
+  cr_expect(strstr(err, "cannot link"), "%s", err);
+  free(err);
+  size_t n_so2, n_h2;
+  char *so2 = read_all(path("out/simple.so"), &n_so2), *h2 = read_all(path("out/simple.h"), &n_h2);
+  cr_expect(n_so2 == n_so && !memcmp(so, so2, n_so), "the earlier simple.so was changed");
+  cr_expect(n_h2 == n_h && !memcmp(h, h2, n_h), "the earlier simple.h was changed");
+  cr_expect_eq(sh("test \"$(ls -A '%s' | tr '\\n' ' ')\" = 'simple.h simple.so '", out), 0, "files left in %s", out);
+  free(so);
+  free(h);
+  free(so2);
+  free(h2);
+  /* the executable's name is a directory: the library and header that
+   * were written are taken back */
+  cr_assert_eq(sh("mkdir -p '%s/simple'", path("out2")), 0);
+  cr_assert_eq(sh("'%s' build '%s/examples/seed/simple.td' -o '%s' --exe 2>'%s'", TDSL_BIN, TDSL_SRCDIR,
+                  path("out2"), path("err.txt")),
+               1);
+  err = read_text(path("err.txt"));
+  cr_expect(strstr(err, "simple"), "%s", err);
+  free(err);
+  cr_expect_eq(sh("test \"$(ls -A '%s')\" = simple", path("out2")), 0, "files left in %s", path("out2"));
 }

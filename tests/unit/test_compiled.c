@@ -517,6 +517,129 @@ Test(kinds, exp_polynomial_is_within_its_error_bound) {
   td_arena_free(P.a);
 }
 
+/* Row i of the softmax test: length-n rows of kind i % 6 (see below). */
+static void softmax_row(float *x, int64_t n, int kind, uint32_t *seed) {
+  for (int64_t j = 0; j < n; j++) {
+    *seed = *seed * 1664525u + 1013904223u;
+    double u = (double)(*seed >> 8) / 16777216.0;
+    switch (kind) {
+    case 0: x[j] = (float)(6 * u - 3); break;                              /* ordinary */
+    case 1: x[j] = (float)(-300 * u); break;                               /* exp underflows */
+    case 2: x[j] = j % 3 ? (float)(8 * u) : -__builtin_inff(); break;      /* -inf holes */
+    case 3: x[j] = -__builtin_inff(); break;                               /* only -inf */
+    case 4: x[j] = j == n / 2 ? __builtin_inff() : (float)u; break;        /* +inf */
+    default: x[j] = j == n - 1 ? __builtin_nanf("") : (float)u; break;     /* NaN */
+    }
+  }
+}
+
+/* Compiled softmax over the last axis (the stored-exp row kernel: max,
+ * exp stored and summed in lanes per chunk, scale) against a float64
+ * reference, on rows shorter than a vector, with remainders, and over
+ * several 1024-element chunks; rows whose exps underflow; -inf holes;
+ * rows of -inf only, or holding +inf or NaN (NaN everywhere, as eager). */
+Test(kinds, softmax_rows_against_float64) {
+  prog P;
+  cr_assert_eq(load(&P, "t.td", "import nn\nfn s(x: f32[M, N]) -> f32[M, N] { nn.softmax(x) }\n"), 0);
+  td_graph *g = td_program_lower(P.p, "s");
+  compiled_graph cg_;
+  compile_graph(g, &cg_, "softmax");
+  static const int64_t lens[] = {1, 5, 16, 17, 1024, 1030, 3000, 4100};
+  uint32_t seed = 7;
+  for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+    int64_t sh[2] = {12, lens[li]}, n = lens[li];
+    td_err e;
+    td_tensor *x = td_tensor_new(TD_F32, 2, sh, &e), **outs = NULL;
+    float *xs = x->data;
+    for (int i = 0; i < 12; i++) softmax_row(xs + i * n, n, i % 6, &seed);
+    cr_assert_eq(td_compiled_run(cg_.c, &x, NULL, 0, &outs, &e, NULL), 0, "%s", e.msg);
+    const float *ys = outs[0]->data;
+    for (int i = 0; i < 12; i++) {
+      const float *xr = xs + i * n, *yr = ys + i * n;
+      double m = -INFINITY, s = 0;
+      int nan_row = i % 6 >= 3;
+      for (int64_t j = 0; j < n; j++) m = xr[j] > m ? xr[j] : m;
+      for (int64_t j = 0; j < n; j++) s += exp((double)xr[j] - m);
+      for (int64_t j = 0; j < n; j++) {
+        if (nan_row) {
+          cr_expect(isnan(yr[j]), "len %lld row %d [%lld]: %g, want NaN", (long long)n, i, (long long)j, yr[j]);
+          continue;
+        }
+        /* x - m rounds in f32: exp moves by |x - m| 2^-24 relative */
+        double d = (double)xr[j] - m, r = exp(d) / s, err = fabs(yr[j] - r);
+        if (isnan(r) || r == 0) {   /* a row of one -inf; an -inf element */
+          cr_expect(isnan(r) ? isnan(yr[j]) : yr[j] == 0, "len %lld row %d [%lld]: %g, want %g", (long long)n, i,
+                    (long long)j, yr[j], r);
+          continue;
+        }
+        cr_expect(err <= (1e-6 + fabs(d) * 0x1p-24) * r + 1e-38, "len %lld row %d [%lld]: %.9g, want %.9g",
+                  (long long)n, i, (long long)j, yr[j], r);
+      }
+    }
+    release_all(outs, 1);
+    td_tensor_release(x);
+  }
+  td_compiled_free(cg_.c);
+  td_arena_free(P.a);
+}
+
+/* Row means and layer_norm (the 16-lane f64 moments) against float64, on
+ * rows shorter than the lanes, with remainders and long ones; values
+ * offset by 1000 so that a single-pass variance in f32 would fail. */
+Test(kinds, layer_norm_rows_against_float64) {
+  prog P;
+  cr_assert_eq(load(&P, "t.td",
+                    "import nn\n"
+                    "fn l(x: f32[M, N], w: f32[N], b: f32[N]) -> f32[M, N] { nn.layer_norm(x, w, b) }\n"
+                    "fn m(x: f32[M, N]) -> f32[M] { mean(x, axis = 1) }\n"), 0);
+  compiled_graph cl, cm;
+  compile_graph(td_program_lower(P.p, "l"), &cl, "layer_norm");
+  compile_graph(td_program_lower(P.p, "m"), &cm, "mean");
+  static const int64_t lens[] = {1, 7, 16, 33, 1000, 4100};
+  uint32_t seed = 11;
+  for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+    int64_t n = lens[li], sh[2] = {5, n};
+    td_err e;
+    td_tensor *x = td_tensor_new(TD_F32, 2, sh, &e), *w = td_tensor_new(TD_F32, 1, &n, &e);
+    td_tensor *b = td_tensor_new(TD_F32, 1, &n, &e), **ol = NULL, **om = NULL;
+    float *xs = x->data, *ws = w->data, *bs = b->data;
+    for (int64_t j = 0; j < 5 * n; j++) {
+      seed = seed * 1664525u + 1013904223u;
+      xs[j] = (float)(1000 + 4.0 * (seed >> 8) / 16777216.0);
+    }
+    for (int64_t j = 0; j < n; j++) ws[j] = 0.5f + (float)j / (float)n, bs[j] = (float)(j % 5) - 2;
+    td_tensor *in[3] = {x, w, b};
+    cr_assert_eq(td_compiled_run(cl.c, in, NULL, 0, &ol, &e, NULL), 0, "%s", e.msg);
+    cr_assert_eq(td_compiled_run(cm.c, in, NULL, 0, &om, &e, NULL), 0, "%s", e.msg);
+    const float *yl = ol[0]->data, *ym = om[0]->data;
+    for (int i = 0; i < 5; i++) {
+      const float *xr = xs + i * n;
+      double mu = 0, var = 0;
+      for (int64_t j = 0; j < n; j++) mu += xr[j];
+      mu /= (double)n;
+      for (int64_t j = 0; j < n; j++) var += (xr[j] - mu) * (xr[j] - mu);
+      var /= (double)n;
+      cr_expect(fabs(ym[i] - mu) <= 1e-6 * mu, "len %lld row %d mean %.9g, want %.9g", (long long)n, i, ym[i], mu);
+      for (int64_t j = 0; j < n; j++) {
+        double r = (xr[j] - mu) / sqrt(var + 1e-5) * ws[j] + bs[j];
+        /* the graph's f32 mean (the f32 sum / n) is within 2^-23 |mu|
+         * (eager too); x - mean carries that, divided by the std */
+        double tol = 2e-6 * fmax(fabs(r), 1) + 0x1p-22 * mu / sqrt(var + 1e-5) * ws[j];
+        cr_expect(fabs(yl[i * n + j] - r) <= tol, "len %lld row %d [%lld]: %.9g, want %.9g", (long long)n, i,
+                  (long long)j, yl[i * n + j], r);
+      }
+    }
+    release_all(ol, 1);
+    release_all(om, 1);
+    td_tensor_release(x);
+    td_tensor_release(w);
+    td_tensor_release(b);
+  }
+  td_compiled_free(cl.c);
+  td_compiled_free(cm.c);
+  td_arena_free(P.a);
+}
+
 /* The compile cache: a second compilation of the same graph loads the
  * shared object the first one stored, and computes the same values. */
 Test(cache, second_compilation_comes_from_the_cache) {
@@ -552,3 +675,114 @@ Test(cache, second_compilation_comes_from_the_cache) {
   cr_expect_eq(system(cmd), 0);
   td_arena_free(P.a);
 }
+
+/* ---- prepacked weights ---- */
+
+/* Matmuls whose B is a parameter read through w.T (nn.Linear's layout):
+ * the compiled module packs the weight once and reuses the packed copy
+ * while the parameter is the same tensor.  Each entry is compiled once and
+ * run at M = 1, 2, 7, 8, 63, 64, 65 (single rows, tiles of four, the
+ * packed path from 64 rows), alternating two weight sets; then one set is
+ * freed and a third one made (its memory may be the freed one's): every
+ * result must match a float64 reference computed here from the tensors
+ * passed, so a stale packed copy would show.  K and N are no multiples of
+ * the vector width or the panel width.  Wide (6.6 MB of weight) is large
+ * enough that fewer rows than threads are split over the columns: run at
+ * M = 1, 2, 3 only, on pools of 1 and 3 threads (a range then starts in
+ * one row and ends inside the next). */
+static const char *prepack_src =
+    "model L32 {\n"
+    "  param w: f32[100, 70] = uniform(-1.0, 1.0)\n"
+    "  param b: f32[100] = uniform(-1.0, 1.0)\n"
+    "  fn forward(x: f32[M, 70]) -> f32[M, 100] { relu(x @ w.T + b) }\n"
+    "}\n"
+    "model L64 {\n"
+    "  param w: f64[50, 37] = uniform(-1.0, 1.0)\n"
+    "  param b: f64[50] = uniform(-1.0, 1.0)\n"
+    "  fn forward(x: f64[M, 37]) -> f64[M, 50] { relu(x @ w.T + b) }\n"
+    "}\n"
+    "model Wide {\n"
+    "  param w: f32[1500, 1100] = uniform(-1.0, 1.0)\n"
+    "  param b: f32[1500] = uniform(-1.0, 1.0)\n"
+    "  fn forward(x: f32[M, 1100]) -> f32[M, 1500] { relu(x @ w.T + b) }\n"
+    "}\n"
+    "model Batched {\n"
+    "  param w: f32[33, 20] = uniform(-1.0, 1.0)\n"
+    "  param b: f32[33] = uniform(-1.0, 1.0)\n"
+    "  fn forward(x: f32[3, M, 20]) -> f32[3, M, 33] { relu(x @ w.T + b) }\n"
+    "}\n";
+
+/* relu(x @ w.T + b) in float64, from the tensors themselves (w: the rank-2
+ * parameter [n, k], b: the rank-1 one); x's leading axes are rows. */
+static void expect_linear(const td_tensor *y, const td_tensor *x, td_tensor *const *params, int np, const char *what) {
+  const td_tensor *w = NULL, *b = NULL;
+  for (int i = 0; i < np; i++) *(params[i]->rank == 2 ? &w : &b) = params[i];
+  cr_assert(w && b, "%s: parameters", what);
+  int64_t n = w->shape[0], k = w->shape[1], rows = x->numel / k;
+  cr_assert_eq(y->numel, rows * n, "%s: output size", what);
+  double tol = td_dtype_size(y->dtype) == 4 ? 1e-5 : 1e-12;
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double s = td_tensor_get(b, j), mag = fabs(s);
+      for (int64_t kk = 0; kk < k; kk++) {
+        double t = td_tensor_get(x, i * k + kk) * td_tensor_get(w, j * k + kk);
+        s += t;
+        mag += fabs(t);
+      }
+      double want = s > 0 ? s : 0, got = td_tensor_get(y, i * n + j);
+      if (fabs(got - want) > tol * mag) {
+        cr_expect(0, "%s: y[%lld, %lld] = %.9g, want %.9g", what, (long long)i, (long long)j, got, want);
+        return;
+      }
+    }
+}
+
+static void run_linear(td_compiled *c, td_graph *g, td_tensor *const *params, int64_t m, const char *name) {
+  td_tensor *in[1], **out = NULL;
+  td_err e;
+  cr_assert_eq(make_inputs(g, m, (uint64_t)m, in), 0);
+  cr_assert_eq(td_compiled_run(c, in, params, 0, &out, &e, NULL), 0, "%s: %s", name, e.msg);
+  char what[96];
+  snprintf(what, sizeof what, "%s at M = %lld", name, (long long)m);
+  expect_linear(out[0], in[0], params, g->n_params, what);
+  td_tensor_release(out[0]);
+  td_free(out);
+  td_tensor_release(in[0]);
+}
+
+static void check_prepacked(const char *threads) {
+  setenv("TDSL_NUM_THREADS", threads, 1);   /* before the pool starts: each test is its own process */
+  prog P;
+  cr_assert_eq(load(&P, "t.td", prepack_src), 0);
+  const char *names[] = {"L32.forward", "L64.forward", "Wide.forward", "Batched.forward"};
+  static const int64_t ms[] = {1, 2, 7, 8, 63, 64, 65}, wide[] = {1, 2, 3};
+  for (int i = 0; i < 4; i++) {
+    const int64_t *m = i == 2 ? wide : ms;
+    size_t nm = i == 2 ? 3 : sizeof ms / sizeof *ms;
+    td_graph *g = td_program_lower(P.p, names[i]);
+    cr_assert_not_null(g, "%s", names[i]);
+    compiled_graph cg_;
+    compile_graph(g, &cg_, names[i]);
+    td_tensor **p1 = td_calloc((size_t)g->n_params + 1, sizeof *p1), **p2 = td_calloc((size_t)g->n_params + 1, sizeof *p2);
+    td_err e;
+    cr_assert_eq(td_make_params(g, NULL, 1, p1, &e), 0, "%s", e.msg);
+    cr_assert_eq(td_make_params(g, NULL, 2, p2, &e), 0, "%s", e.msg);
+    for (size_t k = 0; k < nm; k++) {
+      run_linear(cg_.c, g, p1, m[k], names[i]);
+      run_linear(cg_.c, g, p2, m[k], names[i]);
+    }
+    release_all(p1, g->n_params);
+    p1 = td_calloc((size_t)g->n_params + 1, sizeof *p1);
+    cr_assert_eq(td_make_params(g, NULL, 3, p1, &e), 0, "%s", e.msg);
+    run_linear(cg_.c, g, p1, 5, names[i]);
+    run_linear(cg_.c, g, p2, 1, names[i]);
+    release_all(p1, g->n_params);
+    release_all(p2, g->n_params);
+    td_compiled_free(cg_.c);
+  }
+  td_arena_free(P.a);
+}
+
+Test(prepack, weights_change_between_calls_on_one_thread, .timeout = 120) { check_prepacked("1"); }
+
+Test(prepack, weights_change_between_calls_on_three_threads, .timeout = 120) { check_prepacked("3"); }

@@ -600,6 +600,8 @@ Test(explain, mlp_reports_one_graph_and_no_breaks) {
   cr_expect(strstr(t, "kernel 0: k0_matmul_add_relu (matmul+epilogue)") != NULL, "%s", t);
   cr_expect(strstr(t, "stdlib/nn.td:15:") != NULL, "ops name their source lines");
   cr_expect(strstr(t, "peak memory:") != NULL);
+  /* the weights of fc1, fc2, fc3 (784x512 + 512x512 + 512x10 f32), packed once */
+  cr_expect(strstr(t, "prepacked weights: 2674688 bytes") != NULL, "%s", t);
   free(t);
 }
 

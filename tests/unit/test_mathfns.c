@@ -90,6 +90,8 @@ static void specials(const char *op, float *out4) {
 
 static double gelu64(double x) { return 0.5 * x * (1 + erf(x / sqrt(2.0))); }
 static double sigmoid64(double x) { return 1 / (1 + exp(-x)); }
+/* 1 + tanh(u) as 2 / (1 + e^-2u): in float64 too, 1 + tanh(u) cancels to 0 below u = -19 */
+static double gelu_tanh64(double x) { return x / (1 + exp(-2 * 0.7978845608028654 * (x + 0.044715 * x * x * x))); }
 static double silu64(double x) { return x / (1 + exp(-x)); }
 
 Test(mathfns, tanh_within_4e7_relative) {
@@ -146,4 +148,24 @@ Test(mathfns, exp_sigmoid_silu_within_bound) {
   cr_expect_lt(sweep_worst("exp(x)", exp, -87, 88.7, 1e-30), 4e-7);
   cr_expect_lt(sweep_worst("sigmoid(x)", sigmoid64, -80, 80, 1e-30), 6e-7);
   cr_expect_lt(sweep_worst("silu(x)", silu64, -80, 80, 1e-30), 6e-7);
+}
+
+/* The tanh form of gelu (nn.gelu_tanh): 1 + tanh(u) is generated as
+ * 2 / (1 + e^-2u), with the exp that flushes below 2^-127 (cg_exp_flush).
+ * The f32 rounding of u = 0.79788 (x + 0.044715 x^3) costs up to a few ulp
+ * relative in the tail, where gelu ~ x e^2u. */
+Test(mathfns, gelu_tanh_form_within_bound) {
+  const char *f = "0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))";
+  cr_expect_lt(sweep_worst(f, gelu_tanh64, -12, 12, 1), 1.6e-7, "absolute");
+  cr_expect_lt(sweep_worst(f, gelu_tanh64, -3, 12, 1e-30), 1e-6, "relative above -3");
+  cr_expect_lt(sweep_worst(f, gelu_tanh64, -9, -3, 1e-30), 1.5e-5, "relative in the tail");
+  float s[4];
+  specials(f, s);
+  cr_expect(isnan(s[0]));
+  cr_expect(isnan(s[1]) || s[1] == 0);   /* -inf * 0, as in eager */
+  cr_expect(isinf(s[2]) && s[2] > 0);
+  float big[3] = {-20.0f, -1e4f, 88.0f}, *y = run_op(f, big, 3);
+  cr_expect(y[0] == 0 && y[1] == 0, "the far tail is 0 (as tanh = -1 eagerly): %g %g", y[0], y[1]);
+  cr_expect_eq(y[2], 88.0f);
+  td_free(y);
 }

@@ -1,0 +1,433 @@
+/* artifact_common.c - the parts of the artifact runtimes that do not
+ * depend on the device (artifact_common.h): reading the descriptor's
+ * common parts, slot layout, weights files, print() formatting (the
+ * interpreter's format: interp.c's run_print) and the --exe command line.
+ */
+#include "artifact_common.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../lang/mem.h"
+#include "../runtime/io.h"
+
+static void set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t n, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, n, fmt, ap);
+  va_end(ap);
+}
+
+/* ---- reading the descriptor ---- */
+
+char *tda_str(tda_rd *r) {
+  int64_t n = tda_word(r);
+  char *s = td_malloc((size_t)n + 1);
+  if (s) {
+    memcpy(s, &r->w[r->at], (size_t)n);
+    s[n] = 0;
+  }
+  r->at += (size_t)(n + 7) / 8;
+  return s;
+}
+
+void *tda_alloc_n(size_t n, size_t each) { return td_calloc(n + 1, each); }
+
+static void read_arg(tda_rd *r, tda_arg *a, int input) {
+  if (input) a->name = tda_str(r);
+  else a->buf = (int)tda_word(r);
+  a->dtype = (int)tda_word(r);
+  a->rank = (int)tda_word(r);
+  for (int k = 0; k < a->rank; k++) a->dims[k] = tda_word(r);
+}
+
+static int read_bufs(tda_rd *r, tda_entry *e) {
+  e->n_bufs = (int)tda_word(r);
+  e->bkind = tda_alloc_n((size_t)e->n_bufs, sizeof(int64_t));
+  e->bindex = tda_alloc_n((size_t)e->n_bufs, sizeof(int64_t));
+  e->bbytes = tda_alloc_n((size_t)e->n_bufs, sizeof(int64_t));
+  e->bound = tda_alloc_n((size_t)e->n_bufs, sizeof(int));
+  if (!e->bkind || !e->bindex || !e->bbytes || !e->bound) return -1;
+  for (int i = 0; i < e->n_bufs; i++) {
+    e->bkind[i] = tda_word(r);
+    e->bindex[i] = tda_word(r);
+    e->bbytes[i] = tda_word(r);
+    e->bound[i] = -1;
+  }
+  for (int o = e->n_out - 1; o >= 0; o--)   /* the first output naming a buffer gets it */
+    if (e->bkind[e->out[o].buf] == TDA_BK_OUTPUT) e->bound[e->out[o].buf] = o;
+  return 0;
+}
+
+int tda_read_entry(tda_rd *r, tda_entry *e) {
+  e->name = tda_str(r);
+  e->n_syms = (int)tda_word(r);
+  e->n_args = (int)tda_word(r);
+  e->arg_syms = tda_alloc_n((size_t)e->n_args, sizeof(int));
+  e->symvals = tda_alloc_n((size_t)e->n_syms, sizeof(int64_t));
+  if (!e->name || !e->arg_syms || !e->symvals) return -1;
+  for (int i = 0; i < e->n_args; i++) e->arg_syms[i] = (int)tda_word(r);
+  e->n_in = (int)tda_word(r);
+  if (!(e->in = tda_alloc_n((size_t)e->n_in, sizeof *e->in))) return -1;
+  for (int i = 0; i < e->n_in; i++) read_arg(r, &e->in[i], 1);
+  e->n_out = (int)tda_word(r);
+  if (!(e->out = tda_alloc_n((size_t)e->n_out, sizeof *e->out))) return -1;
+  for (int i = 0; i < e->n_out; i++) read_arg(r, &e->out[i], 0);
+  e->n_polys = (int)tda_word(r);
+  if (!(e->polys = tda_alloc_n((size_t)e->n_polys, sizeof *e->polys))) return -1;
+  for (int i = 0; i < e->n_polys; i++) {
+    e->polys[i] = &r->w[r->at];
+    r->at += 1 + 6 * (size_t)r->w[r->at];
+  }
+  e->n_pslots = (int)tda_word(r);
+  if (!(e->pslot = tda_alloc_n((size_t)e->n_pslots, sizeof(int)))) return -1;
+  for (int i = 0; i < e->n_pslots; i++) e->pslot[i] = (int)tda_word(r);
+  if (read_bufs(r, e)) return -1;
+  e->n_slots = (int)tda_word(r);
+  e->slot_bytes = &r->w[r->at];
+  r->at += (size_t)e->n_slots;
+  e->n_dv = (int)tda_word(r);
+  e->dvdesc = &r->w[r->at];
+  r->at += 2 * (size_t)e->n_dv;
+  return (e->dv = tda_alloc_n((size_t)e->n_dv, sizeof(int64_t))) ? 0 : -1;
+}
+
+int tda_read_prints(tda_rd *r, tda_entry *e) {
+  e->n_prints = (int)tda_word(r);
+  if (!(e->prints = tda_alloc_n((size_t)e->n_prints, sizeof *e->prints))) return -1;
+  for (int i = 0; i < e->n_prints; i++) {
+    tda_print *pr = &e->prints[i];
+    pr->n = (int)tda_word(r);
+    if (!(pr->parts = tda_alloc_n((size_t)pr->n, sizeof *pr->parts))) return -1;
+    for (int k = 0; k < pr->n; k++)
+      if (tda_word(r) == 0) {
+        if (!(pr->parts[k].text = tda_str(r))) return -1;
+      } else {
+        read_arg(r, &pr->parts[k].arg, 0);
+      }
+  }
+  return 0;
+}
+
+void tda_free_entry(tda_entry *e) {
+  for (int k = 0; e->in && k < e->n_in; k++) td_free((void *)e->in[k].name);
+  for (int k = 0; e->prints && k < e->n_prints; k++) {
+    for (int j = 0; e->prints[k].parts && j < e->prints[k].n; j++) td_free(e->prints[k].parts[j].text);
+    td_free(e->prints[k].parts);
+  }
+  void *own[] = {e->name,  e->arg_syms, e->in,    e->out,    e->polys,   e->pslot, e->bkind,
+                 e->bindex, e->bbytes,  e->bound, e->prints, e->symvals, e->dv};
+  for (size_t k = 0; k < sizeof own / sizeof *own; k++) td_free(own[k]);
+}
+
+int tda_read_param(tda_rd *r, tda_param *p) {
+  p->name = tda_str(r);
+  p->dtype = (int)tda_word(r);
+  p->rank = (int)tda_word(r);
+  for (int k = 0; k < p->rank; k++) p->shape[k] = tda_word(r);
+  p->data_off = tda_word(r);
+  p->bytes = (size_t)tda_word(r);
+  return p->name ? 0 : -1;
+}
+
+/* ---- sizes ---- */
+
+size_t tda_arg_bytes(const tda_entry *e, const tda_arg *a) {
+  size_t n = td_dtype_size((td_dtype)a->dtype);
+  for (int k = 0; k < a->rank; k++) n *= (size_t)tda_dim_eval(e, a->dims[k]);
+  return n;
+}
+
+int tda_slots(const tda_entry *e, size_t *slot, size_t *total) {
+  *total = 0;
+  for (int s = 0; s < e->n_slots; s++) {
+    slot[s] = *total;
+    int64_t n = tda_dim_eval(e, e->slot_bytes[s]);
+    if (n < 0 || (uint64_t)n > ((uint64_t)1 << 48)) return -1;
+    *total += ((size_t)n + 63) & ~(size_t)63;
+  }
+  return 0;
+}
+
+/* ---- weights ---- */
+
+int tda_read_weights(const tda_param *p, int n, const char *path, td_tensor_map *w, char *err, size_t errlen) {
+  td_err e;
+  if (td_safetensors_read(path, w, &e)) {
+    set_err(err, errlen, "%s", e.msg);
+    return -1;
+  }
+  for (int i = 0; i < n; i++) {
+    const td_tensor *t = td_tensor_map_get(w, p[i].name);
+    int same = t && (int)t->dtype == p[i].dtype && t->rank == p[i].rank;
+    for (int k = 0; same && k < p[i].rank; k++) same = t->shape[k] == p[i].shape[k];
+    if (!same) {
+      set_err(err, errlen, "%s: weight '%s' is %s", path, p[i].name, t ? "of the wrong dtype or shape" : "missing");
+      return -1;
+    }
+  }
+  if (w->n != n) {
+    set_err(err, errlen, "%s: has %d tensors, the model %d parameters", path, w->n, n);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- prints ---- */
+
+/* Appends text, indenting its later lines to the current column. */
+static void add_aligned(td_strbuf *b, const char *text) {
+  size_t col = 0;
+  while (col < b->len && b->s[b->len - col - 1] != '\n') col++;
+  for (const char *p = text; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl ? (size_t)(nl - p) : strlen(p);
+    if (p != text && len > 0)
+      for (size_t i = 0; i < col; i++) td_sb_add(b, " ", 1);
+    td_sb_add(b, p, len);
+    if (!nl) break;
+    td_sb_add(b, "\n", 1);
+    p = nl + 1;
+  }
+}
+
+/* Appends the text of printed value a, its bytes fetched; 0 or a code
+ * (3: out of memory). */
+static int add_value(td_strbuf *b, const tda_entry *e, const tda_arg *a, tda_fetch_fn fetch, void *ud) {
+  td_tensor t;
+  memset(&t, 0, sizeof t);
+  t.dtype = (td_dtype)a->dtype;
+  t.rank = a->rank;
+  t.numel = 1;
+  for (int k = 0; k < a->rank; k++) t.numel *= t.shape[k] = tda_dim_eval(e, a->dims[k]);
+  t.refcount = 1;
+  int owned = 0, rc = fetch(ud, a, (size_t)t.numel * td_dtype_size(t.dtype), &t.data, &owned);
+  if (rc) return rc;
+  char *s = td_tensor_format(&t, 1000), shp[256];
+  if (owned) td_free(t.data);
+  if (!s) return 3;
+  add_aligned(b, s);
+  td_free(s);
+  if (t.rank > 0) {
+    td_sb_puts(b, " (");
+    td_sb_puts(b, td_shape_str(t.dtype, t.rank, t.shape, shp, sizeof shp));
+    td_sb_puts(b, ")");
+  }
+  return 0;
+}
+
+int tda_run_prints(const tda_entry *e, tda_fetch_fn fetch, void *ud, void (*print)(void *, const char *),
+                   void *print_ud, char *err, size_t errlen) {
+  for (int i = 0; i < e->n_prints && print; i++) {
+    td_strbuf b = {0};
+    int rc = 0;
+    for (int k = 0; k < e->prints[i].n && !rc; k++) {
+      const tda_part *p = &e->prints[i].parts[k];
+      if (k) td_sb_puts(&b, " ");
+      if (p->text) td_sb_puts(&b, p->text);
+      else rc = add_value(&b, e, &p->arg, fetch, ud);
+    }
+    td_sb_puts(&b, "\n");
+    if ((!rc && b.oom) || rc == 3) {
+      rc = 3;
+      set_err(err, errlen, "out of memory");
+    }
+    if (!rc) print(print_ud, b.s);
+    td_free(b.s);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* ---- the --exe command line ---- */
+
+static int exe_usage(const char *prog, const char *msg) {
+  fprintf(stderr, "%s: %s\nusage: %s [--entry NAME] --in ARG=FILE.npy... [--out FILE.npy]... "
+          "[--weights W.safetensors] [--bench N]\n", prog, msg, prog);
+  return 2;
+}
+
+int tda_exe_parse(int argc, char **argv, tda_exe_opts *o) {
+  memset(o, 0, sizeof *o);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--entry") && strcmp(a, "--in") && strcmp(a, "--out") && strcmp(a, "--weights") &&
+        strcmp(a, "--bench"))
+      return exe_usage(argv[0], "unknown argument");
+    if (!v) return exe_usage(argv[0], "an option needs a value");
+    i++;
+    if (!strcmp(a, "--entry")) o->entry = v;
+    else if (!strcmp(a, "--weights")) o->weights = v;
+    else if (!strcmp(a, "--bench")) o->bench = strtol(v, NULL, 10);
+    else if (!strcmp(a, "--out") && o->n_out < 64) o->out[o->n_out++] = v;
+    else if (!strcmp(a, "--in") && o->n_in < 64 && strchr(v, '=')) {
+      o->in_name[o->n_in] = v;
+      o->in_path[o->n_in++] = strchr(v, '=') + 1;
+    } else return exe_usage(argv[0], "bad --in or --out");
+  }
+  return 0;
+}
+
+/* The state of one command line run. */
+typedef struct exe_run {
+  const tda_exe_model *x;
+  const tda_exe_opts *o;
+  tda_entry *e;
+  int ei;
+  td_tensor *in[64], *out[64];
+  int64_t syms[64];
+  void *args[128];
+  char err[768];
+} exe_run;
+
+static int run_fail(exe_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int run_fail(exe_run *r, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->err, sizeof r->err, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+/* A failure of the model: its message. */
+static int model_fail(exe_run *r) { return run_fail(r, "%s", r->x->error(r->x->m)); }
+
+/* Binds the entry's symbols from the shapes of the inputs and checks them. */
+static int bind_shapes(exe_run *r) {
+  tda_entry *e = r->e;
+  for (int i = 0; i < e->n_args; i++) r->syms[i] = -1;
+  for (int i = 0; i < e->n_in; i++)
+    for (int k = 0; k < e->in[i].rank; k++) {
+      int64_t d = e->in[i].dims[k];
+      if (d >= 0) continue;
+      const int64_t *p = e->polys[-d - 1];
+      if (p[0] != 1 || p[1] != 1 || p[2] != 1) continue;
+      for (int a = 0; a < e->n_args; a++)
+        if (e->arg_syms[a] == p[3] && r->syms[a] < 0) r->syms[a] = r->in[i]->shape[k];
+    }
+  for (int a = 0; a < e->n_args; a++) {
+    if (r->syms[a] < 0) return run_fail(r, "%s: a size is not bound by the inputs", e->name);
+    e->symvals[e->arg_syms[a]] = r->syms[a];
+  }
+  e->have = 0;
+  for (int i = 0; i < e->n_in; i++) {
+    int ok = (int)r->in[i]->dtype == e->in[i].dtype && r->in[i]->rank == e->in[i].rank;
+    for (int k = 0; ok && k < e->in[i].rank; k++) ok = r->in[i]->shape[k] == tda_dim_eval(e, e->in[i].dims[k]);
+    if (!ok) return run_fail(r, "%s: input '%s' has the wrong dtype or shape", e->name, e->in[i].name);
+  }
+  return 0;
+}
+
+static int exe_inputs(exe_run *r) {
+  tda_entry *e = r->e;
+  for (int i = 0; i < e->n_in; i++) {
+    const char *path = NULL;
+    size_t n = strlen(e->in[i].name);
+    for (int k = 0; k < r->o->n_in; k++)
+      if (!strncmp(r->o->in_name[k], e->in[i].name, n) && r->o->in_name[k][n] == '=') path = r->o->in_path[k];
+    td_err err;
+    if (!path) return run_fail(r, "missing input for argument '%s' (--in %s=FILE.npy)", e->in[i].name, e->in[i].name);
+    if (td_npy_read(path, &r->in[i], &err)) return run_fail(r, "%s", err.msg);
+  }
+  return 0;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* --bench: one warm-up call; n calls back to back (the mean), then n calls
+ * each timed (the median and minimum, which include a clock read). */
+static int exe_bench(exe_run *r, long n) {
+  const tda_exe_model *x = r->x;
+  int64_t *t = td_malloc((size_t)n * sizeof *t);
+  if (!t) return run_fail(r, "out of memory");
+  x->quiet(x->m);
+  int rc = x->call(x->m, r->ei, r->syms, r->args);
+  int64_t t0 = now_ns();
+  for (long i = 0; i < n && rc == 0; i++) rc = x->call(x->m, r->ei, r->syms, r->args);
+  int64_t total = now_ns() - t0;
+  for (long i = 0; i < n && rc == 0; i++) {
+    int64_t a = now_ns();
+    rc = x->call(x->m, r->ei, r->syms, r->args);
+    t[i] = now_ns() - a;
+  }
+  if (rc == 0) {
+    qsort(t, (size_t)n, sizeof *t, cmp_i64);
+    printf("%s: %ld calls, per-call latency median %lld ns, mean %.1f ns, min %lld ns\n", r->e->name, n,
+           (long long)t[n / 2], (double)total / (double)n, (long long)t[0]);
+  }
+  td_free(t);
+  return rc ? model_fail(r) : 0;
+}
+
+static int exe_outputs(exe_run *r) {
+  const tda_entry *e = r->e;
+  const tda_exe_opts *o = r->o;
+  if (o->n_out && o->n_out != e->n_out)
+    return run_fail(r, "%s returns %d values but %d --out files were given", e->name, e->n_out, o->n_out);
+  for (int i = 0; i < e->n_out; i++) {
+    td_err err;
+    if (o->n_out) {
+      if (td_npy_write(o->out[i], r->out[i], &err)) return run_fail(r, "%s", err.msg);
+      continue;
+    }
+    char *text = td_tensor_format(r->out[i], 1000), t[256];
+    if (e->n_out > 1) printf("output %d: ", i);
+    printf("%s\n%s\n", td_shape_str(r->out[i]->dtype, r->out[i]->rank, r->out[i]->shape, t, sizeof t),
+           text ? text : "?");
+    td_free(text);
+  }
+  return 0;
+}
+
+static int exe_steps(exe_run *r) {
+  const tda_exe_model *x = r->x;
+  const tda_exe_opts *o = r->o;
+  while (o->entry && r->ei < x->n_entries && strcmp(x->entry(x->m, r->ei)->name, o->entry)) r->ei++;
+  if (r->ei == x->n_entries) return run_fail(r, "no entry point '%s'", o->entry);
+  tda_entry *e = r->e = x->entry(x->m, r->ei);
+  if (o->weights && x->load_weights(x->m, o->weights)) return model_fail(r);
+  if (exe_inputs(r) || bind_shapes(r)) return -1;
+  for (int i = 0; i < e->n_out; i++) {
+    int64_t shape[TDA_MAXR];
+    td_err err;
+    for (int k = 0; k < e->out[i].rank; k++) shape[k] = tda_dim_eval(e, e->out[i].dims[k]);
+    if (!(r->out[i] = td_tensor_new((td_dtype)e->out[i].dtype, e->out[i].rank, shape, &err)))
+      return run_fail(r, "%s", err.msg);
+    r->args[e->n_in + i] = r->out[i]->data;
+  }
+  for (int i = 0; i < e->n_in; i++) r->args[i] = r->in[i]->data;
+  if (o->bench > 0) return exe_bench(r, o->bench);
+  if (x->call(x->m, r->ei, r->syms, r->args)) return model_fail(r);
+  return exe_outputs(r);
+}
+
+int tda_exe_run(const tda_exe_model *x, const tda_exe_opts *o, const char *argv0) {
+  exe_run *r = td_calloc(1, sizeof *r);
+  if (!r) {
+    fprintf(stderr, "%s: error: out of memory\n", argv0);
+    return 1;
+  }
+  r->x = x;
+  r->o = o;
+  int rc = exe_steps(r) ? 1 : 0;
+  if (rc) fprintf(stderr, "%s: error: %s\n", argv0, r->err);
+  for (int i = 0; i < 64; i++) {
+    td_tensor_release(r->in[i]);
+    td_tensor_release(r->out[i]);
+  }
+  td_free(r);
+  return rc;
+}

@@ -1,0 +1,167 @@
+/* artifact_common.h - what the runtimes of CPU artifacts (artifact_rt.c)
+ * and CUDA artifacts (gpu/artifact_cuda.c) share; internal to them, linked
+ * into libtdsl_rt.a.
+ *
+ * Both descriptors (artifact.h, artifact_cuda.h) start alike: magic, abi,
+ * a device word, the entry and parameter counts, the parameters, and per
+ * entry its name, sizes, inputs, outputs, polynomials, parameter slots,
+ * buffers, slots and dv table; then come the device's kernels, the prints
+ * (alike again) and, for CUDA, the module offsets.  Here: reading those
+ * common parts, evaluating sizes, laying out the slots, checking a weights
+ * file, formatting print() output as the interpreter does, and the
+ * command line of --exe artifacts (.npy inputs and outputs, --bench).
+ *
+ * A device's entry type starts with the common fields through
+ *   union { tda_entry c; struct { TDA_ENTRY_FIELDS }; };
+ * so its code names them directly (e->name) and hands &e->c to these
+ * functions.
+ */
+#ifndef TD_ARTIFACT_COMMON_H
+#define TD_ARTIFACT_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../runtime/io.h"
+#include "../runtime/strbuf.h"
+#include "../runtime/tensor.h"
+
+#define TDA_MAXR 8
+/* Buffer kinds (td_bkind). */
+enum { TDA_BK_INPUT, TDA_BK_PARAM, TDA_BK_OUTPUT, TDA_BK_TEMP };
+
+typedef struct tda_rd {
+  const int64_t *w;
+  size_t at;
+} tda_rd;
+
+static inline int64_t tda_word(tda_rd *r) { return r->w[r->at++]; }
+/* A descriptor string (its length, then its bytes in whole words), copied;
+ * NULL when out of memory. */
+char *tda_str(tda_rd *r);
+/* n + 1 zeroed elements (never NULL for n == 0 unless out of memory). */
+void *tda_alloc_n(size_t n, size_t each);
+
+typedef struct tda_arg {
+  const char *name;          /* inputs only */
+  int dtype, rank, buf;      /* buf: outputs and printed values */
+  int64_t dims[TDA_MAXR];
+} tda_arg;
+
+typedef struct tda_part {
+  char *text;                /* a literal, or NULL: the value in arg */
+  tda_arg arg;
+} tda_part;
+
+typedef struct tda_print {
+  int n;
+  tda_part *parts;
+} tda_print;
+
+#define TDA_ENTRY_FIELDS                                                                        \
+  char *name;                                                                                   \
+  int n_syms, n_args, *arg_syms;                                                                \
+  int n_in, n_out;                                                                              \
+  tda_arg *in, *out;                                                                            \
+  int n_polys;                                                                                  \
+  const int64_t **polys;     /* per poly: n_terms, then terms of 6 words (coef, n, sym[4]) */   \
+  int n_pslots, *pslot;                                                                         \
+  int n_bufs;                                                                                   \
+  int64_t *bkind, *bindex, *bbytes;                                                             \
+  int *bound;                /* per buffer: the output bound to it, or -1 */                    \
+  int n_slots;                                                                                  \
+  const int64_t *slot_bytes;                                                                    \
+  int n_dv;                                                                                     \
+  const int64_t *dvdesc;     /* pairs: is_rand, value */                                        \
+  int n_prints;                                                                                 \
+  tda_print *prints;                                                                            \
+  int have;                  /* what depends on the sizes is computed for symvals */            \
+  int64_t *symvals, *dv;
+
+typedef struct tda_entry {
+  TDA_ENTRY_FIELDS
+} tda_entry;
+
+typedef struct tda_param {
+  char *name;
+  int dtype, rank;
+  int64_t shape[TDA_MAXR];
+  size_t bytes;
+  int64_t data_off;          /* initial value: in the embedded data */
+  void *data;                /* CPU: the values */
+  size_t off;                /* CUDA: offset in the device allocation */
+} tda_param;
+
+/* A size of e: d >= 0 literal, else polynomial -d - 1 of e's symbols. */
+static inline int64_t tda_dim_eval(const tda_entry *e, int64_t d) {
+  if (d >= 0) return d;
+  const int64_t *p = e->polys[-d - 1];
+  int64_t v = 0;
+  for (int64_t i = 0; i < p[0]; i++) {
+    const int64_t *t = &p[1 + 6 * i];
+    int64_t x = t[0];
+    for (int k = 0; k < t[1]; k++) x *= e->symvals[t[2 + k]];
+    v += x;
+  }
+  return v;
+}
+
+/* Bytes of argument a for the current sizes. */
+size_t tda_arg_bytes(const tda_entry *e, const tda_arg *a);
+
+/* The common head of an entry: everything up to and including its dv
+ * table (the device's kernels follow).  0, or -1 when out of memory (free
+ * with tda_free_entry either way). */
+int tda_read_entry(tda_rd *r, tda_entry *e);
+/* The entry's prints (after the device's kernels). */
+int tda_read_prints(tda_rd *r, tda_entry *e);
+void tda_free_entry(tda_entry *e);
+/* A parameter's description (not its values). */
+int tda_read_param(tda_rd *r, tda_param *p);
+
+/* Offsets of e's slots (64-byte aligned) into slot[n_slots]; *total their
+ * end.  -1 when the sizes make one too large. */
+int tda_slots(const tda_entry *e, size_t *slot, size_t *total);
+
+/* Reads a safetensors file into w (initialised by the caller, freed by
+ * the caller) and checks it holds exactly the n parameters p (dtypes and
+ * shapes).  0, or -1 with a message in err. */
+int tda_read_weights(const tda_param *p, int n, const char *path, td_tensor_map *w, char *err, size_t errlen);
+
+/* The bytes of printed value a: into *data (host memory; td_free it when
+ * *owned).  0 or the device's error code (its message set by it). */
+typedef int (*tda_fetch_fn)(void *ud, const tda_arg *a, size_t bytes, void **data, int *owned);
+/* Formats each print() of e (the interpreter's format) and hands the line
+ * to print(print_ud, text); nothing when print is NULL.  0, 3 (out of
+ * memory, message in err) or fetch's code. */
+int tda_run_prints(const tda_entry *e, tda_fetch_fn fetch, void *ud, void (*print)(void *, const char *),
+                   void *print_ud, char *err, size_t errlen);
+
+/* ---- the --exe command line ---- */
+
+typedef struct tda_exe_opts {
+  const char *entry, *weights, *in_name[64], *in_path[64], *out[64];
+  int n_in, n_out;
+  long bench;
+} tda_exe_opts;
+
+/* 0, or 2 after a usage message on stderr. */
+int tda_exe_parse(int argc, char **argv, tda_exe_opts *o);
+
+/* A model as the command line drives it. */
+typedef struct tda_exe_model {
+  void *m;
+  int n_entries;
+  tda_entry *(*entry)(void *m, int ei);
+  int (*load_weights)(void *m, const char *path);
+  int (*call)(void *m, int ei, const int64_t *syms, void *const *args);
+  void (*quiet)(void *m);    /* drops print() output (--bench) */
+  const char *(*error)(void *m);
+} tda_exe_model;
+
+/* Runs the command line o on x: the entry's .npy inputs, one call (or the
+ * --bench loop), its outputs to .npy files or stdout.  0, or 1 after
+ * "<argv0>: error: <why>" on stderr. */
+int tda_exe_run(const tda_exe_model *x, const tda_exe_opts *o, const char *argv0);
+
+#endif

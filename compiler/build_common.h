@@ -1,0 +1,142 @@
+/* build_common.h - what the CPU and the CUDA artifact builders share
+ * (compiler/build.c, gpu/build_cuda.c; internal to them).
+ *
+ * The common builder state (entry points, parameters, the descriptor being
+ * written, the data blob), lowering an entry point to its plan, the parts
+ * of the descriptor both layouts have in common (artifact.h and
+ * artifact_cuda.h: parameters, an entry's head up to its slots, its
+ * prints), the gccjit pieces of the API context (types, imports, blobs,
+ * forwarding and entry wrappers), the header's text, and writing every
+ * output under a temporary name that is renamed at the end.
+ */
+#ifndef TD_BUILD_COMMON_H
+#define TD_BUILD_COMMON_H
+
+#include <libgccjit.h>
+#include <stdio.h>
+
+#include "../interp/interp.h"
+#include "build.h"
+#include "passes.h"
+#include "plan.h"
+
+/* One entry point (every one of the program but main). */
+typedef struct tdb_entry {
+  const char *name;          /* "MLP.forward" */
+  char cname[128];           /* "mlp_forward" */
+  td_graph *g, *opt;
+  td_plan *plan;
+  td_tensor **params;        /* per slot of g, initial values */
+  int args[TD_MAX_RANK * 8]; /* symbols passed as size arguments */
+  int n_args;
+} tdb_entry;
+
+typedef struct tdb_param {
+  const char *name;
+  const td_tensor *t;
+  int64_t off;               /* in the data blob */
+} tdb_param;
+
+typedef struct tdb_builder {
+  const td_build_opts *o;
+  td_err *err;
+  td_arena *a;
+  tdb_entry *e;
+  int n_e;
+  tdb_param *p;
+  int n_p;
+  int64_t *w;                /* the descriptor */
+  size_t n_w, cap_w;
+  unsigned char *data;       /* parameters (64-byte aligned), then the device's */
+  size_t n_data;
+} tdb_builder;
+
+/* The outputs: <prefix>.so, <prefix>.h and with exe <prefix>, each written
+ * under a temporary name in the same directory. */
+typedef struct tdb_outs {
+  char final[3][1100], tmp[3][1100];
+  int n;
+} tdb_outs;
+enum { TDB_SO, TDB_H, TDB_EXE };
+
+/* Checks the output directory (created) and the runtime library, makes
+ * the arena and the temporary names.  0 or -1 with b->err. */
+int tdb_begin(tdb_builder *b, const td_build_opts *o, td_err *err, tdb_outs *out);
+/* Removes what is left of the temporary files, frees b. */
+void tdb_end(tdb_builder *b, const tdb_outs *out);
+/* Renames every temporary file to its final name (all or none). */
+int tdb_commit(tdb_builder *b, const tdb_outs *out);
+
+/* The entry points of prog but main, with their C names; returns a zeroed
+ * array of what the device adds per entry (each bytes an entry), or NULL
+ * with b->err. */
+void *tdb_collect_entries(tdb_builder *b, td_program *prog, size_t each);
+/* Lowers entry e, makes its initial parameters (the seed's), optimises
+ * and plans it, finds its size arguments and adds its parameters. */
+int tdb_lower_entry(tdb_builder *b, td_program *prog, tdb_entry *e);
+/* Lays out the parameters at the start of the data blob (64-byte aligned)
+ * followed by extra bytes (zeroed, pad bytes after them); returns the
+ * parameters' end or -1 (out of memory). */
+int64_t tdb_pack_params(tdb_builder *b, size_t extra, size_t pad);
+size_t tdb_tensor_bytes(const td_tensor *t);
+
+/* ---- the descriptor ---- */
+void tdb_put(tdb_builder *b, int64_t v);
+void tdb_put_str(tdb_builder *b, const char *s);
+/* magic, abi, the device word, n_entries, then the parameters. */
+void tdb_put_start(tdb_builder *b, int64_t magic, int64_t abi, int64_t device);
+/* Name, sizes, inputs, outputs, polynomials, parameter slots, buffers and
+ * slots of entry e (what comes before its n_dv). */
+void tdb_put_entry_head(tdb_builder *b, const tdb_entry *e);
+/* One entry of the dv table: rand_node >= 0 a random stream (that node's),
+ * else the size dim. */
+void tdb_put_dv1(tdb_builder *b, const tdb_entry *e, int rand_node, td_dim dim);
+/* The PRINT nodes of entry e. */
+void tdb_put_prints(tdb_builder *b, const tdb_entry *e);
+
+/* ---- the API context ---- */
+typedef struct tdb_api {
+  gcc_jit_context *ctx;
+  gcc_jit_type *t_int, *t_i64, *t_vp, *t_vpp, *t_cp, *t_size, *t_void, *t_u8;
+  gcc_jit_lvalue *desc, *data;
+} tdb_api;
+
+/* A new context (-O2, errors kept) with the common types. */
+int tdb_api_init(tdb_api *A);
+gcc_jit_function *tdb_fn_new(tdb_api *A, enum gcc_jit_function_kind kind, gcc_jit_type *ret, const char *name, int n,
+                             gcc_jit_type **types, gcc_jit_param **ps);
+gcc_jit_rvalue *tdb_ival(tdb_api *A, gcc_jit_type *t, long v);
+gcc_jit_function *tdb_import(tdb_api *A, gcc_jit_type *ret, const char *name, int n, gcc_jit_type **types);
+/* A global array of elem (each bytes) initialised with n bytes. */
+gcc_jit_lvalue *tdb_blob(tdb_api *A, gcc_jit_type *elem, const char *name, const void *bytes, size_t n, size_t each);
+/* &arr[0] as a void pointer. */
+gcc_jit_rvalue *tdb_addr0(tdb_api *A, gcc_jit_lvalue *arr);
+/* <prefix>_<suffix>(...) forwarding its parameters to the runtime's rt. */
+void tdb_add_forward(tdb_builder *b, tdb_api *A, const char *suffix, gcc_jit_type *ret, const char *rt, int n,
+                     gcc_jit_type **ts);
+/* <prefix>_create_abi(int abi) calling create(abi, args...), and
+ * <prefix>_abi_version(void) returning abi. */
+void tdb_add_create(tdb_builder *b, tdb_api *A, const char *create, int abi, int n, gcc_jit_rvalue **args);
+/* int <cname><suffix>(void *m, int64_t sym..., void *in..., void *out...),
+ * packing its arguments for call(m, entry, syms, args). */
+void tdb_add_entry_fn(tdb_builder *b, tdb_api *A, gcc_jit_function *call, int ei, const char *suffix);
+/* int main(int argc, char **argv) returning em(argc, argv, args...). */
+void tdb_add_main(tdb_api *A, const char *em, int n, gcc_jit_rvalue **args);
+/* Compiles ctx (released) to a shared library or executable at path. */
+int tdb_compile(tdb_builder *b, gcc_jit_context *ctx, int is_exe, const char *path);
+
+/* ---- the header ---- */
+/* Opens path; the first comment line of the header is written by the
+ * caller, then tdb_header_guard. */
+FILE *tdb_header_open(tdb_builder *b, const char *path);
+/* The prefix in capitals (the header's macros). */
+void tdb_upper(const char *p, char *up, size_t n);
+/* The include guard, includes and extern "C" (abi: <PREFIX>_TDSL_ABI). */
+void tdb_header_guard(const tdb_builder *b, FILE *f, int abi);
+/* The comment line of entry e: its name and types. */
+void tdb_header_sig(const tdb_entry *e, FILE *f);
+/* int <cname><suffix>(<prefix>_model *m, sizes, inputs, outputs); */
+void tdb_header_proto(const tdb_builder *b, const tdb_entry *e, const char *suffix, FILE *f);
+int tdb_header_close(tdb_builder *b, FILE *f, const char *path);
+
+#endif
