@@ -1,10 +1,13 @@
-/* build_cmd.c - `tdsl build FILE -o DIR [--exe] [--name PREFIX] [--seed N]`.
+/* build_cmd.c - `tdsl build FILE -o DIR [--exe] [--name PREFIX] [--seed N]
+ * [--device cpu|cuda] [--arch sm_XY]`.
  *
  * Loads FILE and writes the artifact of its entry points (compiler/build.h)
  * into DIR: PREFIX.so, PREFIX.h and with --exe the executable PREFIX.
  * PREFIX defaults to FILE's base name made a C identifier.  The artifact
  * runtime libtdsl_rt.a is found through $TDSL_RT_LIB, else the build tree,
- * else the installed copy.
+ * else the installed copy.  --device cuda builds the CUDA artifact
+ * (gpu/build_cuda.h) for --arch, by default the GPU's architecture when
+ * there is one, else sm_90 (said on stderr).
  */
 #include "build_cmd.h"
 
@@ -14,13 +17,15 @@
 #include <unistd.h>
 
 #include "../compiler/build.h"
+#include "../gpu/build_cuda.h"
 #include "../lang/mem.h"
 #include "search.h"
 
 static int busage(const char *msg, const char *arg) {
   fprintf(stderr, "tdsl: ");
   fprintf(stderr, msg, arg);
-  fprintf(stderr, "\nusage: tdsl build FILE -o DIR [--exe] [--name PREFIX] [--seed N] [--march ARCH]\n");
+  fprintf(stderr, "\nusage: tdsl build FILE -o DIR [--exe] [--name PREFIX] [--seed N] [--march ARCH]\n"
+                  "       [--device cpu|cuda] [--arch sm_XY]\n");
   return 2;
 }
 
@@ -57,12 +62,15 @@ static int parse(int argc, char **argv, td_build_opts *o, const char **file) {
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--exe")) o->exe = 1;
-    else if (!strcmp(a, "-o") || !strcmp(a, "--name") || !strcmp(a, "--seed") || !strcmp(a, "--march")) {
+    else if (!strcmp(a, "-o") || !strcmp(a, "--name") || !strcmp(a, "--seed") || !strcmp(a, "--march") ||
+             !strcmp(a, "--device") || !strcmp(a, "--arch")) {
       if (!v) return busage("%s needs a value", a);
       i++;
       if (!strcmp(a, "-o")) o->dir = v;
       else if (!strcmp(a, "--name")) o->prefix = v;
       else if (!strcmp(a, "--march")) o->march = v;
+      else if (!strcmp(a, "--device")) o->device = v;
+      else if (!strcmp(a, "--arch")) o->cuda_arch = v;
       else {
         char *end;
         o->seed = strtoull(v, &end, 10);
@@ -74,6 +82,11 @@ static int parse(int argc, char **argv, td_build_opts *o, const char **file) {
   }
   if (!*file) return busage("%s needs a .td file", "build");
   if (!o->dir) return busage("%s needs -o DIR", "build");
+  if (o->device && strcmp(o->device, "cpu") && strcmp(o->device, "cuda"))
+    return busage("--device must be cpu or cuda, got '%s'", o->device);
+  int cuda = o->device && !strcmp(o->device, "cuda");
+  if (o->cuda_arch && !cuda) return busage("%s is for --device cuda (--march sets the CPU)", "--arch");
+  if (o->march && cuda) return busage("%s is for the CPU (--arch sets the GPU architecture)", "--march");
   return 0;
 }
 
@@ -90,6 +103,12 @@ int td_cli_build(int argc, char **argv) {
   }
   o.source = file;
   o.rt_lib = rt_lib();
+  char arch[32], why[300];
+  if (o.device && !strcmp(o.device, "cuda") && !o.cuda_arch) {
+    snprintf(arch, sizeof arch, "sm_%d", td_cuda_default_arch(why, sizeof why));
+    o.cuda_arch = arch;
+    fprintf(stderr, "tdsl build: CUDA kernels for %s (%s; --arch chooses another)\n", arch, why);
+  }
   td_arena *arena = td_arena_new();
   td_diags d;
   td_diags_init(&d, arena);

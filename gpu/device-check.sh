@@ -14,15 +14,24 @@
 #      with --device cuda --cuda-graph; the printed output must match the
 #      interpreter's, numbers within a relative 2e-3 (the printed digits)
 #      and everything else exactly;
-#   3. runs gpu/bench_gpu.c: fused pointwise bandwidth against a
-#      device-to-device copy, a 4096^3 GEMM in f32 and TF32 against cuBLAS
-#      (and cuBLAS' BF16 rate for reference; the TF32 result is checked
-#      against the f32 one), and the per-call latency of the MLP and
-#      transformer examples, plain and as a CUDA Graph;
+#   3. builds the CUDA artifacts of examples/mlp.td and
+#      examples/transformer.td (`tdsl build --device cuda`) and calls
+#      MLP.forward and Block.forward through gpu/artifact_check.c with host
+#      pointers and with device pointers (allocated with the driver API),
+#      comparing both with the CPU interpreter's `tdsl run --out` (within
+#      1e-3 of the largest value), and timing 200 calls of each kind;
+#   4. runs gpu/bench_gpu.c: fused pointwise bandwidth against a
+#      device-to-device copy, a 4096^3 GEMM in f32, TF32, bf16 and f16
+#      against cuBLAS (sgemm, sgemm with TF32 math, GemmEx with bf16 / f16
+#      inputs and f32 compute; the TF32, bf16 and f16 results are checked
+#      against tdsl's f32 product of the same values: a max relative error
+#      of 1e-2 or more fails the check), and the per-call latency of the
+#      MLP and transformer examples, plain and as a CUDA Graph;
 # and prints one short table.  Everything, including each failing diff,
 # goes to LOGDIR/device-check.log.  Nothing is installed; when a dependency
 # is missing the script says which and stops (exit 2).  Exit code: 0 when
-# the build and every differential test passed, 1 otherwise.
+# the build, every differential test, the artifact checks and the GEMM
+# checks passed, 1 otherwise.
 set -u
 if [ $# -ne 1 ]; then
   echo "usage: gpu/device-check.sh LOGDIR" >&2
@@ -116,7 +125,7 @@ for f in $files; do
       echo "=== FAIL $f ($mode)"; cat "$out/gpu.err"; diff "$out/cpu.txt" "$out/gpu.txt" | head -n 40
     fi
   done
-  if [ "$(elapsed)" -gt 170 ]; then
+  if [ "$(elapsed)" -gt 150 ]; then
     say "  (time budget: differential tests stopped after ${f#$src/})"
     break
   fi
@@ -127,7 +136,38 @@ if [ -n "$failed" ]; then
   say "  failed: $(echo $failed | tr ' ' '\n' | head -n 8 | tr '\n' ' ')(all in the log)"
 fi
 
-# ---- 3. benchmarks ---------------------------------------------------------------
+# ---- 3. CUDA artifacts -----------------------------------------------------------
+# artifact NAME FILE ENTRY C_ENTRY SYMS IN_N OUT_N: build, call both ways, compare.
+art_fail=0
+artifact() {
+  a_dir=$out/artifact-$1
+  rm -rf "$a_dir" && mkdir -p "$a_dir"
+  echo "=== artifact $1"
+  if ! timeout 120 "$tdsl" build "$src/examples/$2" -o "$a_dir" --device cuda; then
+    row "artifact $1" "build FAILED (see $log)"; art_fail=1; return
+  fi
+  if ! cc -std=c11 -O2 -I"$a_dir" "-DTD_HEADER=\"$1.h\"" -DTD_PREFIX="$1" -DTD_ENTRY="$4" -DTD_SYMS="$5" \
+        -DTD_IN_N="$6" -DTD_OUT_N="$7" "$src/gpu/artifact_check.c" "$a_dir/$1.so" -Wl,-rpath,"$a_dir" -ldl -lm \
+        -o "$a_dir/check" ||
+     ! "$a_dir/check" input "$a_dir/x.npy" ||
+     ! timeout 60 "$tdsl" run "$src/examples/$2" --entry "$3" --in x="$a_dir/x.npy" --out "$a_dir/ref.npy"; then
+    row "artifact $1" "FAILED to prepare (see $log)"; art_fail=1; return
+  fi
+  if res=$(timeout 60 "$a_dir/check" compare "$a_dir/ref.npy" 200 2>&1); then
+    row "artifact $1 $3" "ok: $res"
+  else
+    row "artifact $1 $3" "FAILED: $res"; art_fail=1
+  fi
+}
+if [ "$(elapsed)" -lt 210 ]; then
+  artifact mlp mlp.td MLP.forward mlp_forward 4 3136 40
+  artifact transformer transformer.td Block.forward transformer_block_forward 2,8 1024 1024
+else
+  row "artifacts" "skipped (time budget)"
+fi
+
+# ---- 4. benchmarks ---------------------------------------------------------------
+gemm_fail=0
 jit=$(sed -n 's/^GCCJIT_LIBS = //p' "$out/build/Makefile")
 pth=$(sed -n 's/^PTHREAD_CFLAGS = //p' "$out/build/Makefile")
 if cc -std=c11 -O2 -D_GNU_SOURCE -I"$src" -I"$src/lang" -I"$src/runtime" -I"$src/interp" \
@@ -139,6 +179,11 @@ if cc -std=c11 -O2 -D_GNU_SOURCE -I"$src" -I"$src/lang" -I"$src/runtime" -I"$src
     while read -r name value unit rest; do
       row "$name" "$value $unit ${rest:-}"
     done <"$out/bench.txt"
+    # the tensor-core GEMMs against the f32 product (fragment layouts)
+    if ! awk '$1 ~ /^gemm_.*_max_rel_err$/ { n++; if (!($2 >= 0 && $2 < 1e-2)) bad = 1 }
+              END { exit bad || n < 3 }' "$out/bench.txt"; then
+      row "GEMM check" "FAILED: a tensor-core GEMM differs from the f32 product"; gemm_fail=1
+    fi
   else
     row benchmarks "FAILED (see $log)"
   fi
@@ -146,5 +191,5 @@ else
   row benchmarks "bench_gpu did not build (see $log)"
 fi
 row "total time" "$(elapsed) s"
-[ "$fail" -eq 0 ] || exit 1
+[ "$fail" -eq 0 ] && [ "$art_fail" -eq 0 ] && [ "$gemm_fail" -eq 0 ] || exit 1
 exit 0

@@ -30,6 +30,12 @@
 #include "../runtime/philox.h"
 #include "codegen_cuda.h"
 #include "cuda_loader.h"
+#include "launch_cuda.h"
+
+_Static_assert(TD_CUDA_BLOCK == TD_CUDA_LAUNCH_BLOCK && TD_CUDA_TILE == TD_CUDA_LAUNCH_TILE,
+               "launch_cuda.h must match codegen_cuda.h");
+_Static_assert((int)TD_KERN_POINTWISE == (int)TD_CUDA_LK_POINTWISE && (int)TD_KERN_REDUCE == (int)TD_CUDA_LK_REDUCE &&
+                   (int)TD_KERN_MATMUL == (int)TD_CUDA_LK_MATMUL, "artifact kernel kinds are td_kkind's");
 
 #ifndef TDSL_VERSION
 #define TDSL_VERSION "0.1.0"
@@ -279,35 +285,25 @@ static int upload(run *r, td_tensor *const *inputs, td_tensor *const *params, ui
   return 0;
 }
 
-static unsigned clamp_grid(int64_t n, int64_t cap) { return (unsigned)(n < 1 ? 1 : n > cap ? cap : n); }
-
-/* Launches every kernel once, in plan order, on the stream. */
+/* Launches every kernel once, in plan order, on the stream (geometry:
+ * launch_cuda.h, shared with the artifact runtime). */
 static int launch_all(run *r) {
   const td_cuda_api *cu = r->d.cu;
   td_cu_deviceptr table = r->mem + r->off_table, dv = r->mem + r->off_dv, status = r->mem + r->off_status;
   void *args[3] = {&table, &dv, &status};
   for (int k = 0; k < r->code->n_kernels; k++) {
     const td_cuda_kernel *kn = &r->code->kernels[k];
-    int64_t work = td_dim_eval(r->p->g, kn->work, r->symvals);
-    unsigned gx, gy = 1, gz = 1;
+    int64_t work = td_dim_eval(r->p->g, kn->work, r->symvals), m = 0, n = 0;
     if (kn->kind == TD_KERN_MATMUL) {
-      int64_t m = td_dim_eval(r->p->g, kn->m, r->symvals), n = td_dim_eval(r->p->g, kn->n, r->symvals);
-      if (!m || !n || !work) continue;
-      if ((m + TD_CUDA_TILE - 1) / TD_CUDA_TILE > 65535)
-        return td_err_set(r->err, "kernel %s: %lld rows are more than one launch covers", kn->name, (long long)m);
-      gx = clamp_grid((n + TD_CUDA_TILE - 1) / TD_CUDA_TILE, 0x7fffffff);
-      gy = clamp_grid((m + TD_CUDA_TILE - 1) / TD_CUDA_TILE, 65535);
-      gz = clamp_grid(work, 65535);
-    } else if (kn->kind == TD_KERN_REDUCE) {
-      if (!work) continue;
-      gx = kn->cols ? clamp_grid((work + TD_CUDA_BLOCK - 1) / TD_CUDA_BLOCK, (int64_t)r->d.sms * 32)
-                    : clamp_grid(work, (int64_t)r->d.sms * 64);
-    } else {
-      if (!work) continue;
-      int64_t threads = kn->vec ? (work + 3) / 4 : work;
-      gx = clamp_grid((threads + TD_CUDA_BLOCK - 1) / TD_CUDA_BLOCK, (int64_t)r->d.sms * 32);
+      m = td_dim_eval(r->p->g, kn->m, r->symvals);
+      n = td_dim_eval(r->p->g, kn->n, r->symvals);
     }
-    if (ck(cu, cu->cuLaunchKernel(r->fns[k], gx, gy, gz, TD_CUDA_BLOCK, 1, 1, 0, r->d.stream, args, NULL),
+    unsigned g[3];
+    int go = td_cuda_grid(kn->kind == TD_KERN_MATMUL, kn->kind == TD_KERN_REDUCE, kn->vec, kn->cols, work, m, n,
+                          r->d.sms, g);
+    if (go < 0) return td_err_set(r->err, "kernel %s: %lld rows are more than one launch covers", kn->name, (long long)m);
+    if (!go) continue;
+    if (ck(cu, cu->cuLaunchKernel(r->fns[k], g[0], g[1], g[2], TD_CUDA_BLOCK, 1, 1, 0, r->d.stream, args, NULL),
            "cuLaunchKernel", kn->name, r->err))
       return -1;
   }

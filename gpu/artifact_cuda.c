@@ -1,0 +1,593 @@
+/* artifact_cuda.c - the runtime linked into every CUDA artifact (see
+ * artifact_cuda.h; the CPU counterpart is compiler/artifact_rt.c).
+ *
+ * tdcu_create reads the descriptor into per-entry tables, opens the driver
+ * (cuda_loader.c, dlopen of libcuda.so.1 only), GPU $TDSL_CUDA_DEVICE or 0,
+ * its primary context and one non-blocking stream, loads each entry's
+ * module (the embedded cubin when the GPU's architecture is the one built
+ * for, else the embedded PTX, which the driver compiles), and uploads the
+ * parameters once into one device allocation (which also holds the gather
+ * status word).
+ *
+ * Device memory of calls: one allocation per model, grown (after waiting
+ * for the stream) when a call needs more: the entry's arena of temporaries
+ * laid out by the plan's memory plan (slots, 64-byte aligned), its outputs
+ * that are not the caller's (printed values), staging space for the inputs
+ * and outputs of host-pointer calls, the table of buffer addresses and the
+ * runtime table (sizes, random streams), as runtime_cuda.c lays them out.
+ * Everything that depends only on the sizes is recomputed when they change.
+ *
+ * A device-pointer call binds the caller's addresses, uploads the two small
+ * tables and launches the kernels on the stream; nothing waits.  A
+ * host-pointer call stages the inputs, does the same, copies the outputs
+ * back and waits (tdcu_synchronize).  The status word is sticky until the
+ * next synchronise, which reports an out-of-range take of any call since.
+ * Printed values of a call are copied back and printed at the synchronise
+ * (a later call first waits for them).  Every driver call is checked and a
+ * failure names the call, the kernel of launches and the driver's message.
+ *
+ * Random numbers: call k of a model uses call index k, as on the CPU.
+ *
+ * What does not depend on the device (the descriptor's common parts,
+ * weights files, the print format, the --exe command line) is
+ * compiler/artifact_common.c, shared with the CPU runtime.
+ */
+#include "artifact_cuda.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../compiler/artifact_common.h"
+#include "../lang/mem.h"
+#include "../runtime/philox.h"
+#include "cuda_loader.h"
+#include "launch_cuda.h"
+
+enum { BK_INPUT = TDA_BK_INPUT, BK_PARAM = TDA_BK_PARAM, BK_OUTPUT = TDA_BK_OUTPUT, BK_TEMP = TDA_BK_TEMP };
+
+typedef tda_arg cu_arg;
+
+typedef struct cu_kern {
+  char *name;
+  int64_t kind, work, m, n, vec, cols;
+  td_cu_function fn;
+} cu_kern;
+
+typedef struct cu_entry {
+  union {                    /* what every artifact reads (artifact_common.h) */
+    tda_entry c;
+    struct { TDA_ENTRY_FIELDS };
+  };
+  int n_kern;
+  cu_kern *kern;
+  int64_t cubin_off, cubin_bytes, ptx_off, ptx_bytes;
+  td_cu_module mod;
+  /* for the current sizes (and have, symvals, dv) */
+  size_t *off;               /* per buffer: offset in the call memory (TEMP, unbound OUTPUT) */
+  size_t *stage;             /* per argument: staging offset (host-pointer calls) */
+  size_t *argbytes;          /* per argument: bytes */
+  size_t off_table, off_dv, need;
+  uint64_t *table;           /* host copy of the last call's buffer addresses */
+} cu_entry;
+
+typedef tda_param cu_param;
+
+struct tdcu_model {
+  const td_cuda_api *cu;
+  td_cu_device device;
+  td_cu_ctx ctx;
+  td_cu_stream stream;
+  int arch, built_arch, sms;
+  int n_params, n_entries;
+  cu_param *params;
+  cu_entry *entries;
+  td_cu_deviceptr pmem, mem;  /* parameters (+ status word), call memory */
+  size_t status_off, mem_cap;
+  int pending;               /* entry whose prints await the synchronise, or -1 */
+  int pending_status;        /* an entry call since the last synchronise: 1 + entry */
+  uint64_t calls;
+  tdcu_print_fn print;
+  void *print_ud;
+  char err[768];
+};
+
+static _Thread_local char create_err[768];
+
+static int fail(tdcu_model *m, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(tdcu_model *m, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m->err, sizeof m->err, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+/* Checks a driver call; on failure the message names the call and kernel. */
+static int ck(tdcu_model *m, td_cu_result r, const char *call, const char *kernel) {
+  if (!r) return 0;
+  char msg[200];
+  td_cuda_strerror(r, msg, sizeof msg);
+  if (kernel) return fail(m, TDCU_ECUDA, "%s failed for kernel %s: %s", call, kernel, msg);
+  return fail(m, TDCU_ECUDA, "%s failed: %s", call, msg);
+}
+
+static size_t up256(size_t n) { return (n + 255) & ~(size_t)255; }
+
+/* ---- reading the descriptor ---- */
+
+static int64_t dim_eval(const cu_entry *e, int64_t d) { return tda_dim_eval(&e->c, d); }
+
+/* CUDA's part of an entry: its kernels (between the common head and the
+ * prints), and the per-buffer and per-argument tables of calls. */
+static int read_kernels(tda_rd *r, cu_entry *e) {
+  int n_io = e->n_in + e->n_out;
+  e->off = tda_alloc_n((size_t)e->n_bufs, sizeof(size_t));
+  e->table = tda_alloc_n((size_t)e->n_bufs, sizeof(uint64_t));
+  e->stage = tda_alloc_n((size_t)n_io, sizeof(size_t));
+  e->argbytes = tda_alloc_n((size_t)n_io, sizeof(size_t));
+  e->n_kern = (int)tda_word(r);
+  e->kern = tda_alloc_n((size_t)e->n_kern, sizeof *e->kern);
+  if (!e->off || !e->table || !e->stage || !e->argbytes || !e->kern) return -1;
+  for (int k = 0; k < e->n_kern; k++) {
+    cu_kern *kn = &e->kern[k];
+    if (!(kn->name = tda_str(r))) return -1;
+    int64_t *v[6] = {&kn->kind, &kn->work, &kn->m, &kn->n, &kn->vec, &kn->cols};
+    for (int i = 0; i < 6; i++) *v[i] = tda_word(r);
+  }
+  return 0;
+}
+
+static int read_entry(tda_rd *r, cu_entry *e) {
+  if (tda_read_entry(r, &e->c) || read_kernels(r, e) || tda_read_prints(r, &e->c)) return -1;
+  e->cubin_off = tda_word(r);
+  e->cubin_bytes = tda_word(r);
+  e->ptx_off = tda_word(r);
+  e->ptx_bytes = tda_word(r);
+  return 0;
+}
+
+static void print_stdout(void *ud, const char *text) {
+  (void)ud;
+  fputs(text, stdout);
+  fflush(stdout);
+}
+
+/* ---- the device ---- */
+
+/* The GPU: $TDSL_CUDA_DEVICE or 0, its primary context, one stream. */
+static int open_device(tdcu_model *m) {
+  td_err err;
+  if (!(m->cu = td_cuda_load_driver(&err))) {
+    if (!strncmp(err.msg, "no CUDA driver", 14))   /* the loader's sentence speaks of --device cuda */
+      return fail(m, TDCU_ECUDA, "no CUDA driver (libcuda.so.1 not found): this model runs on an NVIDIA GPU and "
+                                 "needs its driver");
+    return fail(m, TDCU_ECUDA, "%s", err.msg);
+  }
+  const td_cuda_api *cu = m->cu;
+  const char *env = getenv("TDSL_CUDA_DEVICE");
+  int ordinal = 0, count = 0;
+  if (ck(m, cu->cuDeviceGetCount(&count), "cuDeviceGetCount", NULL)) return TDCU_ECUDA;
+  if (env && *env) {
+    char *end;
+    long v = strtol(env, &end, 10);
+    if (*end || v < 0 || v >= count)
+      return fail(m, TDCU_EARG, "TDSL_CUDA_DEVICE=%s names no GPU (this machine has %d, numbered from 0)", env, count);
+    ordinal = (int)v;
+  }
+  int major = 0, minor = 0;
+  if (ck(m, cu->cuDeviceGet(&m->device, ordinal), "cuDeviceGet", NULL) ||
+      ck(m, cu->cuDeviceGetAttribute(&major, TD_CU_ATTR_CC_MAJOR, m->device), "cuDeviceGetAttribute", NULL) ||
+      ck(m, cu->cuDeviceGetAttribute(&minor, TD_CU_ATTR_CC_MINOR, m->device), "cuDeviceGetAttribute", NULL) ||
+      ck(m, cu->cuDeviceGetAttribute(&m->sms, TD_CU_ATTR_MULTIPROCESSOR_COUNT, m->device), "cuDeviceGetAttribute",
+         NULL))
+    return TDCU_ECUDA;
+  if (ck(m, cu->cuDevicePrimaryCtxRetain(&m->ctx, m->device), "cuDevicePrimaryCtxRetain", NULL)) {
+    m->ctx = NULL;
+    return TDCU_ECUDA;
+  }
+  m->arch = major * 10 + minor;
+  if (ck(m, cu->cuCtxSetCurrent(m->ctx), "cuCtxSetCurrent", NULL) ||
+      ck(m, cu->cuStreamCreate(&m->stream, 1 /* non-blocking */), "cuStreamCreate", NULL))
+    return TDCU_ECUDA;
+  return 0;
+}
+
+/* The cubin when the GPU is the architecture built for, else the PTX. */
+static int load_module(tdcu_model *m, cu_entry *e, const unsigned char *data) {
+  const td_cuda_api *cu = m->cu;
+  if (m->arch == m->built_arch && e->cubin_bytes > 0 && !cu->cuModuleLoadData(&e->mod, data + e->cubin_off))
+    goto functions;
+  e->mod = NULL;
+  td_cu_result r = cu->cuModuleLoadData(&e->mod, data + e->ptx_off);
+  if (r) {
+    char msg[200];
+    e->mod = NULL;
+    return fail(m, TDCU_ECUDA,
+                "the kernels of %s do not load on this GPU (sm_%d; the artifact holds a cubin for sm_%d and its "
+                "PTX): cuModuleLoadData failed: %s; rebuild with --arch sm_%d",
+                e->name, m->arch, m->built_arch, td_cuda_strerror(r, msg, sizeof msg), m->arch);
+  }
+functions:
+  for (int k = 0; k < e->n_kern; k++)
+    if (ck(m, cu->cuModuleGetFunction(&e->kern[k].fn, e->mod, e->kern[k].name), "cuModuleGetFunction",
+           e->kern[k].name))
+      return TDCU_ECUDA;
+  return 0;
+}
+
+/* Uploads the parameters from host memory (src[i] for parameter i) and
+ * waits. */
+static int upload_params(tdcu_model *m, const void *const *src) {
+  for (int i = 0; i < m->n_params; i++)
+    if (m->params[i].bytes &&
+        ck(m, m->cu->cuMemcpyHtoDAsync(m->pmem + m->params[i].off, src[i], m->params[i].bytes, m->stream),
+           "cuMemcpyHtoDAsync", NULL))
+      return TDCU_ECUDA;
+  return ck(m, m->cu->cuStreamSynchronize(m->stream), "cuStreamSynchronize", NULL);
+}
+
+static int alloc_params(tdcu_model *m, const unsigned char *data) {
+  size_t total = 0;
+  for (int i = 0; i < m->n_params; i++) {
+    m->params[i].off = total;
+    total += up256(m->params[i].bytes ? m->params[i].bytes : 1);
+  }
+  m->status_off = total;
+  const void **src = tda_alloc_n((size_t)m->n_params, sizeof *src);
+  if (!src) return fail(m, TDCU_ENOMEM, "out of memory");
+  for (int i = 0; i < m->n_params; i++) src[i] = data + m->params[i].data_off;
+  int rc = ck(m, m->cu->cuMemAlloc(&m->pmem, total + 256), "cuMemAlloc", NULL);
+  if (!rc) rc = ck(m, m->cu->cuMemsetD32Async(m->pmem + m->status_off, 0, 1, m->stream), "cuMemsetD32Async", NULL);
+  if (!rc) rc = upload_params(m, src);
+  td_free(src);
+  return rc;
+}
+
+static int setup(tdcu_model *m, const int64_t *desc, const unsigned char *data) {
+  tda_rd r = {desc, 2};
+  m->built_arch = (int)tda_word(&r);
+  m->n_entries = (int)tda_word(&r);
+  m->n_params = (int)tda_word(&r);
+  m->params = tda_alloc_n((size_t)m->n_params, sizeof *m->params);
+  m->entries = tda_alloc_n((size_t)m->n_entries, sizeof *m->entries);
+  if (!m->params || !m->entries) return fail(m, TDCU_ENOMEM, "out of memory");
+  for (int i = 0; i < m->n_params; i++)
+    if (tda_read_param(&r, &m->params[i])) return fail(m, TDCU_ENOMEM, "out of memory");
+  for (int e = 0; e < m->n_entries; e++)
+    if (read_entry(&r, &m->entries[e])) return fail(m, TDCU_ENOMEM, "out of memory");
+  int rc = open_device(m);
+  for (int e = 0; !rc && e < m->n_entries; e++) rc = load_module(m, &m->entries[e], data);
+  if (!rc) rc = alloc_params(m, data);
+  return rc;
+}
+
+tdcu_model *tdcu_create(int abi, const int64_t *desc, const unsigned char *data) {
+  create_err[0] = 0;
+  if (abi != TDCU_ABI || !desc || desc[1] != TDCU_ABI) {
+    snprintf(create_err, sizeof create_err, "the header's ABI version (%d) is not the library's (%d): rebuild "
+             "the program against this artifact's header", abi, TDCU_ABI);
+    return NULL;
+  }
+  if (desc[0] != TDCU_MAGIC) {
+    snprintf(create_err, sizeof create_err, "not a CUDA artifact's descriptor");
+    return NULL;
+  }
+  tdcu_model *m = td_calloc(1, sizeof *m);
+  if (!m) {
+    snprintf(create_err, sizeof create_err, "out of memory");
+    return NULL;
+  }
+  m->print = print_stdout;
+  m->pending = -1;
+  if (setup(m, desc, data)) {
+    snprintf(create_err, sizeof create_err, "%s", m->err);
+    tdcu_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+static void free_entry(const td_cuda_api *cu, cu_entry *e) {
+  if (cu && e->mod) cu->cuModuleUnload(e->mod);
+  tda_free_entry(&e->c);
+  for (int k = 0; e->kern && k < e->n_kern; k++) td_free(e->kern[k].name);
+  void *own[] = {e->kern, e->off, e->stage, e->argbytes, e->table};
+  for (size_t k = 0; k < sizeof own / sizeof *own; k++) td_free(own[k]);
+}
+
+void tdcu_free(tdcu_model *m) {
+  if (!m) return;
+  const td_cuda_api *cu = m->cu;
+  if (cu && m->ctx) cu->cuCtxSetCurrent(m->ctx);
+  if (cu && m->stream) cu->cuStreamSynchronize(m->stream);
+  if (cu && m->mem) cu->cuMemFree(m->mem);
+  if (cu && m->pmem) cu->cuMemFree(m->pmem);
+  for (int i = 0; m->entries && i < m->n_entries; i++) free_entry(cu, &m->entries[i]);
+  for (int i = 0; m->params && i < m->n_params; i++) td_free(m->params[i].name);
+  if (cu && m->stream) cu->cuStreamDestroy(m->stream);
+  if (cu && m->ctx) cu->cuDevicePrimaryCtxRelease(m->device);
+  td_free(m->params);
+  td_free(m->entries);
+  td_free(m);
+}
+
+const char *tdcu_error(const tdcu_model *m) { return m ? m->err : create_err; }
+
+void tdcu_set_print(tdcu_model *m, tdcu_print_fn fn, void *ud) {
+  if (!m) return;
+  m->print = fn;
+  m->print_ud = ud;
+}
+
+void *tdcu_stream(const tdcu_model *m) { return m ? (void *)m->stream : NULL; }
+
+/* ---- weights ---- */
+
+int tdcu_load_weights(tdcu_model *m, const char *path, char *err, size_t errlen) {
+  if (!m) return -1;
+  td_tensor_map w;
+  td_tensor_map_init(&w);
+  int rc = tda_read_weights(m->params, m->n_params, path, &w, m->err, sizeof m->err);
+  const void **src = rc ? NULL : tda_alloc_n((size_t)m->n_params, sizeof *src);
+  if (rc == 0 && !src) rc = fail(m, -1, "out of memory");
+  for (int i = 0; rc == 0 && i < m->n_params; i++) src[i] = td_tensor_map_get(&w, m->params[i].name)->data;
+  if (rc == 0 && (ck(m, m->cu->cuCtxSetCurrent(m->ctx), "cuCtxSetCurrent", NULL) || upload_params(m, src))) rc = -1;
+  td_free(src);
+  td_tensor_map_free(&w);
+  if (rc && err && errlen) snprintf(err, errlen, "%s", m->err);
+  return rc;
+}
+
+/* ---- sizes and memory ---- */
+
+/* Everything of entry e that depends only on its sizes. */
+static int prepare(tdcu_model *m, cu_entry *e) {
+  for (int i = 0; i < e->n_dv; i++)
+    if (!e->dvdesc[2 * i]) e->dv[i] = dim_eval(e, e->dvdesc[2 * i + 1]);
+  size_t total = 0, *slot = td_calloc((size_t)e->n_slots + 1, sizeof *slot);
+  if (!slot) return fail(m, TDCU_ENOMEM, "out of memory");
+  if (tda_slots(&e->c, slot, &total)) {
+    td_free(slot);
+    return fail(m, TDCU_EARG, "%s: temporaries would be too large for these sizes", e->name);
+  }
+  total = up256(total);
+  for (int b = 0; b < e->n_bufs; b++)
+    if (e->bkind[b] == BK_TEMP) e->off[b] = slot[e->bindex[b]];
+    else if (e->bkind[b] == BK_OUTPUT && e->bound[b] < 0) {
+      e->off[b] = total;
+      total += up256((size_t)dim_eval(e, e->bbytes[b]) + 1);
+    }
+  td_free(slot);
+  for (int i = 0; i < e->n_in + e->n_out; i++) {
+    e->argbytes[i] = tda_arg_bytes(&e->c, i < e->n_in ? &e->in[i] : &e->out[i - e->n_in]);
+    e->stage[i] = total;
+    total += up256(e->argbytes[i] + 1);
+  }
+  e->off_table = total;
+  total += up256(sizeof(uint64_t) * (size_t)(e->n_bufs + 1));
+  e->off_dv = total;
+  e->need = total + up256(sizeof(int64_t) * (size_t)(e->n_dv + 1));
+  e->have = 1;
+  return 0;
+}
+
+/* Binds the sizes of a call, recomputing what depends on them. */
+static int set_sizes(tdcu_model *m, cu_entry *e, const int64_t *syms) {
+  int same = e->have;
+  for (int i = 0; i < e->n_args; i++)
+    if (syms[i] < 0) return fail(m, TDCU_EARG, "%s: size argument %d is negative (%lld)", e->name, i, (long long)syms[i]);
+  for (int i = 0; i < e->n_args; i++) {
+    same = same && e->symvals[e->arg_syms[i]] == syms[i];
+    e->symvals[e->arg_syms[i]] = syms[i];
+  }
+  if (same) return 0;
+  e->have = 0;
+  for (int i = 0; i < e->n_in + e->n_out; i++) {
+    const cu_arg *a = i < e->n_in ? &e->in[i] : &e->out[i - e->n_in];
+    uint64_t bytes = 8;
+    for (int k = 0; k < a->rank; k++) {
+      int64_t d = dim_eval(e, a->dims[k]);
+      if (d < 0) return fail(m, TDCU_EARG, "%s: a size of argument %d is negative", e->name, i);
+      if (__builtin_mul_overflow(bytes, (uint64_t)d, &bytes) || bytes > ((uint64_t)1 << 48))
+        return fail(m, TDCU_EARG, "%s: argument %d would be too large", e->name, i);
+    }
+  }
+  return prepare(m, e);
+}
+
+/* The call memory holds at least need bytes (growing waits for the stream). */
+static int ensure_mem(tdcu_model *m, size_t need) {
+  if (m->mem && need <= m->mem_cap) return 0;
+  if (m->mem) {
+    if (ck(m, m->cu->cuStreamSynchronize(m->stream), "cuStreamSynchronize", NULL)) return TDCU_ECUDA;
+    m->cu->cuMemFree(m->mem);
+    m->mem = 0;
+    m->mem_cap = 0;
+  }
+  need += need / 4;   /* room for a little growth */
+  if (ck(m, m->cu->cuMemAlloc(&m->mem, need), "cuMemAlloc", NULL)) {
+    m->mem = 0;
+    return fail(m, TDCU_ENOMEM, "out of GPU memory (%zu bytes for a call): %s", need, m->err);
+  }
+  m->mem_cap = need;
+  return 0;
+}
+
+/* ---- prints (the interpreter's format: artifact_common.c) ---- */
+
+/* Copies a printed value back from the GPU. */
+static int print_fetch(void *ud, const tda_arg *a, size_t bytes, void **data, int *owned) {
+  void **ctx = ud;
+  tdcu_model *m = ctx[0];
+  const cu_entry *e = ctx[1];
+  if (!(*data = td_malloc(bytes + 1))) return fail(m, TDCU_ENOMEM, "out of memory");
+  *owned = 1;
+  if (bytes && (ck(m, m->cu->cuMemcpyDtoHAsync(*data, e->table[a->buf], bytes, m->stream), "cuMemcpyDtoHAsync", NULL) ||
+                ck(m, m->cu->cuStreamSynchronize(m->stream), "cuStreamSynchronize", NULL))) {
+    td_free(*data);
+    *data = NULL;
+    return TDCU_ECUDA;
+  }
+  return 0;
+}
+
+static int run_prints(tdcu_model *m, cu_entry *e) {
+  void *ctx[2] = {m, e};
+  return tda_run_prints(&e->c, print_fetch, ctx, m->print, m->print_ud, m->err, sizeof m->err);
+}
+
+/* ---- calls ---- */
+
+int tdcu_synchronize(tdcu_model *m) {
+  if (!m) return TDCU_EARG;
+  const td_cuda_api *cu = m->cu;
+  int32_t status = 0;
+  if (ck(m, cu->cuCtxSetCurrent(m->ctx), "cuCtxSetCurrent", NULL) ||
+      ck(m, cu->cuMemcpyDtoHAsync(&status, m->pmem + m->status_off, sizeof status, m->stream), "cuMemcpyDtoHAsync",
+         NULL) ||
+      ck(m, cu->cuStreamSynchronize(m->stream), "cuStreamSynchronize", NULL))
+    return TDCU_ECUDA;
+  int last = m->pending_status - 1, pend = m->pending;
+  m->pending = -1;
+  m->pending_status = 0;
+  if (status) {
+    if (ck(m, cu->cuMemsetD32Async(m->pmem + m->status_off, 0, 1, m->stream), "cuMemsetD32Async", NULL))
+      return TDCU_ECUDA;
+    return fail(m, TDCU_EINDEX, "%s: take: an index is out of range", last >= 0 ? m->entries[last].name : "?");
+  }
+  return pend >= 0 ? run_prints(m, &m->entries[pend]) : 0;
+}
+
+/* Launches the kernels of e in order on the stream. */
+static int launch(tdcu_model *m, cu_entry *e) {
+  td_cu_deviceptr table = m->mem + e->off_table, dv = m->mem + e->off_dv, status = m->pmem + m->status_off;
+  void *params[3] = {&table, &dv, &status};
+  for (int k = 0; k < e->n_kern; k++) {
+    const cu_kern *kn = &e->kern[k];
+    int64_t work = dim_eval(e, kn->work), mm = 0, nn = 0;
+    if (kn->kind == TD_CUDA_LK_MATMUL) {
+      mm = dim_eval(e, kn->m);
+      nn = dim_eval(e, kn->n);
+    }
+    unsigned g[3];
+    int go = td_cuda_grid(kn->kind == TD_CUDA_LK_MATMUL, kn->kind == TD_CUDA_LK_REDUCE, (int)kn->vec, (int)kn->cols,
+                          work, mm, nn, m->sms, g);
+    if (go < 0) return fail(m, TDCU_EARG, "kernel %s: %lld rows are more than one launch covers", kn->name, (long long)mm);
+    if (go && ck(m, m->cu->cuLaunchKernel(kn->fn, g[0], g[1], g[2], TD_CUDA_LAUNCH_BLOCK, 1, 1, 0, m->stream, params,
+                                          NULL), "cuLaunchKernel", kn->name))
+      return TDCU_ECUDA;
+  }
+  return 0;
+}
+
+/* Enqueues entry e on device addresses dev[] (inputs then outputs).  The
+ * two tables are copied from pageable host memory, which the driver stages
+ * (or waits for) before cuMemcpyHtoDAsync returns, so the next call may
+ * overwrite them while this one is still queued; pinned memory would not
+ * allow that. */
+static int enqueue(tdcu_model *m, int ei, const td_cu_deviceptr *dev) {
+  cu_entry *e = &m->entries[ei];
+  const td_cuda_api *cu = m->cu;
+  for (int b = 0; b < e->n_bufs; b++) {
+    if (e->bkind[b] == BK_INPUT) e->table[b] = dev[e->bindex[b]];
+    else if (e->bkind[b] == BK_PARAM) e->table[b] = m->pmem + m->params[e->pslot[e->bindex[b]]].off;
+    else if (e->bkind[b] == BK_OUTPUT && e->bound[b] >= 0) e->table[b] = dev[e->n_in + e->bound[b]];
+    else e->table[b] = m->mem + e->off[b];
+  }
+  uint64_t call = m->calls++;
+  for (int i = 0; i < e->n_dv; i++)
+    if (e->dvdesc[2 * i]) {
+      uint64_t s = (uint64_t)e->dvdesc[2 * i + 1];
+      e->dv[i] = (int64_t)(call ? td_hash_mix(s, call) : s);
+    }
+  if (ck(m, cu->cuMemcpyHtoDAsync(m->mem + e->off_table, e->table, sizeof *e->table * (size_t)(e->n_bufs + 1),
+                                  m->stream), "cuMemcpyHtoDAsync", NULL) ||
+      ck(m, cu->cuMemcpyHtoDAsync(m->mem + e->off_dv, e->dv, sizeof *e->dv * (size_t)(e->n_dv + 1), m->stream),
+         "cuMemcpyHtoDAsync", NULL))
+    return TDCU_ECUDA;
+  m->pending_status = ei + 1;
+  int rc = launch(m, e);
+  for (int o = 0; rc == 0 && o < e->n_out; o++) {   /* outputs that are another buffer (an input, a parameter) */
+    int b = e->out[o].buf;
+    if (e->bound[b] != o && e->argbytes[e->n_in + o] &&
+        ck(m, cu->cuMemcpyDtoDAsync(dev[e->n_in + o], e->table[b], e->argbytes[e->n_in + o], m->stream),
+           "cuMemcpyDtoDAsync", NULL))
+      rc = TDCU_ECUDA;
+  }
+  if (rc == 0 && e->n_prints) m->pending = ei;
+  return rc;
+}
+
+/* Checks a call's arguments and prepares its sizes and memory. */
+static int begin(tdcu_model *m, int ei, const int64_t *syms, void *const *args) {
+  if (!m) return TDCU_EARG;
+  if (ei < 0 || ei >= m->n_entries) return fail(m, TDCU_EENTRY, "no entry point %d", ei);
+  cu_entry *e = &m->entries[ei];
+  for (int i = 0; i < e->n_in + e->n_out; i++)
+    if (!args[i]) return fail(m, TDCU_EARG, "%s: argument %d is NULL", e->name, i);
+  if (ck(m, m->cu->cuCtxSetCurrent(m->ctx), "cuCtxSetCurrent", NULL)) return TDCU_ECUDA;
+  int rc = m->pending >= 0 ? tdcu_synchronize(m) : 0;   /* an earlier call's prints first */
+  if (!rc) rc = set_sizes(m, e, syms);
+  if (!rc) rc = ensure_mem(m, e->need);
+  return rc;
+}
+
+int tdcu_call_device(tdcu_model *m, int ei, const int64_t *syms, void *const *args) {
+  int rc = begin(m, ei, syms, args);
+  if (rc) return rc;
+  cu_entry *e = &m->entries[ei];
+  td_cu_deviceptr *dev = tda_alloc_n((size_t)(e->n_in + e->n_out), sizeof *dev);
+  if (!dev) return fail(m, TDCU_ENOMEM, "out of memory");
+  for (int i = 0; i < e->n_in + e->n_out; i++) dev[i] = (td_cu_deviceptr)(uintptr_t)args[i];
+  rc = enqueue(m, ei, dev);
+  td_free(dev);
+  return rc;
+}
+
+int tdcu_call(tdcu_model *m, int ei, const int64_t *syms, void *const *args) {
+  int rc = begin(m, ei, syms, args);
+  if (rc) return rc;
+  cu_entry *e = &m->entries[ei];
+  const td_cuda_api *cu = m->cu;
+  td_cu_deviceptr *dev = tda_alloc_n((size_t)(e->n_in + e->n_out), sizeof *dev);
+  if (!dev) return fail(m, TDCU_ENOMEM, "out of memory");
+  for (int i = 0; i < e->n_in + e->n_out; i++) dev[i] = m->mem + e->stage[i];
+  for (int i = 0; i < e->n_in && !rc; i++)
+    if (e->argbytes[i])
+      rc = ck(m, cu->cuMemcpyHtoDAsync(dev[i], args[i], e->argbytes[i], m->stream), "cuMemcpyHtoDAsync", NULL);
+  if (!rc) rc = enqueue(m, ei, dev);
+  for (int o = e->n_in; o < e->n_in + e->n_out && !rc; o++)
+    if (e->argbytes[o])
+      rc = ck(m, cu->cuMemcpyDtoHAsync(args[o], dev[o], e->argbytes[o], m->stream), "cuMemcpyDtoHAsync", NULL);
+  td_free(dev);
+  if (rc) {   /* leave nothing in flight that reads the caller's memory */
+    cu->cuStreamSynchronize(m->stream);
+    return rc;
+  }
+  return tdcu_synchronize(m);
+}
+
+/* ---- the --exe command line (artifact_common.c) ---- */
+
+static tda_entry *exe_entry(void *m, int ei) { return &((tdcu_model *)m)->entries[ei].c; }
+static int exe_load(void *m, const char *path) { return tdcu_load_weights(m, path, NULL, 0); }
+static int exe_call(void *m, int ei, const int64_t *syms, void *const *args) { return tdcu_call(m, ei, syms, args); }
+static void exe_quiet(void *m) { tdcu_set_print(m, NULL, NULL); }
+static const char *exe_error(void *m) { return tdcu_error(m); }
+
+int tdcu_exe_main(int argc, char **argv, const int64_t *desc, const unsigned char *data) {
+  tda_exe_opts o;
+  int rc = tda_exe_parse(argc, argv, &o);
+  if (rc) return rc;
+  tdcu_model *m = tdcu_create(TDCU_ABI, desc, data);
+  if (!m) {
+    fprintf(stderr, "%s: error: %s\n", argv[0], tdcu_error(NULL));
+    return 1;
+  }
+  tda_exe_model x = {m, m->n_entries, exe_entry, exe_load, exe_call, exe_quiet, exe_error};
+  rc = tda_exe_run(&x, &o, argv[0]);
+  tdcu_free(m);
+  return rc;
+}
