@@ -270,6 +270,79 @@ Test(build, load_weights_after_calls_repacks) {
   free(text);
 }
 
+/* x[i] = sin(0.37 i + phase) as an .npy of [n, cols]. */
+static void write_xp(const char *name, int64_t n, int64_t cols, double phase) {
+  int64_t shape[2] = {n, cols};
+  td_err err;
+  td_tensor *t = td_tensor_new(TD_F32, 2, shape, &err);
+  cr_assert_not_null(t);
+  for (int64_t i = 0; i < n * cols; i++) ((float *)t->data)[i] = (float)sin(0.37 * (double)i + phase);
+  cr_assert_eq(td_npy_write(path(name), t, &err), 0, "%s", err.msg);
+  td_tensor_release(t);
+}
+
+/* Repeated calls take the runtime's fast path (same sizes and weights:
+ * only the argument pointers are rebound).  It must follow new input
+ * data and new output buffers, leave it for a size change and come back,
+ * refuse a NULL argument like the full path, and notice load_weights.
+ * Every result is compared with eager tdsl run on the same data. */
+Test(build, repeated_calls_follow_their_arguments) {
+  skip_if_sanitized();
+  const char *f = "examples/seed/good_dynamic.td";
+  struct { const char *x, *ref; int n; double phase; const char *seed; } run[4] = {
+      {"xa.npy", "ra.npy", 3, 1.0, "0"}, {"xb.npy", "rb.npy", 3, 2.0, "0"},
+      {"xc.npy", "rc.npy", 5, 3.0, "0"}, {"xb.npy", "rb7.npy", 3, 2.0, "7"}};
+  for (int r = 0; r < 4; r++) {
+    write_xp(run[r].x, run[r].n, 16, run[r].phase);
+    cr_assert_eq(sh("'%s' run '%s/%s' --entry GoodDynamic.forward --in x='%s' --seed %s --out '%s'%s%s", TDSL_BIN,
+                    TDSL_SRCDIR, f, path(run[r].x), run[r].seed, path(run[r].ref), r == 3 ? " --save-weights " : "",
+                    r == 3 ? path("w7.safetensors") : ""),
+                 0);
+  }
+  build(f, "");
+  FILE *c = fopen(path("calls.c"), "w");
+  cr_assert_not_null(c);
+  fputs("#include <math.h>\n#include <stdio.h>\n#include \"good_dynamic.h\"\n"
+        "static float x[3][80], y[2][80];\n"
+        "static int call(good_dynamic_model *m, int n, int xi, int yi) {\n"
+        "  if (good_dynamic_forward(m, n, x[xi], y[yi])) return 1;\n"
+        "  for (int i = 0; i < n * 16; i++) printf(\"%.9g\\n\", y[yi][i]);\n"
+        "  return 0;\n}\n"
+        "int main(int argc, char **argv) {\n"
+        "  char err[256];\n"
+        "  good_dynamic_model *m = good_dynamic_create();\n"
+        "  if (!m || argc < 2) return 10;\n"
+        "  for (int k = 0; k < 3; k++)\n"
+        "    for (int i = 0; i < 80; i++) x[k][i] = (float)sin(0.37 * i + k + 1);\n"
+        "  if (call(m, 3, 0, 0) || call(m, 3, 1, 1) || call(m, 3, 0, 1)) return 11;\n"
+        "  if (good_dynamic_forward(m, 3, NULL, y[0]) == 0) return 12;\n"
+        "  if (call(m, 5, 2, 0) || call(m, 3, 1, 0)) return 13;\n"
+        "  if (good_dynamic_load_weights(m, argv[1], err, sizeof err) || call(m, 3, 1, 1)) return 14;\n"
+        "  good_dynamic_free(m);\n"
+        "  return 0;\n}\n",
+        c);
+  fclose(c);
+  cr_assert_eq(sh("cc -I'%s' '%s' '%s/good_dynamic.so' -Wl,-rpath,'%s' -lm -o '%s'", dir, path("calls.c"), dir, dir,
+                  path("calls")),
+               0);
+  cr_assert_eq(sh("'%s' '%s' > '%s'", path("calls"), path("w7.safetensors"), path("calls.txt")), 0);
+  /* the calls in order: xa, xb, xa (into the other buffer), xc (N = 5), xb, xb with seed-7 weights */
+  const char *want[6] = {"ra.npy", "rb.npy", "ra.npy", "rc.npy", "rb.npy", "rb7.npy"};
+  char *text = read_text(path("calls.txt")), *at = text;
+  for (int k = 0; k < 6; k++) {
+    td_tensor *ref = read_npy(want[k]);
+    for (int64_t i = 0; i < ref->numel; i++) {
+      char *end;
+      double v = strtod(at, &end);
+      cr_assert(end != at, "output ends early (call %d)", k);
+      at = end;
+      expect_close(v, ((float *)ref->data)[i], 1e-5, want[k]);
+    }
+    td_tensor_release(ref);
+  }
+  free(text);
+}
+
 /* DT_NEEDED of the library and the executable: libc, libm, pthreads only. */
 Test(build, artifact_needs_only_libc) {
   skip_if_sanitized();
