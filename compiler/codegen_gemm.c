@@ -201,7 +201,14 @@ typedef struct dotv {
   int vl;
   gcc_jit_type *vt, *vtp;     /* the vector type; a pointer to its unaligned variant */
   gcc_jit_lvalue *spill;      /* a local array of vl elements, for the final sums */
+  gcc_jit_lvalue *sums;       /* a local array of DOT_J elements: the columns' dot products */
 } dotv;
+
+/* &sums[0] */
+static gcc_jit_rvalue *sp2(cg *c, const dotv *D) {
+  return gcc_jit_lvalue_get_address(gcc_jit_context_new_array_access(c->ctx, NULL, gcc_jit_lvalue_as_rvalue(D->sums),
+                                                                     cg_i64(c, 0)), NULL);
+}
 
 /* The vector at base[off] (any alignment of the element type). */
 static gcc_jit_lvalue *dot_vec(cg *c, const dotv *D, gcc_jit_rvalue *base, gcc_jit_rvalue *off) {
@@ -255,10 +262,14 @@ static int dot_cols(cg *c, mm *m, const dotv *D, gcc_jit_rvalue *i, gcc_jit_rval
     gcc_jit_rvalue *two = gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_PLUS, m->t,
                                                         elem(c, sp, cg_i64(c, 0)),
                                                         D->vl > 1 ? elem(c, sp, cg_i64(c, 1)) : cg_const(c, m->dt, 0, 0));
-    gcc_jit_lvalue *sum = cg_local(c, m->t, "dot");
-    cg_assign(c, sum, gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_PLUS, m->t, two, rv(tail[jj])));
-    if (epilogue(c, m->ix, m->r, i, keep_i(c, add(c, j0, cg_i64(c, jj)), "j"), rv(sum))) return -1;
+    cg_assign(c, gcc_jit_context_new_array_access(c->ctx, NULL, rv(D->sums), cg_i64(c, jj)),
+              gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_PLUS, m->t, two, rv(tail[jj])));
   }
+  /* one copy of the epilogue for the nj columns (compile time) */
+  cloop le;
+  gcc_jit_rvalue *jj = cg_loop_open(c, &le, cg_i64(c, nj));
+  if (epilogue(c, m->ix, m->r, i, keep_i(c, add(c, j0, jj), "j"), elem(c, sp2(c, D), jj))) return -1;
+  cg_loop_close(c, &le);
   return 0;
 }
 
@@ -273,6 +284,7 @@ static int dot_path(cg *c, mm *m) {
   D.vt = gcc_jit_type_get_vector(m->t, (size_t)D.vl);
   D.vtp = gcc_jit_type_get_pointer(gcc_jit_type_get_aligned(D.vt, td_dtype_size(m->dt)));
   D.spill = cg_local(c, gcc_jit_context_new_array_type(c->ctx, NULL, m->t, D.vl), "spill");
+  D.sums = cg_local(c, gcc_jit_context_new_array_type(c->ctx, NULL, m->t, DOT_J), "dsum");
   cloop li, lj, lr;
   gcc_jit_rvalue *kf = keep_i(c, ib(c, GCC_JIT_BINARY_OP_MINUS, m->K, ib(c, GCC_JIT_BINARY_OP_MODULO, m->K, cg_i64(c, D.vl))), "kf");
   gcc_jit_rvalue *nf = keep_i(c, ib(c, GCC_JIT_BINARY_OP_MINUS, m->N, ib(c, GCC_JIT_BINARY_OP_MODULO, m->N, cg_i64(c, DOT_J))), "nf");
@@ -690,13 +702,16 @@ static int pp_tile(cg *c, mm *m, packed *P, gcc_jit_rvalue *i, gcc_jit_rvalue *j
       cg_assign(c, vec_at(c, P, P->cb, cg_i64(c, r * s->nr + v * s->vl)), rv(acc[0][r][v]));
   gcc_jit_rvalue *j0 = keep_i(c, mul(c, jp, cg_i64(c, s->nr)), "j0");
   gcc_jit_rvalue *jn = keep_i(c, imin(c, cg_i64(c, s->nr), ib(c, GCC_JIT_BINARY_OP_MINUS, m->N, j0)), "jn");
-  for (int r = 0; r < R; r++) {
-    cloop lj;
-    gcc_jit_rvalue *row = keep_i(c, add(c, i, cg_i64(c, r)), "row");
-    gcc_jit_rvalue *j = cg_loop_open(c, &lj, jn);
-    if (epilogue(c, m->ix, m->r, row, add(c, j0, j), elem(c, P->cb, add(c, cg_i64(c, r * s->nr), j)))) return -1;
-    cg_loop_close(c, &lj);
-  }
+  /* one copy of the epilogue for the R rows (it may be long: gelu, a
+   * residual): the compile time grows with every copy */
+  cloop lr, lj;
+  gcc_jit_rvalue *rr = cg_loop_open(c, &lr, cg_i64(c, R));
+  gcc_jit_rvalue *row = keep_i(c, add(c, i, rr), "row");
+  gcc_jit_rvalue *crow = keep_i(c, mul(c, rr, cg_i64(c, s->nr)), "crow");
+  gcc_jit_rvalue *j = cg_loop_open(c, &lj, jn);
+  if (epilogue(c, m->ix, m->r, row, add(c, j0, j), elem(c, P->cb, add(c, crow, j)))) return -1;
+  cg_loop_close(c, &lj);
+  cg_loop_close(c, &lr);
   return 0;
 }
 

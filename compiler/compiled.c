@@ -201,7 +201,7 @@ static int sum_matches(const char *sum_path, const char *so_path) {
 static int from_cache(td_compiled *c, gcc_jit_context *ctx, const char *text, int opt_level) {
   char dir[900], so[1000], dump[1000], sum[1000], tmp[1100], key[96];
   if (!text || cache_dir(dir, sizeof dir)) return -1;
-  snprintf(key, sizeof key, "tdsl-kernels-2 %s -O%d %s", PACKAGE_VERSION, opt_level, c->march);
+  snprintf(key, sizeof key, "tdsl-kernels-3 %s -O%d %s", PACKAGE_VERSION, opt_level, c->march);
   uint64_t h = fnv1a(text, fnv1a(key, 14695981039346656037ull));
   snprintf(so, sizeof so, "%s/%016llx.so", dir, (unsigned long long)h);
   snprintf(dump, sizeof dump, "%s/%016llx.c", dir, (unsigned long long)h);
