@@ -8,7 +8,7 @@
  * from the previous call's, so a call with unchanged sizes is: bind the
  * caller's pointers, call the kernels, check their status.  Kernels whose
  * work is small run on the calling thread; large ones are split over the
- * thread pool (pool.h) as td_compiled_run does.  Temporaries live in an
+ * thread pool (runtime/pool.h) as td_compiled_run does.  Temporaries live in an
  * arena that is kept and grown across calls.  One call at a time per model.
  * After the kernels, the entry's print() calls are formatted as the
  * interpreter formats them (interp.c's run_print) and handed to the
@@ -35,7 +35,7 @@
 #include "../runtime/philox.h"
 #include "../runtime/scalar.h"
 #include "../runtime/tensor.h"
-#include "pool.h"
+#include "../runtime/pool.h"
 #include "prepack.h"
 
 enum { BK_INPUT = TDA_BK_INPUT, BK_PARAM = TDA_BK_PARAM, BK_OUTPUT = TDA_BK_OUTPUT, BK_TEMP = TDA_BK_TEMP };

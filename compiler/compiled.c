@@ -16,7 +16,7 @@
  * call: random streams mixed with the call index, fresh outputs, the
  * kernels in order.  A kernel with a parallel loop whose work is large
  * enough (see split) is cut into one range of that loop per thread of the
- * pool (pool.h); each thread gets its own scratch and status.  Matmul
+ * pool (runtime/pool.h); each thread gets its own scratch and status.  Matmul
  * kernels with a parameter B read a packed copy kept here, made again when
  * the parameter tensor changes (prepack_params, keyed on td_tensor.id).
  */
@@ -32,7 +32,7 @@
 #include "../lang/mem.h"
 #include "../runtime/philox.h"
 #include "jit_impl.h"
-#include "pool.h"
+#include "../runtime/pool.h"
 
 /* What td_compiled_run derives from the bound sizes alone, kept for the
  * next call: valid while the symbol values and the pool's thread count are

@@ -13,7 +13,7 @@
  * types always use it, wrapping around (computed in unsigned types).
  *
  * Products of at least 2^21 multiply-adds run on the thread pool
- * (compiler/pool.h, TDSL_NUM_THREADS): one task per batch item, or, with
+ * (runtime/pool.h, TDSL_NUM_THREADS): one task per batch item, or, with
  * fewer items than threads, per range of rows (multiples of 8), each
  * thread packing into its own workspace.  Smaller products stay on the
  * calling thread.  Every output element is computed by one task in the
@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../compiler/pool.h"
+#include "../runtime/pool.h"
 #include "../lang/mem.h"
 
 /* GCC 12 at -O2 vectorises only loops without an epilogue: ask for the

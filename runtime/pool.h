@@ -1,4 +1,5 @@
-/* pool.h - a small thread pool for compiled kernels.
+/* pool.h - a small thread pool for compiled kernels and the interpreter's
+ * large matmuls.
  *
  * td_pool_run(fn, ctx, n) runs fn(ctx, i, tid) for i in [0, n): task i on
  * one of the pool's threads (tid in [0, threads)); the calling thread takes
