@@ -179,21 +179,6 @@ int tda_read_weights(const tda_param *p, int n, const char *path, td_tensor_map 
 
 /* ---- prints ---- */
 
-/* Appends text, indenting its later lines to the current column. */
-static void add_aligned(td_strbuf *b, const char *text) {
-  size_t col = 0;
-  while (col < b->len && b->s[b->len - col - 1] != '\n') col++;
-  for (const char *p = text; *p;) {
-    const char *nl = strchr(p, '\n');
-    size_t len = nl ? (size_t)(nl - p) : strlen(p);
-    if (p != text && len > 0)
-      for (size_t i = 0; i < col; i++) td_sb_add(b, " ", 1);
-    td_sb_add(b, p, len);
-    if (!nl) break;
-    td_sb_add(b, "\n", 1);
-    p = nl + 1;
-  }
-}
 
 /* Appends the text of printed value a, its bytes fetched; 0 or a code
  * (3: out of memory). */
@@ -210,7 +195,7 @@ static int add_value(td_strbuf *b, const tda_entry *e, const tda_arg *a, tda_fet
   char *s = td_tensor_format(&t, 1000), shp[256];
   if (owned) td_free(t.data);
   if (!s) return 3;
-  add_aligned(b, s);
+  td_sb_add_aligned(b, s);
   td_free(s);
   if (t.rank > 0) {
     td_sb_puts(b, " (");

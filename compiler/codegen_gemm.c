@@ -432,6 +432,27 @@ static gcc_jit_lvalue *vec_at(cg *c, packed *P, gcc_jit_rvalue *base, gcc_jit_rv
   return gcc_jit_rvalue_dereference(gcc_jit_context_new_cast(c->ctx, NULL, addr, P->vtp), NULL);
 }
 
+/* b[v] = the NV vectors of packed B at bp[bk ...]. */
+static void load_b(cg *c, packed *P, gcc_jit_rvalue *bk, gcc_jit_lvalue **b) {
+  for (int v = 0; v < P->s.nv; v++) {
+    b[v] = cg_local(c, P->vt, "b");
+    cg_assign(c, b[v], rv(vec_at(c, P, P->bp, add(c, bk, cg_i64(c, v * P->s.vl)))));
+  }
+}
+
+/* accr[v] += broadcast(a) * b[v] for the NV vectors of one tile row. */
+static void bcast_fma(cg *c, mm *m, packed *P, gcc_jit_lvalue **accr, gcc_jit_lvalue **b, gcc_jit_rvalue *a_elem) {
+  gcc_jit_lvalue *a = cg_local(c, m->t, "a");
+  cg_assign(c, a, a_elem);
+  gcc_jit_rvalue *el[64];
+  for (int l = 0; l < P->s.vl; l++) el[l] = rv(a);
+  gcc_jit_rvalue *av = gcc_jit_context_new_rvalue_from_vector(c->ctx, NULL, P->vt, (size_t)P->s.vl, el);
+  for (int v = 0; v < P->s.nv; v++)
+    gcc_jit_block_add_assignment_op(c->blk, NULL, accr[v], GCC_JIT_BINARY_OP_PLUS,
+                                    gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, P->vt, av,
+                                                                  rv(b[v])));
+}
+
 /* Adds the current K block's contribution to the MR x NR tile of panels
  * (ip, jp) of the row-major C block: the tile is loaded into MR*NV vector
  * registers, updated with broadcast(a) * b for every k, stored back. */
@@ -453,21 +474,8 @@ static void micro_kernel(cg *c, mm *m, packed *P, gcc_jit_rvalue *ip, gcc_jit_rv
   gcc_jit_rvalue *kk = cg_loop_open(c, &lk, P->kc);
   gcc_jit_rvalue *bk = keep_i(c, add(c, bb, mul(c, kk, cg_i64(c, s->nr))), "bk");
   gcc_jit_rvalue *ak = keep_i(c, add(c, ab, mul(c, kk, cg_i64(c, s->mr))), "ak");
-  for (int v = 0; v < s->nv; v++) {
-    b[v] = cg_local(c, P->vt, "b");
-    cg_assign(c, b[v], rv(vec_at(c, P, P->bp, add(c, bk, cg_i64(c, v * s->vl)))));
-  }
-  for (int r = 0; r < s->mr; r++) {
-    gcc_jit_lvalue *a = cg_local(c, m->t, "a");
-    cg_assign(c, a, elem(c, P->ap, add(c, ak, cg_i64(c, r))));
-    gcc_jit_rvalue *el[64];
-    for (int l = 0; l < s->vl; l++) el[l] = rv(a);
-    gcc_jit_rvalue *av = gcc_jit_context_new_rvalue_from_vector(c->ctx, NULL, P->vt, (size_t)s->vl, el);
-    for (int v = 0; v < s->nv; v++)
-      gcc_jit_block_add_assignment_op(c->blk, NULL, acc[r][v], GCC_JIT_BINARY_OP_PLUS,
-                                      gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, P->vt,
-                                                                    av, rv(b[v])));
-  }
+  load_b(c, P, bk, b);
+  for (int r = 0; r < s->mr; r++) bcast_fma(c, m, P, acc[r], b, elem(c, P->ap, add(c, ak, cg_i64(c, r))));
   cg_loop_close(c, &lk);
   for (int r = 0; r < s->mr; r++)
     for (int v = 0; v < s->nv; v++)
@@ -648,21 +656,8 @@ static void pp_step(cg *c, mm *m, packed *P, gcc_jit_lvalue *(*acc)[MAX_NV], gcc
   const gemm_shape *s = &P->s;
   gcc_jit_rvalue *bk = keep_i(c, add(c, pbase, mul(c, kk, cg_i64(c, s->nr))), "bk");
   gcc_jit_lvalue *b[MAX_NV];
-  for (int v = 0; v < s->nv; v++) {
-    b[v] = cg_local(c, P->vt, "b");
-    cg_assign(c, b[v], rv(vec_at(c, P, P->bp, add(c, bk, cg_i64(c, v * s->vl)))));
-  }
-  for (int r = 0; r < R; r++) {
-    gcc_jit_lvalue *a = cg_local(c, m->t, "a");
-    cg_assign(c, a, elem(c, m->aptr, add(c, arow[r], mul(c, kk, m->sak))));
-    gcc_jit_rvalue *el[64];
-    for (int l = 0; l < s->vl; l++) el[l] = rv(a);
-    gcc_jit_rvalue *av = gcc_jit_context_new_rvalue_from_vector(c->ctx, NULL, P->vt, (size_t)s->vl, el);
-    for (int v = 0; v < s->nv; v++)
-      gcc_jit_block_add_assignment_op(c->blk, NULL, acc[r][v], GCC_JIT_BINARY_OP_PLUS,
-                                      gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, P->vt,
-                                                                    av, rv(b[v])));
-  }
+  load_b(c, P, bk, b);
+  for (int r = 0; r < R; r++) bcast_fma(c, m, P, acc[r], b, elem(c, m->aptr, add(c, arow[r], mul(c, kk, m->sak))));
 }
 
 /* R rows from row i times panel jp of the prepacked B over all of K: U

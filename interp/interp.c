@@ -323,21 +323,6 @@ static int check_permute(interp *I, const td_node *n, const td_tensor *in, const
 /* The text of one print is built in a td_strbuf (runtime/strbuf.h). */
 static void sb_str(td_strbuf *b, const char *s) { td_sb_add(b, s, strlen(s)); }
 
-/* Appends text, indenting its continuation lines to the current column. */
-static void sb_add_aligned(td_strbuf *b, const char *text) {
-  size_t col = 0;
-  while (col < b->len && b->s[b->len - col - 1] != '\n') col++;
-  for (const char *p = text; *p;) {
-    const char *nl = strchr(p, '\n');
-    size_t len = nl ? (size_t)(nl - p) : strlen(p);
-    if (p != text && len > 0)
-      for (size_t i = 0; i < col; i++) td_sb_add(b, " ", 1);
-    td_sb_add(b, p, len);
-    if (!nl) break;
-    td_sb_add(b, "\n", 1);
-    p = nl + 1;
-  }
-}
 
 static void print_tensor(td_strbuf *b, const td_tensor *t, int64_t threshold) {
   char *s = td_tensor_format(t, threshold);
@@ -345,7 +330,7 @@ static void print_tensor(td_strbuf *b, const td_tensor *t, int64_t threshold) {
     b->oom = 1;
     return;
   }
-  sb_add_aligned(b, s);
+  td_sb_add_aligned(b, s);
   td_free(s);
   if (t->rank > 0) {
     char shp[256];

@@ -47,3 +47,18 @@ void td_sb_printf(td_strbuf *b, const char *fmt, ...) {
   td_sb_add(b, big, (size_t)n);
   td_free(big);
 }
+
+void td_sb_add_aligned(td_strbuf *b, const char *text) {
+  size_t col = 0;
+  while (col < b->len && b->s[b->len - col - 1] != '\n') col++;
+  for (const char *p = text; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl ? (size_t)(nl - p) : strlen(p);
+    if (p != text && len > 0)
+      for (size_t i = 0; i < col; i++) td_sb_add(b, " ", 1);
+    td_sb_add(b, p, len);
+    if (!nl) break;
+    td_sb_add(b, "\n", 1);
+    p = nl + 1;
+  }
+}

@@ -18,6 +18,9 @@ typedef struct td_strbuf {
 
 void td_sb_add(td_strbuf *b, const char *s, size_t n);
 void td_sb_puts(td_strbuf *b, const char *s);
+/* Appends text, indenting its later lines to the column where it starts
+ * (print() of several values, one of them a multi-line array). */
+void td_sb_add_aligned(td_strbuf *b, const char *text);
 void td_sb_printf(td_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

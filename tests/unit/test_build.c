@@ -37,16 +37,19 @@ static void skip_if_sanitized(void) {
   if (SANITIZED) cr_skip_test("the artifact runtime is built with sanitizers");
 }
 
-/* The embed example's input: row-major x[i] = sin(0.37 i + N). */
-static void write_x(const char *name, int64_t n, int64_t cols) {
+/* x[i] = sin(0.37 i + phase) as an .npy of [n, cols]. */
+static void write_xp(const char *name, int64_t n, int64_t cols, double phase) {
   int64_t shape[2] = {n, cols};
   td_err err;
   td_tensor *t = td_tensor_new(TD_F32, 2, shape, &err);
   cr_assert_not_null(t);
-  for (int64_t i = 0; i < n * cols; i++) ((float *)t->data)[i] = (float)sin(0.37 * (double)i + (double)n);
+  for (int64_t i = 0; i < n * cols; i++) ((float *)t->data)[i] = (float)sin(0.37 * (double)i + phase);
   cr_assert_eq(td_npy_write(path(name), t, &err), 0, "%s", err.msg);
   td_tensor_release(t);
 }
+
+/* The embed example's input: row-major x[i] = sin(0.37 i + N). */
+static void write_x(const char *name, int64_t n, int64_t cols) { write_xp(name, n, cols, (double)n); }
 
 static td_tensor *read_npy(const char *name) {
   td_tensor *t = NULL;
@@ -268,17 +271,6 @@ Test(build, load_weights_after_calls_repacks) {
   td_tensor_release(ref[0]);
   td_tensor_release(ref[1]);
   free(text);
-}
-
-/* x[i] = sin(0.37 i + phase) as an .npy of [n, cols]. */
-static void write_xp(const char *name, int64_t n, int64_t cols, double phase) {
-  int64_t shape[2] = {n, cols};
-  td_err err;
-  td_tensor *t = td_tensor_new(TD_F32, 2, shape, &err);
-  cr_assert_not_null(t);
-  for (int64_t i = 0; i < n * cols; i++) ((float *)t->data)[i] = (float)sin(0.37 * (double)i + phase);
-  cr_assert_eq(td_npy_write(path(name), t, &err), 0, "%s", err.msg);
-  td_tensor_release(t);
 }
 
 /* Repeated calls take the runtime's fast path (same sizes and weights:
