@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "mem.h"
+#include "strbuf.h"
 #include "tensor.h"
 
 #define EDGE 3        /* edge items per axis in summaries */
@@ -47,30 +48,12 @@ char *td_shape_str(td_dtype dt, int rank, const int64_t *shape, char *buf, size_
 /* ---- growable string ---------------------------------------------------- */
 
 typedef struct sbuf {
-  char *s;
-  size_t len, cap;
+  td_strbuf sb;
   size_t col; /* characters since the last newline */
-  int oom;
 } sbuf;
 
 static void sb_put(sbuf *b, const char *s, size_t n) {
-  if (b->oom)
-    return;
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + n + 1)
-      cap *= 2;
-    char *p = td_realloc(b->s, cap);
-    if (!p) {
-      b->oom = 1;
-      return;
-    }
-    b->s = p;
-    b->cap = cap;
-  }
-  memcpy(b->s + b->len, s, n);
-  b->len += n;
-  b->s[b->len] = '\0';
+  td_sb_add(&b->sb, s, n);
   for (size_t i = 0; i < n; i++)
     b->col = s[i] == '\n' ? 0 : b->col + 1;
 }
@@ -228,9 +211,9 @@ char *td_tensor_format(const td_tensor *t, int64_t threshold) {
       emit(&c, 0, 0);
     }
   }
-  if (c.out.oom) {
-    td_free(c.out.s);
+  if (c.out.sb.oom) {
+    td_free(c.out.sb.s);
     return NULL;
   }
-  return c.out.s;
+  return c.out.sb.s;
 }
