@@ -47,7 +47,8 @@
 enum { TDRT_OK = 0, TDRT_EARG = 1, TDRT_EINDEX = 2, TDRT_ENOMEM = 3, TDRT_EENTRY = 4 };
 
 typedef struct tdrt_model tdrt_model;
-/* Writes the kernel addresses of entry e into out (one per kernel). */
+/* Writes the kernel addresses of entry e into out (one per kernel), then
+ * its generated entry function (a tdrt_call_fn, or NULL). */
 typedef void (*tdrt_kernels_fn)(int e, void **out);
 
 /* A model with its initial parameters; NULL when abi is not TDRT_ABI, the
@@ -68,6 +69,36 @@ const char *tdrt_error(const tdrt_model *m);
 /* Calls entry e: syms holds the entry's symbolic sizes (argument order),
  * args its inputs then its outputs (caller-owned, contiguous). */
 int tdrt_call(tdrt_model *m, int e, const int64_t *syms, void *const *args);
+/* The per-call fast path of the generated entry functions (build.c):
+ * after a successful call the runtime fills entry e's record,
+ * ((tdrt_fast **)model)[0][e], when the next call with the same sizes and
+ * weights needs nothing but the caller's pointers bound and the kernels
+ * called (no prints, every output written in place, no kernel split over
+ * threads); ok is 0 otherwise.  The generated function checks the sizes
+ * and pointers, binds, calls the kernels directly, and otherwise calls
+ * tdrt_call.  Every field is 8 bytes: build.c declares the same layout. */
+#define TDRT_FAST_SYMS 8
+#define TDRT_FAST_ARGS 24
+#define TDRT_FAST_KERNS 16
+typedef struct tdrt_fast {
+  int64_t ok;
+  void **bufs;
+  int64_t *dv;
+  void *scratch;
+  void *const *rt;                  /* the kernels' runtime table */
+  uint64_t *calls;                  /* the model's call counter */
+  int64_t syms[TDRT_FAST_SYMS];     /* the sizes it holds for */
+  int64_t bind[TDRT_FAST_ARGS];     /* per input, then output: its buffer (a spare one when unused) */
+  int64_t ext[TDRT_FAST_KERNS];     /* per kernel: its range (skipped when <= 0) */
+} tdrt_fast;
+/* For the generated fast path: the random streams of this call (and the
+ * call counter's step), and the error of a kernel's index check. */
+void tdrt_fast_rand(tdrt_model *m, int e);
+int tdrt_fast_index_error(tdrt_model *m, int e);
+/* The generated entry function of entry e (build.c), written by the
+ * kernels table at out[n_kernels]: what the --exe command line calls. */
+typedef int (*tdrt_call_fn)(tdrt_model *m, int e, const int64_t *syms, void *const *args);
+
 /* main() of an --exe artifact. */
 int tdrt_exe_main(int argc, char **argv, const int64_t *desc, const unsigned char *data,
                   tdrt_kernels_fn kernels);

@@ -61,12 +61,7 @@ typedef struct rt_entry {
   int n_kern;
   rt_kern *kern;
   kfn *fns;
-  /* the per-call fast path (tdrt_call): set up after a full call when
-   * nothing but the kernels remains to do (no prints, every output
-   * written in place, no kernel split over threads) */
-  int fast, n_bind, n_rand;
-  int bind_buf[32], bind_arg[32];  /* inputs and outputs to point at args */
-  uint64_t fast_gen;               /* the weights generation it saw */
+  tdrt_call_fn call_fn;      /* the generated entry function (fast path) */
   /* state for the current sizes (and have, symvals, dv) */
   void **bufs;
   int64_t *off;              /* per buffer: arena offset (TEMP and unbound OUTPUT) */
@@ -77,6 +72,7 @@ typedef struct rt_entry {
 typedef tda_param rt_param;
 
 struct tdrt_model {
+  tdrt_fast *fast;           /* first: per entry, read by the generated code */
   int n_params, n_entries;
   rt_param *params;
   rt_entry *entries;
@@ -166,11 +162,16 @@ tdrt_model *tdrt_create(int abi, const int64_t *desc, const unsigned char *data,
   m->n_params = (int)tda_word(&r);
   m->params = tda_alloc_n((size_t)m->n_params, sizeof *m->params);
   m->entries = tda_alloc_n((size_t)m->n_entries, sizeof *m->entries);
-  int ok = m->params && m->entries;
+  m->fast = tda_alloc_n((size_t)m->n_entries, sizeof *m->fast);
+  int ok = m->params && m->entries && m->fast;
   for (int i = 0; ok && i < m->n_params; i++) ok = read_param(&r, &m->params[i], data) == 0;
   for (int e = 0; ok && e < m->n_entries; e++) {
     ok = read_entry(&r, &m->entries[e]) == 0;
-    if (ok) kernels(e, (void **)m->entries[e].fns);
+    if (ok) {
+      rt_entry *en = &m->entries[e];
+      kernels(e, (void **)en->fns);   /* fns has n_kern + 1 slots */
+      memcpy(&en->call_fn, &en->fns[en->n_kern], sizeof en->call_fn);
+    }
   }
   if (!ok) {
     tdrt_free(m);
@@ -196,6 +197,7 @@ void tdrt_free(tdrt_model *m) {
   }
   td_free(m->params);
   td_free(m->entries);
+  td_free(m->fast);
   td_free(m);
 }
 
@@ -215,7 +217,10 @@ int tdrt_load_weights(tdrt_model *m, const char *path, char *err, size_t errlen)
   int rc = tda_read_weights(m->params, m->n_params, path, &w, m->err, sizeof m->err);
   for (int i = 0; rc == 0 && i < m->n_params; i++)
     memcpy(m->params[i].data, td_tensor_map_get(&w, m->params[i].name)->data, m->params[i].bytes);
-  if (rc == 0) m->weights_gen++;   /* packed copies are made again on the next call */
+  if (rc == 0) {
+    m->weights_gen++;   /* packed copies are made again on the next call */
+    for (int e = 0; e < m->n_entries; e++) m->fast[e].ok = 0;
+  }
   td_tensor_map_free(&w);
   if (rc && err && errlen) snprintf(err, errlen, "%s", m->err);
   return rc;
@@ -363,61 +368,51 @@ static void mix_streams(rt_entry *e, uint64_t call) {
 }
 
 /* After a full call: can the next call with the same sizes and weights
- * only point the inputs and outputs at its arguments and run the kernels? */
-static void setup_fast(tdrt_model *m, rt_entry *e) {
-  e->fast = 0;
-  e->n_bind = 0;
-  e->n_rand = 0;
-  if (!e->have || e->n_prints) return;
-  for (int k = 0; k < e->n_kern; k++)
+ * only point the inputs and outputs at its arguments and run the kernels?
+ * Then fill the entry's record for the generated fast path (artifact.h). */
+static void setup_fast(tdrt_model *m, int ei) {
+  rt_entry *e = &m->entries[ei];
+  tdrt_fast *f = &m->fast[ei];
+  int n_io = e->n_in + e->n_out;
+  f->ok = 0;
+  if (!e->have || e->n_prints || e->n_args > TDRT_FAST_SYMS || n_io > TDRT_FAST_ARGS ||
+      e->n_kern > TDRT_FAST_KERNS)
+    return;
+  for (int k = 0; k < e->n_kern; k++) {
     if (e->kern[k].ext > 0 && e->kern[k].n_ranges != 1) return;
-  for (int i = 0; i < e->n_dv; i++) e->n_rand += e->dvdesc[2 * i] != 0;
+    f->ext[k] = e->kern[k].ext;
+  }
+  for (int i = 0; i < n_io; i++) f->bind[i] = -1;
   for (int b = 0; b < e->n_bufs; b++) {
     int arg = e->bkind[b] == BK_INPUT ? (int)e->bindex[b]
             : e->bkind[b] == BK_OUTPUT ? (e->bound[b] >= 0 ? e->n_in + e->bound[b] : -2) : -1;
-    if (arg == -2 || (arg >= 0 && e->n_bind == 32)) return;   /* an output copied, or too many */
-    if (arg >= 0) {
-      e->bind_buf[e->n_bind] = b;
-      e->bind_arg[e->n_bind++] = arg;
-    }
+    if (arg == -2 || (arg >= 0 && f->bind[arg] >= 0)) return;   /* an output copied, or two buffers */
+    if (arg >= 0) f->bind[arg] = b;
   }
+  for (int i = 0; i < n_io; i++)   /* an argument no buffer reads: the spare slot */
+    if (f->bind[i] < 0) f->bind[i] = e->n_bufs + e->n_kern;
   for (int o = 0; o < e->n_out; o++)
     if (e->bound[e->out[o].buf] != o) return;   /* one buffer returned twice: copied */
-  e->fast_gen = m->weights_gen;
-  e->fast = 1;
+  for (int i = 0; i < e->n_args; i++) f->syms[i] = e->symvals[e->arg_syms[i]];
+  f->bufs = e->bufs;
+  f->dv = e->dv;
+  f->scratch = e->scratch;
+  f->rt = rt_table;
+  f->calls = &m->calls;
+  f->ok = 1;
 }
 
-/* The fast path: 1 when it ran the call (rc set), 0 when the full path
- * must (other sizes, new weights, a NULL argument). */
-static int call_fast(tdrt_model *m, rt_entry *e, const int64_t *syms, void *const *args, int *rc) {
-  if (!e->fast || !e->have || e->fast_gen != m->weights_gen) return 0;
-  for (int i = 0; i < e->n_args; i++)
-    if (e->symvals[e->arg_syms[i]] != syms[i]) return 0;
-  for (int j = 0; j < e->n_bind; j++)
-    if (!args[e->bind_arg[j]]) return 0;
-  for (int j = 0; j < e->n_bind; j++) e->bufs[e->bind_buf[j]] = args[e->bind_arg[j]];
-  if (e->n_rand) mix_streams(e, m->calls);
-  m->calls++;
-  *rc = 0;
-  for (int k = 0; k < e->n_kern; k++) {
-    int32_t st = 0;
-    if (e->kern[k].ext <= 0) continue;
-    e->fns[k](e->bufs, e->dv, e->scratch, &st, rt_table, 0, e->kern[k].ext);
-    if (st > 0) {
-      *rc = fail(m, TDRT_EINDEX, "%s: take: an index is out of range", e->name);
-      break;
-    }
-  }
-  return 1;
+void tdrt_fast_rand(tdrt_model *m, int ei) { mix_streams(&m->entries[ei], m->calls++); }
+
+int tdrt_fast_index_error(tdrt_model *m, int ei) {
+  return fail(m, TDRT_EINDEX, "%s: take: an index is out of range", m->entries[ei].name);
 }
 
 int tdrt_call(tdrt_model *m, int ei, const int64_t *syms, void *const *args) {
   if (!m) return TDRT_EARG;
   if (ei < 0 || ei >= m->n_entries) return fail(m, TDRT_EENTRY, "no entry point %d", ei);
   rt_entry *e = &m->entries[ei];
-  int frc;
-  if (call_fast(m, e, syms, args, &frc)) return frc;
-  e->fast = 0;   /* set again when this call succeeds */
+  m->fast[ei].ok = 0;   /* set again when this call succeeds */
   int same = e->have;
   for (int i = 0; i < e->n_args; i++)
     if (syms[i] < 0) return fail(m, TDRT_EARG, "%s: size argument %d is negative (%lld)", e->name, i, (long long)syms[i]);
@@ -458,7 +453,7 @@ int tdrt_call(tdrt_model *m, int ei, const int64_t *syms, void *const *args) {
     for (int k = 0; k < e->out[o].rank; k++) n *= (size_t)dim_eval(e, e->out[o].dims[k]);
     memmove(args[e->n_in + o], e->bufs[b], n);
   }
-  if (rc == 0) setup_fast(m, e);
+  if (rc == 0) setup_fast(m, ei);
   return rc;
 }
 
@@ -466,7 +461,11 @@ int tdrt_call(tdrt_model *m, int ei, const int64_t *syms, void *const *args) {
 
 static tda_entry *exe_entry(void *m, int ei) { return &((tdrt_model *)m)->entries[ei].c; }
 static int exe_load(void *m, const char *path) { return tdrt_load_weights(m, path, NULL, 0); }
-static int exe_call(void *m, int ei, const int64_t *syms, void *const *args) { return tdrt_call(m, ei, syms, args); }
+/* through the generated entry function, as a program calling the C API */
+static int exe_call(void *m, int ei, const int64_t *syms, void *const *args) {
+  tdrt_call_fn f = ((tdrt_model *)m)->entries[ei].call_fn;
+  return f ? f(m, ei, syms, args) : tdrt_call(m, ei, syms, args);
+}
 static void exe_quiet(void *m) { tdrt_set_print(m, NULL, NULL); }
 static const char *exe_error(void *m) { return tdrt_error(m); }
 

@@ -103,18 +103,15 @@ static int build_entry(builder *b, td_program *prog, int ei) {
 
 /* ---- the API context ---- */
 
-/* static void <prefix>__kernels(int e, void **out): the kernels of entry e. */
-static gcc_jit_function *add_kernel_table(builder *b, tdb_api *A) {
+/* static void <prefix>__kernels(int e, void **out): the kernels of entry
+ * e, then its generated entry function (calls[e], or NULL). */
+static gcc_jit_function *add_kernel_table(builder *b, tdb_api *A, gcc_jit_function ***kern, gcc_jit_function **calls) {
   gcc_jit_type *ts[2] = {A->t_int, A->t_vpp};
   gcc_jit_param *ps[2];
   char name[200];
   snprintf(name, sizeof name, "%s__kernels", b->c.o->prefix);
   gcc_jit_function *f = tdb_fn_new(A, GCC_JIT_FUNCTION_INTERNAL, A->t_void, name, 2, ts, ps);
   gcc_jit_block *blk = gcc_jit_function_new_block(f, "start");
-  gcc_jit_type *i64 = A->t_i64;
-  gcc_jit_type *kt[7] = {A->t_vpp, gcc_jit_type_get_pointer(i64), A->t_vp,
-                         gcc_jit_type_get_pointer(gcc_jit_context_get_type(A->ctx, GCC_JIT_TYPE_INT32_T)), A->t_vpp,
-                         i64, i64};
   for (int ei = 0; ei < b->c.n_e; ei++) {
     gcc_jit_block *yes = gcc_jit_function_new_block(f, NULL), *no = gcc_jit_function_new_block(f, NULL);
     gcc_jit_block_end_with_conditional(blk, NULL,
@@ -123,18 +120,156 @@ static gcc_jit_function *add_kernel_table(builder *b, tdb_api *A) {
                                                                       tdb_ival(A, A->t_int, ei)),
                                        yes, no);
     const td_plan *p = b->c.e[ei].plan;
-    for (int k = 0; k < p->n_kernels; k++) {
-      gcc_jit_function *kf = tdb_import(A, A->t_void, p->kernels[k].name, 7, kt);
+    for (int k = 0; k <= p->n_kernels; k++) {
+      gcc_jit_function *kf = k < p->n_kernels ? kern[ei][k] : calls[ei];
       gcc_jit_lvalue *slot =
           gcc_jit_context_new_array_access(A->ctx, NULL, gcc_jit_param_as_rvalue(ps[1]), tdb_ival(A, A->t_int, k));
       gcc_jit_block_add_assignment(yes, NULL, slot,
-                                   gcc_jit_context_new_cast(A->ctx, NULL, gcc_jit_function_get_address(kf, NULL), A->t_vp));
+                                   kf ? gcc_jit_context_new_cast(A->ctx, NULL, gcc_jit_function_get_address(kf, NULL), A->t_vp)
+                                      : gcc_jit_context_null(A->ctx, A->t_vp));
     }
     gcc_jit_block_end_with_void_return(yes, NULL);
     blk = no;
   }
   gcc_jit_block_end_with_void_return(blk, NULL);
   return f;
+}
+
+/* ---- the per-call fast path (artifact.h's tdrt_fast) ---- */
+
+typedef struct fastgen {
+  tdb_api *A;
+  gcc_jit_function *f;
+  gcc_jit_block *blk, *slow;
+  gcc_jit_struct *st;
+  gcc_jit_field *fl[9];   /* ok, bufs, dv, scratch, rt, calls, syms, bind, ext */
+  gcc_jit_rvalue *rec;    /* the entry's tdrt_fast * */
+  gcc_jit_function *rand, *index_error, *rt_call;   /* the runtime's */
+  gcc_jit_function ***kern;   /* per entry, per kernel: its declaration */
+} fastgen;
+
+/* What every entry's fast path uses: tdrt_fast as gccjit sees it (the
+ * same fields in the same order), the runtime functions, and every
+ * kernel's declaration (once per context).  -1 when out of memory. */
+static int fast_init(fastgen *g, builder *b, tdb_api *A, gcc_jit_function *rt_call) {
+  memset(g, 0, sizeof *g);
+  g->A = A;
+  g->rt_call = rt_call;
+  gcc_jit_type *vi[2] = {A->t_vp, A->t_int};
+  g->rand = tdb_import(A, A->t_void, "tdrt_fast_rand", 2, vi);
+  g->index_error = tdb_import(A, A->t_int, "tdrt_fast_index_error", 2, vi);
+  gcc_jit_type *i64p = gcc_jit_type_get_pointer(A->t_i64), *i32 = gcc_jit_context_get_type(A->ctx, GCC_JIT_TYPE_INT32_T);
+  gcc_jit_type *kt[7] = {A->t_vpp, i64p, A->t_vp, gcc_jit_type_get_pointer(i32), A->t_vpp, A->t_i64, A->t_i64};
+  if (!(g->kern = td_arena_alloc(b->c.a, (size_t)(b->c.n_e + 1) * sizeof *g->kern))) return -1;
+  for (int ei = 0; ei < b->c.n_e; ei++) {
+    const td_plan *p = b->c.e[ei].plan;
+    if (!(g->kern[ei] = td_arena_alloc(b->c.a, (size_t)(p->n_kernels + 1) * sizeof **g->kern))) return -1;
+    for (int k = 0; k < p->n_kernels; k++) g->kern[ei][k] = tdb_import(A, A->t_void, p->kernels[k].name, 7, kt);
+  }
+  gcc_jit_type *t[9] = {A->t_i64, A->t_vpp, i64p, A->t_vp, A->t_vpp, i64p,
+                        gcc_jit_context_new_array_type(A->ctx, NULL, A->t_i64, TDRT_FAST_SYMS),
+                        gcc_jit_context_new_array_type(A->ctx, NULL, A->t_i64, TDRT_FAST_ARGS),
+                        gcc_jit_context_new_array_type(A->ctx, NULL, A->t_i64, TDRT_FAST_KERNS)};
+  const char *n[9] = {"ok", "bufs", "dv", "scratch", "rt", "calls", "syms", "bind", "ext"};
+  for (int i = 0; i < 9; i++) g->fl[i] = gcc_jit_context_new_field(A->ctx, NULL, t[i], n[i]);
+  g->st = gcc_jit_context_new_struct_type(A->ctx, NULL, "tdrt_fast", 9, g->fl);
+  return 0;
+}
+
+static gcc_jit_rvalue *fget(fastgen *g, int field) {
+  return gcc_jit_lvalue_as_rvalue(gcc_jit_rvalue_dereference_field(g->rec, NULL, g->fl[field]));
+}
+
+static gcc_jit_rvalue *fidx(fastgen *g, gcc_jit_rvalue *arr, long i) {
+  return gcc_jit_lvalue_as_rvalue(gcc_jit_context_new_array_access(g->A->ctx, NULL, arr, tdb_ival(g->A, g->A->t_int, i)));
+}
+
+/* Continues in a new block when cond is false; to the slow path when true. */
+static void unless(fastgen *g, gcc_jit_rvalue *cond) {
+  gcc_jit_block *next = gcc_jit_function_new_block(g->f, NULL);
+  gcc_jit_block_end_with_conditional(g->blk, NULL, cond, g->slow, next);
+  g->blk = next;
+}
+
+static gcc_jit_rvalue *cmp(tdb_api *A, enum gcc_jit_comparison op, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  return gcc_jit_context_new_comparison(A->ctx, NULL, op, a, b);
+}
+
+/* static int <prefix>__call<ei>(m, ei, syms, args): when the entry's
+ * tdrt_fast record holds for these sizes and no pointer is NULL, binds the
+ * pointers and calls the kernels directly; otherwise tdrt_call.  NULL (use
+ * tdrt_call) when the entry exceeds the record's limits. */
+static gcc_jit_function *add_call_fn(builder *b, fastgen *gs, int ei) {
+  const tdb_entry *e = &b->c.e[ei];
+  const td_plan *p = e->plan;
+  tdb_api *A = gs->A;
+  int n_io = e->opt->n_inputs + e->opt->n_outputs, rand = 0;
+  if (e->n_args > TDRT_FAST_SYMS || n_io > TDRT_FAST_ARGS || p->n_kernels > TDRT_FAST_KERNS) return NULL;
+  for (int i = 0; i < b->x[ei].n_dims; i++) rand |= b->x[ei].dims[i].rand_node >= 0;
+  fastgen g = *gs;
+  gcc_jit_type *i64p = gcc_jit_type_get_pointer(A->t_i64), *i32 = gcc_jit_context_get_type(A->ctx, GCC_JIT_TYPE_INT32_T);
+  gcc_jit_type *ts[4] = {A->t_vp, A->t_int, i64p, A->t_vpp};
+  gcc_jit_param *ps[4];
+  char name[200];
+  snprintf(name, sizeof name, "%s__call%d", b->c.o->prefix, ei);
+  /* a few kernels: inlined into the C API wrapper, whose arrays then
+   * vanish (what W1's calls measure); GCC refuses to force larger ones */
+  g.f = tdb_fn_new(A, p->n_kernels <= 4 ? GCC_JIT_FUNCTION_ALWAYS_INLINE : GCC_JIT_FUNCTION_INTERNAL, A->t_int, name, 4,
+                   ts, ps);
+  gcc_jit_rvalue *m = gcc_jit_param_as_rvalue(ps[0]), *syms = gcc_jit_param_as_rvalue(ps[2]),
+                 *args = gcc_jit_param_as_rvalue(ps[3]);
+  g.blk = gcc_jit_function_new_block(g.f, "start");
+  g.slow = gcc_jit_function_new_block(g.f, "slow");
+  gcc_jit_rvalue *fw[4] = {m, gcc_jit_param_as_rvalue(ps[1]), syms, args};
+  gcc_jit_block_end_with_return(g.slow, NULL, gcc_jit_context_new_call(A->ctx, NULL, g.rt_call, 4, fw));
+  gcc_jit_type *recp = gcc_jit_type_get_pointer(gcc_jit_struct_as_type(g.st));
+  unless(&g, cmp(A, GCC_JIT_COMPARISON_EQ, m, gcc_jit_context_null(A->ctx, A->t_vp)));
+  gcc_jit_lvalue *rec = gcc_jit_function_new_local(g.f, NULL, recp, "rec");
+  gcc_jit_rvalue *table = gcc_jit_lvalue_as_rvalue(
+      gcc_jit_rvalue_dereference(gcc_jit_context_new_cast(A->ctx, NULL, m, gcc_jit_type_get_pointer(recp)), NULL));
+  gcc_jit_block_add_assignment(g.blk, NULL, rec,
+                               gcc_jit_lvalue_get_address(gcc_jit_context_new_array_access(A->ctx, NULL, table,
+                                                                                           tdb_ival(A, A->t_int, ei)), NULL));
+  g.rec = gcc_jit_lvalue_as_rvalue(rec);
+  unless(&g, cmp(A, GCC_JIT_COMPARISON_EQ, fget(&g, 0), tdb_ival(A, A->t_i64, 0)));
+  for (int i = 0; i < e->n_args; i++)
+    unless(&g, cmp(A, GCC_JIT_COMPARISON_NE, fidx(&g, syms, i), fidx(&g, fget(&g, 6), i)));
+  for (int i = 0; i < n_io; i++)
+    unless(&g, cmp(A, GCC_JIT_COMPARISON_EQ, fidx(&g, args, i), gcc_jit_context_null(A->ctx, A->t_vp)));
+  gcc_jit_lvalue *bufs = gcc_jit_function_new_local(g.f, NULL, A->t_vpp, "bufs");
+  gcc_jit_block_add_assignment(g.blk, NULL, bufs, fget(&g, 1));
+  for (int i = 0; i < n_io; i++)
+    gcc_jit_block_add_assignment(g.blk, NULL,
+                                 gcc_jit_context_new_array_access(A->ctx, NULL, gcc_jit_lvalue_as_rvalue(bufs),
+                                                                  fidx(&g, fget(&g, 7), i)),
+                                 fidx(&g, args, i));
+  gcc_jit_rvalue *me[2] = {m, tdb_ival(A, A->t_int, ei)};
+  if (rand) {
+    gcc_jit_block_add_eval(g.blk, NULL, gcc_jit_context_new_call(A->ctx, NULL, g.rand, 2, me));
+  } else {
+    gcc_jit_block_add_assignment_op(g.blk, NULL, gcc_jit_rvalue_dereference(fget(&g, 5), NULL), GCC_JIT_BINARY_OP_PLUS,
+                                    tdb_ival(A, A->t_i64, 1));
+  }
+  gcc_jit_lvalue *st = gcc_jit_function_new_local(g.f, NULL, i32, "status");
+  gcc_jit_block_add_assignment(g.blk, NULL, st, tdb_ival(A, i32, 0));
+  gcc_jit_block *fail = gcc_jit_function_new_block(g.f, "index_error");
+  gcc_jit_block_end_with_return(fail, NULL, gcc_jit_context_new_call(A->ctx, NULL, g.index_error, 2, me));
+  for (int k = 0; k < p->n_kernels; k++) {
+    gcc_jit_rvalue *ext = fidx(&g, fget(&g, 8), k);
+    gcc_jit_block *run = gcc_jit_function_new_block(g.f, NULL), *next = gcc_jit_function_new_block(g.f, NULL),
+                  *ok = gcc_jit_function_new_block(g.f, NULL);
+    gcc_jit_block_end_with_conditional(g.blk, NULL, cmp(A, GCC_JIT_COMPARISON_GT, ext, tdb_ival(A, A->t_i64, 0)), run,
+                                       next);
+    gcc_jit_rvalue *ka[7] = {gcc_jit_lvalue_as_rvalue(bufs), fget(&g, 2), fget(&g, 3),
+                             gcc_jit_lvalue_get_address(st, NULL), fget(&g, 4), tdb_ival(A, A->t_i64, 0), ext};
+    gcc_jit_block_add_eval(run, NULL, gcc_jit_context_new_call(A->ctx, NULL, g.kern[ei][k], 7, ka));
+    gcc_jit_block_end_with_conditional(run, NULL, cmp(A, GCC_JIT_COMPARISON_GT, gcc_jit_lvalue_as_rvalue(st),
+                                                      tdb_ival(A, i32, 0)), fail, ok);
+    gcc_jit_block_end_with_jump(ok, NULL, next);
+    g.blk = next;
+  }
+  gcc_jit_block_end_with_return(g.blk, NULL, tdb_ival(A, A->t_int, 0));
+  return g.f;
 }
 
 /* The C API (and with is_exe a main) into a new context. */
@@ -147,7 +282,16 @@ static gcc_jit_context *api_context(builder *b, int is_exe) {
     gcc_jit_context_release(A.ctx);
     return NULL;
   }
-  gcc_jit_function *kernels = add_kernel_table(b, &A);
+  gcc_jit_type *t_call[4] = {A.t_vp, A.t_int, gcc_jit_type_get_pointer(A.t_i64), A.t_vpp};
+  gcc_jit_function *rt_call = tdb_import(&A, A.t_int, "tdrt_call", 4, t_call);
+  fastgen g;
+  gcc_jit_function **calls = td_arena_alloc(b->c.a, (size_t)(b->c.n_e + 1) * sizeof *calls);
+  if (!calls || fast_init(&g, b, &A, rt_call)) {
+    gcc_jit_context_release(A.ctx);
+    return NULL;
+  }
+  for (int ei = 0; ei < b->c.n_e; ei++) calls[ei] = add_call_fn(b, &g, ei);
+  gcc_jit_function *kernels = add_kernel_table(b, &A, g.kern, calls);
   gcc_jit_type *t_load[4] = {A.t_vp, A.t_cp, A.t_vp, A.t_size};
   tdb_add_forward(&b->c, &A, "load_weights", A.t_int, "tdrt_load_weights", 4, t_load);
   tdb_add_forward(&b->c, &A, "free", A.t_void, "tdrt_free", 1, t_load);
@@ -157,13 +301,13 @@ static gcc_jit_context *api_context(builder *b, int is_exe) {
   gcc_jit_rvalue *fixed[3] = {tdb_addr0(&A, A.desc), tdb_addr0(&A, A.data),
                               gcc_jit_context_new_cast(A.ctx, NULL, gcc_jit_function_get_address(kernels, NULL), A.t_vp)};
   tdb_add_create(&b->c, &A, "tdrt_create", TDRT_ABI, 3, fixed);
-  gcc_jit_type *t_call[4] = {A.t_vp, A.t_int, gcc_jit_type_get_pointer(A.t_i64), A.t_vpp};
-  gcc_jit_function *rt_call = tdb_import(&A, A.t_int, "tdrt_call", 4, t_call);
-  for (int ei = 0; ei < b->c.n_e; ei++) tdb_add_entry_fn(&b->c, &A, rt_call, ei, "");
+  for (int ei = 0; ei < b->c.n_e; ei++) tdb_add_entry_fn(&b->c, &A, calls[ei] ? calls[ei] : rt_call, ei, "");
   if (is_exe) tdb_add_main(&A, "tdrt_exe_main", 3, fixed);
   for (int ei = 0; ei < b->c.n_e; ei++) gcc_jit_context_add_driver_option(A.ctx, b->x[ei].obj);
   gcc_jit_context_add_driver_option(A.ctx, b->c.o->rt_lib);
   gcc_jit_context_add_driver_option(A.ctx, "-Wl,--exclude-libs,ALL");
+  /* the wrappers call the kernels directly, not through the PLT */
+  gcc_jit_context_add_driver_option(A.ctx, "-Wl,-Bsymbolic-functions");
   /* the pool's parked threads run the library's code: never unmap it */
   if (!is_exe) gcc_jit_context_add_driver_option(A.ctx, "-Wl,-z,nodelete");
   gcc_jit_context_add_driver_option(A.ctx, "-lm");

@@ -335,6 +335,62 @@ Test(build, repeated_calls_follow_their_arguments) {
   free(text);
 }
 
+/* The generated entry functions' fast path (calls with the sizes of the
+ * previous one): each call draws new random numbers, the same ones as a
+ * model whose calls alternate sizes (so every call takes the full path),
+ * the first equal to `tdsl run`; an input no kernel reads is fine; an
+ * index out of range on a fast call is still reported, and the next call
+ * recovers. */
+Test(build, fast_calls_draw_numbers_and_check_indices) {
+  skip_if_sanitized();
+  FILE *t = fopen(path("t.td"), "w");
+  cr_assert_not_null(t);
+  fputs("fn noisy(x: f32[N, 1]) -> f32[4] {\n  rand([4], seed = 3)\n}\n\n"
+        "fn pick(t: f32[5], idx: i32[M]) -> f32[M] {\n  take(t, idx, axis = 0)\n}\n",
+        t);
+  fclose(t);
+  write_xp("x.npy", 1, 1, 0.5);
+  cr_assert_eq(sh("'%s' run '%s' --entry noisy --in x='%s' --out '%s'", TDSL_BIN, path("t.td"), path("x.npy"),
+                  path("r.npy")),
+               0);
+  cr_assert_eq(sh("'%s' build '%s' -o '%s'", TDSL_BIN, path("t.td"), dir), 0);
+  FILE *c = fopen(path("fast.c"), "w");
+  cr_assert_not_null(c);
+  fputs("#include <stdio.h>\n#include <string.h>\n#include \"t.h\"\n"
+        "int main(void) {\n"
+        "  t_model *a = t_create(), *b = t_create();\n"
+        "  float x[2] = {1, 2}, ya[4][4], yb[4][4], t5[5] = {10, 11, 12, 13, 14}, out[2];\n"
+        "  int32_t idx[2] = {1, 4}, bad[2] = {1, 5};\n"
+        "  if (!a || !b) return 10;\n"
+        "  for (int k = 0; k < 4; k++)\n"
+        "    if (t_noisy(a, 1, x, ya[k]) || t_noisy(b, 1 + (k & 1), x, yb[k])) return 11;\n"
+        "  if (memcmp(ya, yb, sizeof ya)) return 12;\n"
+        "  for (int k = 1; k < 4; k++)\n"
+        "    if (!memcmp(ya[k], ya[k - 1], sizeof ya[k])) return 13;\n"
+        "  for (int i = 0; i < 4; i++) printf(\"%.9g\\n\", ya[0][i]);\n"
+        "  for (int k = 0; k < 2; k++)\n"
+        "    if (t_pick(a, 2, t5, idx, out) || out[0] != 11 || out[1] != 14) return 14;\n"
+        "  if (t_pick(a, 2, t5, bad, out) != 2 || !strstr(t_error(a), \"out of range\")) return 15;\n"
+        "  if (t_pick(a, 2, t5, idx, out) || out[1] != 14) return 16;\n"
+        "  t_free(a);\n  t_free(b);\n  return 0;\n}\n",
+        c);
+  fclose(c);
+  cr_assert_eq(sh("cc -I'%s' '%s' '%s/t.so' -Wl,-rpath,'%s' -o '%s'", dir, path("fast.c"), dir, dir, path("fast")), 0);
+  cr_assert_eq(sh("'%s' > '%s'", path("fast"), path("fast.txt")), 0);
+  td_tensor *ref = read_npy("r.npy");
+  char *text = read_text(path("fast.txt")), *at = text;
+  for (int i = 0; i < 4; i++) {
+    char *end;
+    double v = strtod(at, &end);
+    cr_assert(end != at, "output ends early");
+    at = end;
+    cr_expect_eq((float)v, ((float *)ref->data)[i], "the first call's number %d: %.9g, tdsl run %.9g", i, v,
+                 ((float *)ref->data)[i]);
+  }
+  free(text);
+  td_tensor_release(ref);
+}
+
 /* DT_NEEDED of the library and the executable: libc, libm, pthreads only. */
 Test(build, artifact_needs_only_libc) {
   skip_if_sanitized();
