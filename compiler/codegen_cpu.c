@@ -221,7 +221,7 @@ static void init_types(cg *c) {
 }
 
 /* Starts function `name` with the kernel signature. */
-static void begin_function(cg *c, const char *name) {
+static void begin_function_kind(cg *c, const char *name, enum gcc_jit_function_kind kind) {
   gcc_jit_param *ps[7] = {
       gcc_jit_context_new_param(c->ctx, NULL, c->t_vpp, "bufs"),
       gcc_jit_context_new_param(c->ctx, NULL, c->t_i64p, "dv"),
@@ -230,7 +230,7 @@ static void begin_function(cg *c, const char *name) {
       gcc_jit_context_new_param(c->ctx, NULL, c->t_vpp, "rt"),
       gcc_jit_context_new_param(c->ctx, NULL, c->t_i64, "lo"),
       gcc_jit_context_new_param(c->ctx, NULL, c->t_i64, "hi")};
-  c->fn = gcc_jit_context_new_function(c->ctx, NULL, GCC_JIT_FUNCTION_EXPORTED, c->t_void, name, 7, ps, 0);
+  c->fn = gcc_jit_context_new_function(c->ctx, NULL, kind, c->t_void, name, 7, ps, 0);
   c->p_rt = gcc_jit_param_as_rvalue(ps[4]);
   c->p_lo = gcc_jit_param_as_rvalue(ps[5]);
   c->p_hi = gcc_jit_param_as_rvalue(ps[6]);
@@ -243,6 +243,68 @@ static void begin_function(cg *c, const char *name) {
   for (int i = 0; i < c->p->n_bufs; i++) c->bufptr[i] = NULL;
   for (int i = 0; i < c->n_dims; i++) c->dimloc[i] = NULL;
   c->n_memo = c->n_ixmemo = 0;
+}
+
+static void begin_function(cg *c, const char *name) { begin_function_kind(c, name, GCC_JIT_FUNCTION_EXPORTED); }
+
+int cg_outline_begin(cg *c, cg_outline *o, const char *suffix) {
+  o->fn = c->fn;
+  o->entry = c->entry;
+  o->blk = c->blk;
+  gcc_jit_rvalue **pv[7] = {&c->p_bufs, &c->p_dv, &c->p_scratch, &c->p_status, &c->p_rt, &c->p_lo, &c->p_hi};
+  for (int i = 0; i < 7; i++) o->params[i] = *pv[i];
+  o->bufptr = c->bufptr;
+  o->dimloc = c->dimloc;
+  o->n_dims = c->n_dims;
+  o->hoisted = c->hoisted;
+  o->memo = c->memo, o->n_memo = c->n_memo, o->cap_memo = c->cap_memo;
+  o->ixmemo = c->ixmemo, o->n_ixmemo = c->n_ixmemo, o->cap_ixmemo = c->cap_ixmemo;
+  o->mm_acc = c->mm_acc;
+  c->bufptr = td_arena_alloc(c->arena, (size_t)(c->p->n_bufs + 1) * sizeof *c->bufptr);
+  c->dimloc = td_arena_alloc(c->arena, (size_t)(c->cap_dims + 1) * sizeof *c->dimloc);
+  c->hoisted = td_arena_alloc(c->arena, (size_t)(c->g->n_nodes + 1) * sizeof *c->hoisted);
+  if (!c->bufptr || !c->dimloc || !c->hoisted) return td_err_set(c->err, "out of memory");
+  memset(c->hoisted, 0, (size_t)(c->g->n_nodes + 1) * sizeof *c->hoisted);
+  c->memo = NULL, c->cap_memo = 0;
+  c->ixmemo = NULL, c->cap_ixmemo = 0;
+  char name[160];
+  snprintf(name, sizeof name, "%s_%s", c->k->name, suffix);
+  begin_function_kind(c, name, GCC_JIT_FUNCTION_INTERNAL);
+  o->start = c->blk;
+  return 0;
+}
+
+void cg_outline_call(cg *c, const cg_outline *o, gcc_jit_function *f, gcc_jit_rvalue *lo, gcc_jit_rvalue *hi) {
+  gcc_jit_rvalue *a[7];
+  memcpy(a, o->params, sizeof a);
+  a[5] = lo;
+  a[6] = hi;
+  gcc_jit_block_add_eval(c->blk, NULL, gcc_jit_context_new_call(c->ctx, NULL, f, 7, a));
+}
+
+gcc_jit_function *cg_outline_end(cg *c, cg_outline *o) {
+  gcc_jit_function *f = c->fn;
+  gcc_jit_block_end_with_void_return(c->blk, NULL);
+  gcc_jit_block_end_with_jump(c->entry, NULL, o->start);
+  c->fn = o->fn;
+  c->entry = o->entry;
+  c->blk = o->blk;
+  gcc_jit_rvalue **pv[7] = {&c->p_bufs, &c->p_dv, &c->p_scratch, &c->p_status, &c->p_rt, &c->p_lo, &c->p_hi};
+  for (int i = 0; i < 7; i++) *pv[i] = o->params[i];
+  c->bufptr = o->bufptr;
+  /* entries added to the runtime table meanwhile have no local here yet */
+  gcc_jit_lvalue **dl = td_arena_alloc(c->arena, (size_t)(c->cap_dims + 1) * sizeof *dl);
+  if (!dl) {
+    td_err_set(c->err, "out of memory");
+    return f;
+  }
+  for (int i = 0; i < c->n_dims; i++) dl[i] = i < o->n_dims ? o->dimloc[i] : NULL;
+  c->dimloc = dl;
+  c->hoisted = o->hoisted;
+  c->memo = o->memo, c->n_memo = o->n_memo, c->cap_memo = o->cap_memo;
+  c->ixmemo = o->ixmemo, c->n_ixmemo = o->n_ixmemo, c->cap_ixmemo = o->cap_ixmemo;
+  c->mm_acc = o->mm_acc;
+  return f;
 }
 
 /* The parallel loop of kernel k: the first axis of its space that is not
@@ -353,6 +415,11 @@ gcc_jit_context *tdc_codegen(const td_plan *p, const char *march, int opt, td_ar
    * types or need no versioning. */
   gcc_jit_context_add_command_line_option(c.ctx, "-ftree-vectorize");
   gcc_jit_context_add_command_line_option(c.ctx, "-fvect-cost-model=cheap");
+  /* the shared GEMM functions (codegen_gemm.c) stay out of line even in a
+   * kernel that calls them once: inlined, their 64-byte aligned locals
+   * gave the kernel a realigned stack frame that W1's calls paid every
+   * time, also when they only took the small-matrix path */
+  gcc_jit_context_add_command_line_option(c.ctx, "-fno-inline-functions-called-once");
   if (!strcmp(march, "x86-64-v4")) gcc_jit_context_add_command_line_option(c.ctx, "-mprefer-vector-width=512");
   c.isa = !strcmp(march, "x86-64-v4") ? 2 : !strcmp(march, "x86-64-v3") ? 1 : 0;
   init_types(&c);

@@ -216,6 +216,16 @@ static gcc_jit_lvalue *dot_vec(cg *c, const dotv *D, gcc_jit_rvalue *base, gcc_j
   return gcc_jit_rvalue_dereference(gcc_jit_context_new_cast(c->ctx, NULL, addr, D->vtp), NULL);
 }
 
+/* The epilogue of columns j0 .. j0 + nj - 1 of row i, from sums: one copy
+ * for the nj columns (compile time). */
+static int dot_epilogue(cg *c, mm *m, const dotv *D, gcc_jit_rvalue *i, gcc_jit_rvalue *j0, int nj) {
+  cloop le;
+  gcc_jit_rvalue *jj = cg_loop_open(c, &le, cg_i64(c, nj));
+  if (epilogue(c, m->ix, m->r, i, keep_i(c, add(c, j0, jj), "j"), elem(c, sp2(c, D), jj))) return -1;
+  cg_loop_close(c, &le);
+  return 0;
+}
+
 /* nj columns j0 .. j0 + nj - 1 of row i: one vector accumulator per column
  * over the contiguous rows of A and of B^T, a scalar one for the K % vl
  * tail, then the lanes summed and the epilogue of each column. */
@@ -225,14 +235,29 @@ static int dot_cols(cg *c, mm *m, const dotv *D, gcc_jit_rvalue *i, gcc_jit_rval
   gcc_jit_rvalue *brow[DOT_J], *zeros[64];
   for (int l = 0; l < D->vl; l++) zeros[l] = cg_const(c, m->dt, 0, 0);
   for (int jj = 0; jj < nj; jj++) {
-    acc[jj] = cg_local(c, D->vt, "dacc");
-    cg_assign(c, acc[jj], gcc_jit_context_new_rvalue_from_vector(c->ctx, NULL, D->vt, (size_t)D->vl, zeros));
+    if (D->spill) {
+      acc[jj] = cg_local(c, D->vt, "dacc");
+      cg_assign(c, acc[jj], gcc_jit_context_new_rvalue_from_vector(c->ctx, NULL, D->vt, (size_t)D->vl, zeros));
+    }
     tail[jj] = cg_local(c, m->t, "dtail");
     cg_assign(c, tail[jj], cg_const(c, m->dt, 0, 0));
     brow[jj] = keep_i(c, add(c, m->boff, mul(c, add(c, j0, cg_i64(c, jj)), m->sbn)), "brow");
   }
   cloop lk, lr;
-  gcc_jit_rvalue *k = cg_loop_range(c, &lk, cg_i64(c, 0), kf, D->vl);
+  gcc_jit_rvalue *k;
+  if (!D->spill) {   /* K is a constant below one vector: scalar products only */
+    k = cg_loop_range(c, &lr, cg_i64(c, 0), m->K, 1);
+    for (int jj = 0; jj < nj; jj++)
+      gcc_jit_block_add_assignment_op(c->blk, NULL, tail[jj], GCC_JIT_BINARY_OP_PLUS,
+                                      gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, m->t,
+                                                                    elem(c, m->aptr, add(c, abase, k)),
+                                                                    elem(c, m->bptr, add(c, brow[jj], k))));
+    cg_loop_close(c, &lr);
+    for (int jj = 0; jj < nj; jj++)
+      cg_assign(c, gcc_jit_context_new_array_access(c->ctx, NULL, rv(D->sums), cg_i64(c, jj)), rv(tail[jj]));
+    return dot_epilogue(c, m, D, i, j0, nj);
+  }
+  k = cg_loop_range(c, &lk, cg_i64(c, 0), kf, D->vl);
   gcc_jit_lvalue *av = cg_local(c, D->vt, "av");
   cg_assign(c, av, rv(dot_vec(c, D, m->aptr, add(c, abase, k))));
   for (int jj = 0; jj < nj; jj++)
@@ -265,12 +290,7 @@ static int dot_cols(cg *c, mm *m, const dotv *D, gcc_jit_rvalue *i, gcc_jit_rval
     cg_assign(c, gcc_jit_context_new_array_access(c->ctx, NULL, rv(D->sums), cg_i64(c, jj)),
               gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_PLUS, m->t, two, rv(tail[jj])));
   }
-  /* one copy of the epilogue for the nj columns (compile time) */
-  cloop le;
-  gcc_jit_rvalue *jj = cg_loop_open(c, &le, cg_i64(c, nj));
-  if (epilogue(c, m->ix, m->r, i, keep_i(c, add(c, j0, jj), "j"), elem(c, sp2(c, D), jj))) return -1;
-  cg_loop_close(c, &le);
-  return 0;
+  return dot_epilogue(c, m, D, i, j0, nj);
 }
 
 /* C = A B where A's rows and B's columns are contiguous (x @ w.T with w
@@ -283,7 +303,11 @@ static int dot_path(cg *c, mm *m) {
   D.vl = shape_for(c->isa, m->dt).vl;
   D.vt = gcc_jit_type_get_vector(m->t, (size_t)D.vl);
   D.vtp = gcc_jit_type_get_pointer(gcc_jit_type_get_aligned(D.vt, td_dtype_size(m->dt)));
-  D.spill = cg_local(c, gcc_jit_context_new_array_type(c->ctx, NULL, m->t, D.vl), "spill");
+  td_dim kd = m->A->shape[m->A->rank - 1];
+  /* no vector part (and no 64-byte aligned spill, which costs every call
+   * a realigned stack frame) when K is a constant under one vector */
+  D.spill = TD_DIM_IS_CONST(kd) && kd < D.vl ? NULL
+            : cg_local(c, gcc_jit_context_new_array_type(c->ctx, NULL, m->t, D.vl), "spill");
   D.sums = cg_local(c, gcc_jit_context_new_array_type(c->ctx, NULL, m->t, DOT_J), "dsum");
   cloop li, lj, lr;
   gcc_jit_rvalue *kf = keep_i(c, ib(c, GCC_JIT_BINARY_OP_MINUS, m->K, ib(c, GCC_JIT_BINARY_OP_MODULO, m->K, cg_i64(c, D.vl))), "kf");
@@ -649,6 +673,25 @@ static gcc_jit_rvalue *prepacked_ptr(cg *c, mm *m) {
   return rv(l);
 }
 
+static void mm_init(cg *c, mm *m);
+
+/* The blocked packed path of a 2-D matmul as a function of its own, called
+ * for rows lo .. hi (with pb: of the prepacked B): the small-matrix code
+ * the kernel runs on every call of a W1-size model keeps a light frame. */
+static int outlined_packed(cg *c, gcc_jit_rvalue *lo, gcc_jit_rvalue *hi, int prepacked) {
+  cg_outline o;
+  if (cg_outline_begin(c, &o, "packed")) return -1;
+  mm m;
+  mm_init(c, &m);
+  m.aoff = view_base(c, m.A, m.ix, m.r);
+  m.boff = view_base(c, m.B, m.ix, m.r);
+  int rc = prepacked ? packed_rows(c, &m, c->p_lo, c->p_hi, prepacked_ptr(c, &m)) : packed_rows(c, &m, c->p_lo, c->p_hi, NULL);
+  gcc_jit_function *f = cg_outline_end(c, &o);
+  if (rc) return -1;
+  cg_outline_call(c, &o, f, lo, hi);
+  return cg_failed(c);
+}
+
 /* One k of a tile: the panel's NV vectors of row kk times the broadcast
  * A[row r, kk], added into acc[r][*]. */
 static void pp_step(cg *c, mm *m, packed *P, gcc_jit_lvalue *(*acc)[MAX_NV], gcc_jit_rvalue **arow, int R,
@@ -696,7 +739,11 @@ static int pp_tile(cg *c, mm *m, packed *P, gcc_jit_rvalue *i, gcc_jit_rvalue *j
     for (int v = 0; v < s->nv; v++)
       cg_assign(c, vec_at(c, P, P->cb, cg_i64(c, r * s->nr + v * s->vl)), rv(acc[0][r][v]));
   gcc_jit_rvalue *j0 = keep_i(c, mul(c, jp, cg_i64(c, s->nr)), "j0");
-  gcc_jit_rvalue *jn = keep_i(c, imin(c, cg_i64(c, s->nr), ib(c, GCC_JIT_BINARY_OP_MINUS, m->N, j0)), "jn");
+  /* the prepacked N is a constant: when panels divide it, every tile's
+   * epilogue runs a known number of columns (no remainder loops) */
+  gcc_jit_rvalue *jn = c->kinfo->pack.n % s->nr == 0
+                           ? cg_i64(c, s->nr)
+                           : keep_i(c, imin(c, cg_i64(c, s->nr), ib(c, GCC_JIT_BINARY_OP_MINUS, m->N, j0)), "jn");
   /* one copy of the epilogue for the R rows (it may be long: gelu, a
    * residual): the compile time grows with every copy */
   cloop lr, lj;
@@ -718,7 +765,9 @@ static int pp_rows(cg *c, mm *m, packed *P, gcc_jit_rvalue *i0, gcc_jit_rvalue *
   gcc_jit_rvalue *jp = cg_loop_range(c, &lp, p0, p1, 1);
   gcc_jit_rvalue *lim = keep_i(c, ib(c, GCC_JIT_BINARY_OP_MINUS, i1, cg_i64(c, PP_ROWS - 1)), "lim");
   gcc_jit_rvalue *i = cg_loop_range(c, &l4, i0, lim, PP_ROWS);
-  if (pp_tile(c, m, P, i, jp, PP_ROWS, 1)) return -1;
+  /* a tile needs 8 independent FMA chains to hide the FMA latency (2 units
+   * x 4 cycles): with one-vector panels, two sets over K */
+  if (pp_tile(c, m, P, i, jp, PP_ROWS, PP_ROWS * P->s.nv < 8 ? 2 : 1)) return -1;
   cg_loop_close(c, &l4);
   i = cg_loop_range(c, &l1, rv(l4.i), i1, 1);
   if (pp_tile(c, m, P, i, jp, 1, PP_UNROLL)) return -1;
@@ -769,7 +818,7 @@ static int prepacked_path(cg *c, mm *m) {
         cmp(c, GCC_JIT_COMPARISON_GE, mul(c, mul(c, nf, m->N), m->K), cg_i64(c, 32768)));
     cif fb;
     if_open(c, &fb, big);
-    if (packed_rows(c, m, flo, fhi, P.bp)) return -1;
+    if (m->r == 2 ? outlined_packed(c, flo, fhi, 1) : packed_rows(c, m, flo, fhi, P.bp)) return -1;
     cg_assign(c, small_lo, fhi);
     if_close(c, &fb);
   }
@@ -841,7 +890,9 @@ int tdc_emit_matmul(cg *c) {
     gcc_jit_block *pk = cg_block(c, "packed"), *sm = cg_block(c, "simple"), *join = cg_block(c, "mm_end");
     gcc_jit_block_end_with_conditional(c->blk, NULL, big, pk, sm);
     c->blk = pk;
-    if (packed_path(c, &m)) return -1;
+    if (m.r == 2 ? outlined_packed(c, c->par_axis >= 0 ? c->p_lo : cg_i64(c, 0), c->par_axis >= 0 ? c->p_hi : m.M, 0)
+                 : packed_path(c, &m))
+      return -1;
     gcc_jit_block_end_with_jump(c->blk, NULL, join);
     c->blk = sm;
     if (dot_able(&m) ? dot_path(c, &m) : simple_path(c, &m)) return -1;

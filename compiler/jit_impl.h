@@ -92,6 +92,31 @@ typedef struct cg {
 } cg;
 
 /* ---- codegen_cpu.c: building blocks ---- */
+
+/* A part of a kernel emitted as a function of its own (same signature,
+ * INTERNAL; kept out of line by -fno-inline-functions-called-once): the
+ * kernel's per-function state is set aside between begin and end, so the
+ * part hoists its own loads.  Used for code a kernel rarely runs whose
+ * locals would otherwise cost every call (a realigned frame, saved
+ * registers): the packed GEMM path of a small-matrix kernel. */
+typedef struct cg_outline {
+  gcc_jit_function *fn;
+  gcc_jit_block *entry, *blk, *start;
+  gcc_jit_rvalue *params[7];
+  gcc_jit_lvalue **bufptr, **dimloc, **hoisted;
+  int n_dims;
+  cg_memo *memo;
+  int n_memo, cap_memo;
+  cg_ixmemo *ixmemo;
+  int n_ixmemo, cap_ixmemo;
+  gcc_jit_rvalue *mm_acc;
+} cg_outline;
+/* Starts <kernel>_<suffix>: code now goes into it.  -1 when out of memory. */
+int cg_outline_begin(cg *c, cg_outline *o, const char *suffix);
+/* Ends it and returns to the kernel (after cg_outline_begin's point). */
+gcc_jit_function *cg_outline_end(cg *c, cg_outline *o);
+/* In the kernel: f(bufs, dv, scratch, status, rt, lo, hi). */
+void cg_outline_call(cg *c, const cg_outline *o, gcc_jit_function *f, gcc_jit_rvalue *lo, gcc_jit_rvalue *hi);
 typedef struct cloop {
   gcc_jit_lvalue *i;
   gcc_jit_block *cond, *after;
