@@ -44,6 +44,7 @@ SYS_PY = os.environ.get("TDSL_BENCH_PYTHON") or (
     "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else (shutil.which("python3") or sys.executable))
 N2 = 16 * 1024 * 1024
 MLP_FLOP_ROW = 2.0 * (784 * 512 + 512 * 512 + 512 * 10)
+MLP_WEIGHT_BYTES = 4.0 * (784 * 512 + 512 * 512 + 512 * 10 + 512 + 512 + 10)
 W6_FLOP = 2.0 * 1024 * (256 * 768 + 256 * 256 + 256 * 1024 * 2) + 2 * (2.0 * 8 * 4 * 128 * 128 * 64)
 
 WL_TITLES = {
@@ -59,7 +60,8 @@ LIMIT_TEXT = {
     "W1": "limit = the hand-written C floor (one non-inlined call, T=1)",
     "W2": "limit = bytes (inputs read + output written) / copy bandwidth measured at T",
     "W3": "limit = 2n^3 FLOP / FMA peak measured at T",
-    "W4": "limit = matmul FLOP / FMA peak measured at T",
+    "W4": "limit = the larger of matmul FLOP / FMA peak and the weights' 2.69 MB / their measured read rate from "
+          "L3 (floors.c weights_read), both at T",
     "W5": "limit = 2 x 64 MiB / copy bandwidth measured at T",
     "W6": "limit = matmul FLOP (%.3f GFLOP) / FMA peak measured at T" % (W6_FLOP / 1e9),
 }
@@ -233,12 +235,25 @@ def check_python_module(mod):
     return p.returncode == 0
 
 
+def torch2_version(python):
+    """The PyTorch version `python` imports when it has torch.compile and
+    numpy, else None and why."""
+    try:
+        p = subprocess.run([python, "-c", "import numpy, torch; assert hasattr(torch, 'compile'); "
+                            "print(torch.__version__)"], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, str(e)
+    if p.returncode:
+        return None, (p.stderr.strip().splitlines() or ["failed"])[-1]
+    return p.stdout.strip(), None
+
+
 # --------------------------------------------------------------------- runners
 class PeerServer:
     """One peers.py --serve process (one thread count, one environment)."""
 
-    def __init__(self, threads, quick, env, errlog, tag, extra=()):
-        cmd = [SYS_PY, os.path.join(BENCH, "peers.py"), "--threads", str(threads), "--serve"] + list(extra)
+    def __init__(self, threads, quick, env, errlog, tag, extra=(), python=None):
+        cmd = [python or SYS_PY, os.path.join(BENCH, "peers.py"), "--threads", str(threads), "--serve"] + list(extra)
         if quick:
             cmd.append("--quick")
         self.tag = tag
@@ -430,7 +445,11 @@ def limit_of(wl, case, threads, limits, floors_w1):
         return 2.0 * n ** 3 / 1e9 / peak, "%.2f GFLOP / %.0f GFLOP/s" % (2.0 * n ** 3 / 1e9, peak)
     if wl == "W4":
         b = int(case.split("=")[1])
-        return b * MLP_FLOP_ROW / 1e9 / peak, "%.4f GFLOP / %.0f GFLOP/s" % (b * MLP_FLOP_ROW / 1e9, peak)
+        t, desc = b * MLP_FLOP_ROW / 1e9 / peak, "%.4f GFLOP / %.0f GFLOP/s" % (b * MLP_FLOP_ROW / 1e9, peak)
+        wr = limit_rate(limits, threads, "weights_read")
+        if wr and MLP_WEIGHT_BYTES / 1e9 / wr > t:
+            t, desc = MLP_WEIGHT_BYTES / 1e9 / wr, "%.2f MB / %.0f GB/s" % (MLP_WEIGHT_BYTES / 1e6, wr)
+        return t, desc
     if wl == "W6":
         return W6_FLOP / 1e9 / peak, "%.3f GFLOP / %.0f GFLOP/s" % (W6_FLOP / 1e9, peak)
     return None, None
@@ -647,6 +666,10 @@ def main():
     ap.add_argument("--no-peers", action="store_true", help="skip numpy/PyTorch")
     ap.add_argument("--no-tuned", dest="tuned", action="store_false",
                     help="skip the [tuned] PyTorch rows (PERFORMANCE.md's tuned configuration)")
+    ap.add_argument("--torch2", default=os.environ.get("TDSL_BENCH_TORCH2_PYTHON"), metavar="PYTHON",
+                    help="a Python with PyTorch 2.x and numpy (e.g. a venv: python3 -m venv V && "
+                         "V/bin/pip install torch numpy): adds its torch eager and torch.compile rows, tuned "
+                         "(default: $TDSL_BENCH_TORCH2_PYTHON)")
     a = ap.parse_args()
     t_start = time.time()
     threads_list = [int(x) for x in a.threads.split(",") if x.strip()]
@@ -684,6 +707,16 @@ def main():
     if have_np and not have_torch:
         notes.append("torch is not importable by %s: torch rows skipped (install: apt-get install python3-torch)"
                      % SYS_PY)
+    torch2 = None
+    if a.torch2 and not a.no_peers:
+        torch2, why = torch2_version(a.torch2)
+        if torch2:
+            mach["torch2"] = "%s (PyTorch %s)" % (a.torch2, torch2)
+        else:
+            notes.append("--torch2 %s: no PyTorch 2.x with numpy there (%s): no torch.compile rows" % (a.torch2, why))
+    elif not a.no_peers:
+        notes.append("torch.compile: not available (Debian's torch is 1.13); pass --torch2 PYTHON with a "
+                     "PyTorch 2.x (a venv: python3 -m venv V && V/bin/pip install torch numpy)")
     for n in notes:
         log("note: " + n)
     unset_env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
@@ -722,6 +755,10 @@ def main():
                 mach["tuned_env"] = " ".join("%s=%s" % (k, tuned_env[k]) for k in (
                     "ATEN_CPU_CAPABILITY", "OMP_WAIT_POLICY", "LD_PRELOAD") if k in tuned_env) + \
                     ", OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset"
+            if torch2:
+                errlog2 = open(os.path.join(out, "peers_torch2_T%d.log" % t), "w")
+                servers["torch2"] = PeerServer(t, a.quick, tuned_env, errlog2, "torch2", ["--tuned"],
+                                               python=a.torch2)
         log("[T=%d] limits" % t)
         for r in run_floors(floors, t, ["limits"], a.quick, logf):
             limits.setdefault(t, {})[r["name"]] = r
@@ -762,8 +799,9 @@ def main():
             if servers:
                 srv = servers["blas"] if wl == "W3" and "blas" in servers else servers["default"]
                 got = srv.run(wl.lower())
-                if "tuned" in servers:
-                    got += servers["tuned"].run(wl.lower())
+                for extra in ("tuned", "torch2"):
+                    if extra in servers:
+                        got += servers[extra].run(wl.lower())
                 recs += got
                 n_ok = sum(1 for r in got if r.get("status") == "ok")
                 log("[T=%d] %s peers: %d results%s" % (t, wl, n_ok, "".join(
@@ -800,6 +838,8 @@ def main():
                         recs.append(r)
             if servers:
                 recs += servers["default"].run("w7")
+                if "torch2" in servers:
+                    recs += servers["torch2"].run("w7")
         for s in servers.values():
             s.close()
 
@@ -807,18 +847,19 @@ def main():
     clock = limits.get(threads_list[0], {}).get("clock", {}).get("rate")
     mach["measured_clock_ghz"] = round(clock, 2) if clock else None
     for h in peer_hello:
-        if h.get("system") == "peers":
+        if h.get("system") == "peers" and h.get("peer_env") in (None, "default"):
             mach["numpy"], mach["torch"] = h.get("numpy"), h.get("torch")
     md_tables, summary = build_tables(recs, limits, floors_w1, threads_list, wls)
     lim_lines = ["Median run (best run).  The limits used below are the best run, and at T=2 never less "
                  "than at T=1.", "",
-                 "| T | copy | copy (non-temporal) | FMA peak | fresh 64 MiB, 4 KiB pages | same, THP |",
-                 "|---|---|---|---|---|---|"]
+                 "| T | copy | copy (non-temporal) | FMA peak | W4 weights read (L3) | fresh 64 MiB, 4 KiB pages | same, THP |",
+                 "|---|---|---|---|---|---|---|"]
     for t in threads_list:
         L = limits.get(t, {})
         g = lambda k: ("%.1f (%.1f) %s" % (L[k]["rate"], L[k]["rate_best"], L[k]["unit"])) \
             if k in L and "rate" in L[k] else "-"
-        lim_lines.append("| %d | %s | %s | %s | %s | %s |" % (t, g("copy"), g("copy_nt"), g("fma_peak"),
+        lim_lines.append("| %d | %s | %s | %s | %s | %s | %s |" % (t, g("copy"), g("copy_nt"), g("fma_peak"),
+                         g("weights_read"),
                          ft(L.get("fault64M_4k", {}).get("median_s")), ft(L.get("fault64M_thp", {}).get("median_s"))))
     head = ["# tdsl bench %s%s" % (stamp, " (--quick)" if a.quick else ""), "",
             "Machine: %s, %s CPUs (%s threads/core), %s; SIMD: %s; nominal %s MHz, measured clock %s GHz; "
@@ -830,7 +871,9 @@ def main():
                 mach["python_for_peers"], mach.get("numpy"), mach.get("torch"), mach["env"],
                 mach["loadavg_start"], mach["loadavg_end"]) + (
                 "  Rows marked [tuned]: PyTorch in PERFORMANCE.md's tuned configuration (%s)." % mach["tuned_env"]
-                if mach.get("tuned_env") else ""),
+                if mach.get("tuned_env") else "") + (
+                "  Rows marked [torch2]: %s, in the tuned configuration (bench/run --torch2)." % mach["torch2"]
+                if mach.get("torch2") else "  torch.compile: not available (no --torch2 PYTHON given)."),
             "tdsl eager is the interpreter: single-threaded except large matmuls, which use TDSL_NUM_THREADS.",
             "", "## Limits measured in this run", ""] + lim_lines + ["", "## Summary", ""] + summary
     miss = missing_lines(recs)

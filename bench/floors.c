@@ -9,7 +9,9 @@
  *           stores, FP32 FMA peak (16 independent chains of the widest
  *           vector the compiler targets), the effective clock (a chain of
  *           dependent adds, x86 only), and the cost of touching fresh
- *           memory (mmap + touch + munmap of 64 MiB, 4 KiB pages vs THP).
+ *           memory (mmap + touch + munmap of 64 MiB, 4 KiB pages vs THP),
+ *           and the read bandwidth for W4's 2.69 MB of weights, which
+ *           live in L3 (the bound of the batch-1 MLP).
  *   w1      the seed models as C functions (one call = one forward).
  *   w2      y = gelu_tanh(x * w + b) over 16M floats as ONE loop, exp by a
  *           range-reduced polynomial (auto-vectorised, no -ffast-math).
@@ -116,6 +118,44 @@ static void limits_bandwidth(void) {
   }
   free(a);
   free(b);
+}
+
+/* Reading W4's weights again and again: 2.69 MB of f32 (784x512 + 512x512
+ * + 512x10 and the biases), more than one core's L2 here (1 MB per core
+ * on Zen 4 and Zen 5), so a batch-1 MLP call streams them from L3.  Each
+ * thread sums its contiguous share with 4 vector accumulators per pass;
+ * one barrier per pass (one MLP call has three).  Rate: bytes read per
+ * second. */
+static void limits_weights_read(void) {
+  const long n = ((784L * 512 + 512 * 512 + 512 * 10 + 512 + 512 + 10) + 63) & ~63L;
+  const int passes = quick ? 2000 : 10000, reps = quick ? 5 : 15;
+  float *w = aligned_alloc(64, (size_t)n * sizeof *w);
+  if (!w) return;
+  for (long i = 0; i < n; i++) w[i] = 1e-3f * (float)(i % 1000);
+  double t[64], total = 0;
+  for (int r = -1; r < reps; r++) {
+    double t0 = now_s();
+#pragma omp parallel reduction(+ : total)
+    {
+      int id = omp_get_thread_num(), nt = omp_get_num_threads();
+      long share = (n / nt) & ~63L, lo = id * share, hi = id == nt - 1 ? n : lo + share;
+      v16 acc[4] = {{0}, {0}, {0}, {0}};
+      for (int p = 0; p < passes; p++) {
+        for (long i = lo; i < hi; i += 64)
+          for (int k = 0; k < 4; k++) {
+            v16 x;
+            memcpy(&x, w + i + 16 * k, sizeof x);
+            acc[k] += x;
+          }
+#pragma omp barrier
+      }
+      for (int l = 0; l < 16; l++) total += acc[0][l] + acc[1][l] + acc[2][l] + acc[3][l];
+    }
+    if (r >= 0) t[r] = (now_s() - t0) / passes;
+  }
+  sink = (float)total;
+  report("limits", "weights_read", t, reps, (double)n * 4 / 1e9, "GB/s", -1);
+  free(w);
 }
 
 /* 16 independent FMA chains of 16 lanes each; returns a sum so nothing is dead. */
@@ -461,6 +501,7 @@ int main(int argc, char **argv) {
   if (want[0]) {
     limits_bandwidth();
     limits_fma();
+    limits_weights_read();
     if (threads == 1) limits_clock(), limits_fault();
   }
   if (want[1] && threads == 1) run_w1();
