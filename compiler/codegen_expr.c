@@ -18,8 +18,9 @@
  *   concat        a branch per operand on ix[axis];
  *   gather        the index value is read, wrapped when negative, checked
  *                 (an out-of-range index sets *status) and used on the axis;
- *   creation      const, dim, arange as formulas; rand/randn call the
- *                 runtime's Philox functions with the element's flat index.
+ *   creation      const, dim, arange as formulas; rand as Philox4x32-10
+ *                 inline (vectorisable), randn through the runtime's
+ *                 td_rand_normal, both at the element's flat index.
  *
  * Every computed value is kept in a local and memoised by (node, index
  * object); derived indices are memoised too, so a value read twice at the
@@ -759,30 +760,108 @@ void cg_store(cg *c, int n, const cg_ix *ix, gcc_jit_rvalue *v) {
   cg_assign(c, el, v);
 }
 
+/* ---- random numbers ------------------------------------------------------------------ */
+
+/* Philox4x32-10 as in runtime/philox.c (philox.h fixes the mapping). */
+#define PHILOX_M0 0xD2511F53u
+#define PHILOX_M1 0xCD9E8D57u
+#define PHILOX_W0 0x9E3779B9u
+#define PHILOX_W1 0xBB67AE85u
+
+static gcc_jit_rvalue *u64c(cg *c, uint64_t v) {
+  return gcc_jit_context_new_rvalue_from_long(c->ctx, c->t_u64, (long)v);
+}
+
+static gcc_jit_rvalue *u_op(cg *c, enum gcc_jit_binary_op op, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  return bin(c, op, c->t_u64, a, b);
+}
+
+static gcc_jit_rvalue *u_hi(cg *c, gcc_jit_rvalue *a) { return u_op(c, GCC_JIT_BINARY_OP_RSHIFT, a, u64c(c, 32)); }
+
+static gcc_jit_rvalue *u_lo(cg *c, gcc_jit_rvalue *a) {
+  return u_op(c, GCC_JIT_BINARY_OP_BITWISE_AND, a, u64c(c, 0xffffffffu));
+}
+
+static gcc_jit_rvalue *u_xor(cg *c, gcc_jit_rvalue *a, uint64_t k) {
+  return u_op(c, GCC_JIT_BINARY_OP_BITWISE_XOR, a, u64c(c, k));
+}
+
+/* Output word r0 of Philox4x32-10 for counter {lo(i), hi(i), lo(s), hi(s)}
+ * and key {lo(seed), hi(seed)} (i, s: uint64 rvalues), as a uint64 below
+ * 2^32, emitted into c->blk.  Every 32-bit word lives zero-extended in a
+ * uint64 and each 32x32->64 product is one uint64 multiply, so a loop of
+ * these has no branch, call or 128-bit arithmetic and vectorises: GCC 12
+ * emits vpmullq at x86-64-v4 (it has no widening multiply of 16 lanes,
+ * and never proves the high halves zero for vpmuludq), vpmuludq sequences
+ * at v3.  The round keys are constants: the seed is known when the kernel
+ * is built.  Words 1 and 3 are kept xor-ed with the next round's key word,
+ * as (lo(p) ^ k) & mask, so each product's high half meets one xor on the
+ * dependency chain (GCC reassociates h ^ c ^ k to (h ^ c) ^ k; an AND in
+ * between stops it): what matters for a single draw, hoisted. */
+static gcc_jit_rvalue *philox_r0(cg *c, uint64_t seed, gcc_jit_rvalue *s, gcc_jit_rvalue *i) {
+  gcc_jit_type *u = c->t_u64;
+  uint32_t k0[10], k1[10];
+  k0[0] = (uint32_t)seed;
+  k1[0] = (uint32_t)(seed >> 32);
+  for (int r = 1; r < 10; r++) {
+    k0[r] = k0[r - 1] + PHILOX_W0;
+    k1[r] = k1[r - 1] + PHILOX_W1;
+  }
+  i = keep(c, i, u);
+  gcc_jit_rvalue *w[4] = {u_lo(c, i), u_xor(c, u_hi(c, i), k0[0]), u_lo(c, s), u_xor(c, u_hi(c, s), k1[0])};
+  for (int r = 0; r < 10; r++) {
+    gcc_jit_rvalue *p0 = keep(c, u_op(c, GCC_JIT_BINARY_OP_MULT, w[0], u64c(c, PHILOX_M0)), u);
+    gcc_jit_rvalue *p1 = keep(c, u_op(c, GCC_JIT_BINARY_OP_MULT, w[2], u64c(c, PHILOX_M1)), u);
+    w[0] = keep(c, u_op(c, GCC_JIT_BINARY_OP_BITWISE_XOR, u_hi(c, p1), w[1]), u);
+    if (r == 9) break;  /* only r0 is used */
+    w[2] = keep(c, u_op(c, GCC_JIT_BINARY_OP_BITWISE_XOR, u_hi(c, p0), w[3]), u);
+    w[1] = keep(c, u_lo(c, u_xor(c, p1, k0[r + 1])), u);
+    w[3] = keep(c, u_lo(c, u_xor(c, p0, k1[r + 1])), u);
+  }
+  return w[0];
+}
+
+/* The uniform number (r0 >> 8) * 2^-24 of dtype dt from r0 (uint64).  The
+ * 24-bit integer converts exactly (through int32, which vectorises on every
+ * ISA level), and its product with 2^-24 is exact in f32 as in f64, so f32
+ * computed directly equals the runtime's double rounded to f32. */
+static gcc_jit_rvalue *uniform_of(cg *c, gcc_jit_rvalue *r0, td_dtype dt) {
+  gcc_jit_rvalue *x = cast(c, u_op(c, GCC_JIT_BINARY_OP_RSHIFT, r0, u64c(c, 8)), c->t_i32);
+  gcc_jit_type *ft = dt == TD_F32 ? c->t_f32 : c->t_f64;
+  gcc_jit_rvalue *scale = gcc_jit_context_new_rvalue_from_double(c->ctx, ft, 1.0 / 16777216.0);
+  gcc_jit_rvalue *v = bin(c, GCC_JIT_BINARY_OP_MULT, ft, cast(c, x, ft), scale);
+  return dt == TD_F32 || dt == TD_F64 ? v : cast(c, v, c->vt[dt]);
+}
+
+/* Element `i` (uint64 rvalue) of random node n, emitted into c->blk: rand
+ * inline (philox_r0), randn through the runtime's td_rand_normal, whose
+ * log and cos in double are libm's. */
+static gcc_jit_rvalue *random_at(cg *c, int n, gcc_jit_rvalue *i) {
+  const td_node *nd = ND(c, n);
+  gcc_jit_rvalue *s = cast(c, cg_rand_stream(c, n), c->t_u64);
+  if (nd->op == TD_IR_RAND) return uniform_of(c, philox_r0(c, nd->attr.seed, s, i), nd->dtype);
+  gcc_jit_type *ps[3] = {c->t_u64, c->t_u64, c->t_u64};
+  gcc_jit_rvalue *args[3] = {u64c(c, nd->attr.seed), s, i};
+  return cast(c, cg_rt_call(c, TDC_RT_RAND_NORMAL, c->t_f64, 3, ps, args), c->vt[nd->dtype]);
+}
+
 static gcc_jit_rvalue *random_value(cg *c, int n, const cg_ix *ix) {
   const td_node *nd = ND(c, n);
-  gcc_jit_type *ps[3] = {c->t_u64, c->t_u64, c->t_u64};
-  gcc_jit_rvalue *args[3] = {gcc_jit_context_new_rvalue_from_long(c->ctx, c->t_u64, (long)nd->attr.seed),
-                             cast(c, cg_rand_stream(c, n), c->t_u64), cast(c, cg_offset(c, n, ix), c->t_u64)};
   int one = 1;
   for (int k = 0; k < nd->rank; k++) one &= nd->shape[k] == 1;
+  if (!one) return random_at(c, n, cast(c, cg_offset(c, n, ix), c->t_u64));
   /* one number per call: drawn once in the entry block, however many
    * places of the kernel (a matmul's tiles and edges) read it */
-  if (one && c->hoisted[n]) return gcc_jit_lvalue_as_rvalue(c->hoisted[n]);
-  if (one) {
-    args[2] = gcc_jit_context_new_rvalue_from_long(c->ctx, c->t_u64, 0);
+  if (!c->hoisted[n]) {
+    cg_rand_stream(c, n);  /* its load from dv goes first in the entry block */
     gcc_jit_block *save = c->blk;
     c->blk = c->entry;
-    gcc_jit_rvalue *v = cg_rt_call(c, nd->op == TD_IR_RANDN ? TDC_RT_RAND_NORMAL : TDC_RT_RAND_UNIFORM, c->t_f64, 3, ps, args);
     gcc_jit_lvalue *l = cg_local(c, c->vt[nd->dtype], "rnd");
-    cg_assign(c, l, cast(c, v, c->vt[nd->dtype]));
+    cg_assign(c, l, random_at(c, n, u64c(c, 0)));
     c->blk = save;
     c->hoisted[n] = l;
-    return gcc_jit_lvalue_as_rvalue(l);
   }
-  gcc_jit_rvalue *v = cg_rt_call(c, nd->op == TD_IR_RANDN ? TDC_RT_RAND_NORMAL : TDC_RT_RAND_UNIFORM,
-                                 c->t_f64, 3, ps, args);
-  return cast(c, v, c->vt[nd->dtype]);
+  return as_rv(c->hoisted[n]);
 }
 
 static gcc_jit_rvalue *arange_value(cg *c, const td_node *nd, const cg_ix *ix) {

@@ -13,7 +13,8 @@
  * on random inputs: one compiled program serves every N.  Further tests
  * cover each kernel kind on hand-made programs (broadcasts, transposes,
  * slices, concat, gather with negative indices, integer division, argmax,
- * reductions along every axis, batched matmul with broadcasting, prints).
+ * reductions along every axis, batched matmul with broadcasting, prints),
+ * and rand, generated inline, against the runtime's Philox bit for bit.
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -28,6 +29,7 @@
 #include "elab.h"
 #include "interp.h"
 #include "mem.h"
+#include "philox.h"
 
 #ifndef TDSL_SRCDIR
 #define TDSL_SRCDIR "."
@@ -786,3 +788,241 @@ static void check_prepacked(const char *threads) {
 Test(prepack, weights_change_between_calls_on_one_thread, .timeout = 120) { check_prepacked("1"); }
 
 Test(prepack, weights_change_between_calls_on_three_threads, .timeout = 120) { check_prepacked("3"); }
+
+/* ---- rand inline in kernels ---- */
+
+/* Compiled rand is Philox4x32-10 generated inline (codegen_expr.c); the
+ * reference here is the runtime's td_rand_uniform (runtime/philox.c, a
+ * separate implementation, which test_runtime.c checks against Random123's
+ * known answers), with the stream of call `call` as the interpreter mixes
+ * it (interp.c). */
+static uint64_t stream_of_call(uint64_t stream, uint64_t call) {
+  return call ? td_hash_mix(stream, call) : stream;
+}
+
+/* The first RAND node of g with this seed. */
+static const td_node *rand_node(const td_graph *g, uint64_t seed) {
+  for (int i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].op == TD_IR_RAND && g->nodes[i].attr.seed == seed) return &g->nodes[i];
+  cr_assert_fail("no rand with seed %llu", (unsigned long long)seed);
+  return NULL;
+}
+
+/* Element i of t (f32 or f64) equals the uniform number at index
+ * first + i * step of (seed, stream), bit for bit. */
+static void expect_philox(const td_tensor *t, uint64_t seed, uint64_t stream, uint64_t first, uint64_t step,
+                          const char *what) {
+  int64_t bad = 0;
+  for (int64_t i = 0; i < t->numel; i++) {
+    double u = td_rand_uniform(seed, stream, first + (uint64_t)i * step);
+    int same = t->dtype == TD_F32 ? ((float *)t->data)[i] == (float)u : ((double *)t->data)[i] == u;
+    if (!same && bad++ < 3)
+      cr_expect_fail("%s: element %lld is %.9g, Philox gives %.9g", what, (long long)i, td_tensor_get(t, i), u);
+  }
+  cr_expect_eq(bad, 0, "%s: %lld elements differ", what, (long long)bad);
+}
+
+/* Runs g (at most one input, of size 1) compiled and eagerly at call
+ * `call`: both outputs must be Philox's numbers for (seed, the node's
+ * stream mixed with call). */
+static void check_rand_graph_for(const td_graph *g, uint64_t seed, uint64_t call, int eager, const char *march,
+                                 const char *what) {
+  compiled_graph cg_;
+  if (march) {
+    td_graph *o;
+    td_err e;
+    td_compile_opts opts = {.opt_level = -1, .march = march};
+    cr_assert_eq(td_optimize(g, NULL, &o, NULL, &e), 0, "%s: %s", what, e.msg);
+    cr_assert_not_null(cg_.plan = td_plan_build(o, &e), "%s: %s", what, e.msg);
+    cr_assert_not_null(cg_.c = td_compile(cg_.plan, &opts, &e), "%s: %s", what, e.msg);
+  } else {
+    compile_graph(g, &cg_, what);
+  }
+  uint64_t stream = stream_of_call(rand_node(g, seed)->attr.stream, call);
+  td_tensor **comp = NULL, **ref = NULL, *in[1] = {NULL};
+  td_err e;
+  cr_assert_leq(g->n_inputs, 1);
+  cr_assert_eq(make_inputs(g, 1, 1, in), 0);
+  cr_assert_eq(td_compiled_run(cg_.c, in, NULL, call, &comp, &e, NULL), 0, "%s: %s", what, e.msg);
+  expect_philox(comp[0], seed, stream, 0, 1, what);
+  if (eager) {
+    td_interp_opts io;
+    memset(&io, 0, sizeof io);
+    io.call_index = call;
+    cr_assert_eq(td_interp_run(g, in, NULL, &io, &ref, &e, NULL), 0, "%s: %s", what, e.msg);
+    cr_expect_eq(memcmp(comp[0]->data, ref[0]->data, (size_t)ref[0]->numel * td_dtype_size(ref[0]->dtype)), 0,
+                 "%s: compiled and eager differ", what);
+    release_all(ref, 1);
+  }
+  release_all(comp, 1);
+  if (in[0]) td_tensor_release(in[0]);
+  td_compiled_free(cg_.c);
+}
+
+static void check_rand_graph(const td_graph *g, uint64_t seed, uint64_t call, int eager, const char *what) {
+  check_rand_graph_for(g, seed, call, eager, NULL, what);
+}
+
+/* [3, 100003]: the vectorised body and its remainder both run, and the
+ * kernel is split across threads; seeds with a zero and a non-zero high
+ * word, and calls whose streams have both words set. */
+Test(random, inline_rand_is_philox_bit_for_bit_over_large_tensors, .timeout = 120) {
+  static const uint64_t seeds[] = {0, 5, 4294967296ull, 4294967297ull, 12345678901234567ull};
+  for (size_t k = 0; k < sizeof seeds / sizeof *seeds; k++) {
+    char text[160];
+    snprintf(text, sizeof text, "fn r(x: f32[1]) -> f32[3, 100003] { rand([3, 100003], seed = %llu) + x * 0.0 }\n",
+             (unsigned long long)seeds[k]);
+    prog P;
+    cr_assert_eq(load(&P, "t.td", text), 0);
+    td_graph *g = td_program_lower(P.p, "r");
+    cr_assert_not_null(g);
+    check_rand_graph(g, seeds[k], 0, 1, text);
+    check_rand_graph(g, seeds[k], 3, 1, text);
+    td_arena_free(P.a);
+  }
+}
+
+/* A graph of one RAND node of dtype dt (the language's rand is f32; f64
+ * ones come from the half-type legalisation or other front ends). */
+static td_graph *rand_graph(td_arena *a, td_dtype dt, int rank, const int64_t *shape, uint64_t seed,
+                            uint64_t stream) {
+  td_graph *g = td_graph_new(a, "r");
+  td_attr at;
+  memset(&at, 0, sizeof at);
+  at.seed = seed;
+  at.stream = stream;
+  td_span sp = {-1, 0, 0, 0, 0};
+  td_dim shp[TD_MAX_RANK];
+  for (int k = 0; k < rank; k++) shp[k] = shape[k];
+  int r = td_graph_add(g, TD_IR_RAND, dt, rank, shp, NULL, 0, &at, sp);
+  cr_assert_geq(r, 0);
+  cr_assert_eq(td_graph_add_output(g, r), 0);
+  return g;
+}
+
+Test(random, inline_rand_in_f64_matches_the_runtime) {
+  td_arena *a = td_arena_new();
+  static const int64_t shape[2] = {3, 100003};
+  td_graph *g = rand_graph(a, TD_F64, 2, shape, (1ull << 40) + 3, 0xFEDCBA9876543210ull);
+  check_rand_graph(g, (1ull << 40) + 3, 0, 1, "f64");
+  check_rand_graph(g, (1ull << 40) + 3, 7, 1, "f64, call 7");
+  td_arena_free(a);
+}
+
+/* Each ISA level this CPU runs (the vector code differs: AVX-512 has
+ * 64-bit multiplies and conversions, AVX2 and SSE build them). */
+Test(random, inline_rand_is_the_same_at_every_isa_level, .timeout = 120) {
+  static const char *levels[] = {"x86-64-v2", "x86-64-v3", "x86-64-v4"};
+  const char *cpu = td_detect_march();
+  td_arena *a = td_arena_new();
+  static const int64_t shape[2] = {3, 100003};
+  td_graph *g32 = rand_graph(a, TD_F32, 2, shape, 4294967297ull, 0x0123456789ABCDEFull);
+  td_graph *g64 = rand_graph(a, TD_F64, 2, shape, 77, 0xFEDCBA9876543210ull);
+  for (int l = 0; l < 3; l++) {
+    check_rand_graph_for(g32, 4294967297ull, 2, 0, levels[l], levels[l]);
+    check_rand_graph_for(g64, 77, 0, 0, levels[l], levels[l]);
+    if (!strcmp(levels[l], cpu)) break;
+  }
+  td_arena_free(a);
+}
+
+/* Random123's known answer for counter and key all zero: r0 = 0x6627e8d5
+ * (also what the Python Philox below gives), so element 0 of seed 0,
+ * stream 0 is 0x6627e8 * 2^-24. */
+Test(random, inline_rand_gives_the_known_answer) {
+  td_arena *a = td_arena_new();
+  static const int64_t shape[1] = {4};
+  for (int d = 0; d < 2; d++) {
+    td_graph *g = rand_graph(a, d ? TD_F64 : TD_F32, 1, shape, 0, 0);
+    compiled_graph cg_;
+    compile_graph(g, &cg_, "kat");
+    td_tensor **comp = NULL;
+    td_err e;
+    cr_assert_eq(td_compiled_run(cg_.c, NULL, NULL, 0, &comp, &e, NULL), 0, "%s", e.msg);
+    cr_expect_eq(td_tensor_get(comp[0], 0), (double)0x6627e8 / 16777216.0);
+    release_all(comp, 1);
+    td_compiled_free(cg_.c);
+  }
+  td_arena_free(a);
+}
+
+/* Flat indices >= 2^32 put the counter's high word to use: a slice of
+ * 65537 x 65537 (4295098369 elements, never materialised: the slice's
+ * kernel computes just its 8) at row 65536, indices 0x100010000 + j.  The
+ * expected 24-bit values come from this independent Python Philox (which
+ * gives Random123's known answers for the all-zero and all-ones inputs):
+ *
+ *   M = 0xFFFFFFFF
+ *   def philox(c0, c1, c2, c3, k0, k1):
+ *       for r in range(10):
+ *           if r: k0, k1 = (k0 + 0x9E3779B9) & M, (k1 + 0xBB67AE85) & M
+ *           p0, p1 = 0xD2511F53 * c0, 0xCD9E8D57 * c2
+ *           c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ k0, p1 & M, (p0 >> 32) ^ c3 ^ k1, p0 & M
+ *       return c0
+ *   S, T = 0x123456789ABCDEF0, 0xFEDCBA9876543210
+ *   [hex(philox(i & M, i >> 32, T & M, T >> 32, S & M, S >> 32) >> 8)
+ *    for i in range(0x100010000, 0x100010008)] */
+Test(random, inline_rand_uses_the_high_word_of_the_index) {
+  static const uint32_t want[8] = {0xc80ede, 0xbd878c, 0x58578a, 0x116356,
+                                   0x8584b2, 0xa86b50, 0xc9a640, 0xe8aea7};
+  const uint64_t seed = 0x123456789ABCDEF0ull, stream = 0xFEDCBA9876543210ull;
+  td_arena *a = td_arena_new();
+  static const int64_t shape[2] = {65537, 65537};
+  td_graph *g = rand_graph(a, TD_F32, 2, shape, seed, stream);
+  td_attr at;
+  memset(&at, 0, sizeof at);
+  at.start[0] = 65536;
+  at.step[0] = at.step[1] = 1;
+  td_dim out[2] = {1, 8};
+  td_span sp = {-1, 0, 0, 0, 0};
+  int r = g->outputs[0];
+  int s = td_graph_add(g, TD_IR_SLICE, TD_F32, 2, out, &r, 1, &at, sp);
+  cr_assert_geq(s, 0);
+  g->outputs[0] = s;
+  compiled_graph cg_;
+  compile_graph(g, &cg_, "high word");
+  td_tensor **comp = NULL;
+  td_err e;
+  cr_assert_eq(td_compiled_run(cg_.c, NULL, NULL, 0, &comp, &e, NULL), 0, "%s", e.msg);
+  for (int j = 0; j < 8; j++)
+    cr_expect_eq(((float *)comp[0]->data)[j], (float)want[j] / 16777216.0f, "element %d", j);
+  expect_philox(comp[0], seed, stream, 0x100010000ull, 1, "high word");
+  release_all(comp, 1);
+  td_compiled_free(cg_.c);
+  td_arena_free(a);
+}
+
+/* rand in a matmul's epilogue (tiles and edges of the packed GEMM): a
+ * [N, 100] tensor and a hoisted [1] one, over several calls.  (x @ w) * 0
+ * is ±0 for finite inputs, so the sums are the random numbers exactly. */
+Test(random, inline_rand_in_a_matmul_epilogue_and_hoisted_across_calls) {
+  prog P;
+  cr_assert_eq(load(&P, "t.td",
+                    "fn d(x: f32[N, 64], w: f32[64, 100]) -> f32[N, 100] { (x @ w) * 0.0 + rand([N, 100], seed = 9) }\n"
+                    "fn h(x: f32[N, 64], w: f32[64, 100]) -> f32[N, 100] { (x @ w) * 0.0 + rand([1], seed = 10) }\n"
+                    "fn p(x: f32[N]) -> f32[N] { x * 0.0 + rand([1], seed = 11) }\n"),
+               0);
+  const char *names[] = {"d", "h", "p"};
+  for (int k = 0; k < 3; k++) {
+    td_graph *g = td_program_lower(P.p, names[k]);
+    cr_assert_not_null(g);
+    uint64_t seed = (uint64_t)(9 + k);
+    uint64_t stream = rand_node(g, seed)->attr.stream;
+    compiled_graph cg_;
+    compile_graph(g, &cg_, names[k]);
+    td_tensor *in[2];
+    cr_assert_eq(make_inputs(g, 37, 2, in), 0);
+    for (uint64_t call = 0; call < 4; call++) {
+      td_tensor **comp = NULL;
+      td_err e;
+      cr_assert_eq(td_compiled_run(cg_.c, in, NULL, call, &comp, &e, NULL), 0, "%s", e.msg);
+      char what[64];
+      snprintf(what, sizeof what, "%s, call %llu", names[k], (unsigned long long)call);
+      expect_philox(comp[0], seed, stream_of_call(stream, call), 0, k == 0, what);
+      release_all(comp, 1);
+    }
+    for (int i = 0; i < g->n_inputs; i++) td_tensor_release(in[i]);
+    td_compiled_free(cg_.c);
+  }
+  td_arena_free(P.a);
+}

@@ -14,6 +14,17 @@ fn main() {
   # expect: prefix [true, true, true] (bool[3])
   print("big-seed", rand([2], seed = 4294967297))
   # expect: big-seed [0.6321, 0.9099] (f32[2])
+  # Deep in a large tensor (compiled: lanes of the vectorised loop and of
+  # its remainder); the equalities are exact, the literals being the
+  # 24-bit numbers k / 2^24 from the Python Philox.
+  let big = rand([3, 100003], seed = 4294967297)
+  print("tail", big[2, 99999:100003])
+  # expect: tail [0.5792, 0.3796, 0.1402, 0.7340] (f32[4])
+  print("exact", big[2, 99999] == 0.5791909098625183, big[2, 100002] == 0.733959972858429)
+  # expect: exact true true
+  let wide = rand([3, 100003], seed = 12345678901234567)
+  print("wide seed", wide[2, 100002] == 0.48841726779937744, wide[2, 100001] == 0.7096081376075745)
+  # expect: wide seed true true
   let a = rand([4000])
   let b = rand([4000])
   print("range", min(a) >= 0.0, max(a) < 1.0)
