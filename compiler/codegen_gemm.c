@@ -12,10 +12,13 @@
  *   batch into column panels of NR (zero padded: panel jp holds K rows of
  *   NR elements), and tdsl_gemm_block_T computes the C block of MC rows
  *   (row-major in scratch): per block of KC columns of A it packs A into
- *   row panels of MR, then every MR x NR tile is loaded into MR*NV vector
- *   registers (gccjit vector types, NV vectors of VL lanes per row),
- *   updated with broadcast(a[r]) * b_vectors for each k of the block
- *   (FMAs on x86-64-v3 and v4) and stored back.  The kernel then runs the
+ *   row panels of MR (or, when A has unit stride along K, reads A's rows
+ *   in place: the scalar packing copy was ~8 % of W6's GEMM time), then
+ *   every MR x NR tile is held in MR*NV vector registers (gccjit vector
+ *   types, NV vectors of VL lanes per row; zero for the first K block,
+ *   loaded from the C block after it), updated with broadcast(a[r]) *
+ *   b_vectors for each k of the block (FMAs on x86-64-v3 and v4) and
+ *   stored back.  The kernel then runs the
  *   epilogue over the block's rows and stores the final values.  Register
  *   tiles: AVX-512 8 x 32 f32 (16 zmm accumulators), AVX2 6 x 16, SSE 4 x 8
  *   (halved in elements for f64); MC = 8 MR, KC = 256.  With threads, each
@@ -479,27 +482,49 @@ static void bcast_fma(cg *c, mm *m, packed *P, gcc_jit_lvalue **accr, gcc_jit_lv
 
 /* Adds the current K block's contribution to the MR x NR tile of panels
  * (ip, jp) of the row-major C block: the tile is loaded into MR*NV vector
- * registers, updated with broadcast(a) * b for every k, stored back. */
-static void micro_kernel(cg *c, mm *m, packed *P, gcc_jit_rvalue *ip, gcc_jit_rvalue *jp) {
+ * registers (zeros for the first K block), updated with broadcast(a) * b
+ * for every k, stored back.  A comes from the packed panels, or with ic
+ * (rows ic .. hi, unit stride along K) from A itself; rows at or past hi
+ * read row hi - 1 (their results are never stored). */
+static void micro_kernel(cg *c, mm *m, packed *P, gcc_jit_rvalue *ip, gcc_jit_rvalue *jp, gcc_jit_rvalue *ic,
+                         gcc_jit_rvalue *hi) {
   const gemm_shape *s = &P->s;
   gcc_jit_lvalue *acc[MAX_MR][MAX_NV], *b[MAX_NV];
   gcc_jit_rvalue *t0 = keep_i(c, add(c, mul(c, mul(c, ip, cg_i64(c, s->mr)), P->ldc), mul(c, jp, cg_i64(c, s->nr))), "t0");
-  gcc_jit_rvalue *row[MAX_MR];
+  gcc_jit_rvalue *row[MAX_MR], *zl[64];
+  for (int l = 0; l < s->vl; l++) zl[l] = cg_const(c, m->dt, 0, 0);
+  gcc_jit_rvalue *zv = gcc_jit_context_new_rvalue_from_vector(c->ctx, NULL, P->vt, (size_t)s->vl, zl);
+  gcc_jit_block *z = cg_block(c, "acc_zero"), *ld = cg_block(c, "acc_load"), *in = cg_block(c, "acc_in");
   for (int r = 0; r < s->mr; r++) {
     row[r] = keep_i(c, add(c, t0, mul(c, cg_i64(c, r), P->ldc)), "cr");
+    for (int v = 0; v < s->nv; v++) acc[r][v] = cg_local(c, P->vt, "acc");
+  }
+  /* the first K block starts from zero (no zeroed C block to load) */
+  gcc_jit_block_end_with_conditional(c->blk, NULL, gcc_jit_context_new_comparison(c->ctx, NULL, GCC_JIT_COMPARISON_EQ,
+                                     P->pc, cg_i64(c, 0)), z, ld);
+  for (int r = 0; r < s->mr; r++)
     for (int v = 0; v < s->nv; v++) {
-      acc[r][v] = cg_local(c, P->vt, "acc");
-      cg_assign(c, acc[r][v], rv(vec_at(c, P, P->cb, add(c, row[r], cg_i64(c, v * s->vl)))));
+      gcc_jit_block_add_assignment(z, NULL, acc[r][v], zv);
+      gcc_jit_block_add_assignment(ld, NULL, acc[r][v], rv(vec_at(c, P, P->cb, add(c, row[r], cg_i64(c, v * s->vl)))));
     }
+  gcc_jit_block_end_with_jump(z, NULL, in);
+  gcc_jit_block_end_with_jump(ld, NULL, in);
+  c->blk = in;
+  gcc_jit_rvalue *arow[MAX_MR];
+  if (ic) {   /* A read in place (unit stride along K): row r's K block, the last row standing in for rows past hi */
+    gcc_jit_rvalue *i0 = add(c, ic, mul(c, ip, cg_i64(c, s->mr))), *last = ib(c, GCC_JIT_BINARY_OP_MINUS, hi, cg_i64(c, 1));
+    for (int r = 0; r < s->mr; r++)
+      arow[r] = keep_i(c, add(c, add(c, m->aoff, mul(c, imin(c, add(c, i0, cg_i64(c, r)), last), m->sam)), P->pc), "ar");
   }
   gcc_jit_rvalue *ab = keep_i(c, mul(c, ip, cg_i64(c, s->kc * s->mr)), "ab");
   gcc_jit_rvalue *bb = keep_i(c, mul(c, add(c, mul(c, jp, m->K), P->pc), cg_i64(c, s->nr)), "bb");
   cloop lk;
   gcc_jit_rvalue *kk = cg_loop_open(c, &lk, P->kc);
   gcc_jit_rvalue *bk = keep_i(c, add(c, bb, mul(c, kk, cg_i64(c, s->nr))), "bk");
-  gcc_jit_rvalue *ak = keep_i(c, add(c, ab, mul(c, kk, cg_i64(c, s->mr))), "ak");
+  gcc_jit_rvalue *ak = ic ? NULL : keep_i(c, add(c, ab, mul(c, kk, cg_i64(c, s->mr))), "ak");
   load_b(c, P, bk, b);
-  for (int r = 0; r < s->mr; r++) bcast_fma(c, m, P, acc[r], b, elem(c, P->ap, add(c, ak, cg_i64(c, r))));
+  for (int r = 0; r < s->mr; r++)
+    bcast_fma(c, m, P, acc[r], b, ic ? elem(c, m->aptr, add(c, arow[r], kk)) : elem(c, P->ap, add(c, ak, cg_i64(c, r))));
   cg_loop_close(c, &lk);
   for (int r = 0; r < s->mr; r++)
     for (int v = 0; v < s->nv; v++)
@@ -571,9 +596,10 @@ static gcc_jit_function *pack_b_fn(cg *c, td_dtype dt) {
 
 /* gemm_block_T(bp, a, aoff, sam, sak, ic, hi, n, k, ap, cb): the C block of
  * rows ic .. min(ic + MC, hi) (row-major, row stride np*NR) from the packed
- * B: zeroed, then per K block of KC: A packed into MR-row panels, and every
- * (jp, ip) tile updated by the micro-kernel (the B micro-panel, KC x NR,
- * stays in L1 across ip). */
+ * B: per K block of KC, A packed into MR-row panels (unless A has unit
+ * stride along K: then the micro-kernel reads its rows in place), and
+ * every (jp, ip) tile updated by the micro-kernel (the B micro-panel, KC x
+ * NR, stays in L1 across ip); the first K block writes the tile. */
 static gcc_jit_function *block_fn(cg *c, td_dtype dt) {
   if (c->gemm_core[dt]) return c->gemm_core[dt];
   gcc_jit_type *tp = gcc_jit_type_get_pointer(c->vt[dt]), *i = c->t_i64;
@@ -602,18 +628,29 @@ static gcc_jit_function *block_fn(cg *c, td_dtype dt) {
   P.cb = gcc_jit_param_as_rvalue(ps[10]);
   gcc_jit_rvalue *mc = keep_i(c, imin(c, cg_i64(c, P.s.mc), ib(c, GCC_JIT_BINARY_OP_MINUS, hi, ic)), "mc");
   P.mp = keep_i(c, ceil_div(c, mc, P.s.mr), "mp");
+  cif fz;
+  if_open(c, &fz, lt(c, m.K, cg_i64(c, 1)));   /* no K block writes the C block */
   zero_fill(c, &m, P.cb, cg_i64(c, 0), mul(c, mul(c, P.mp, cg_i64(c, P.s.mr)), P.ldc));
-  cloop lp, lj, li;
-  gcc_jit_rvalue *pcb = cg_loop_open(c, &lp, ceil_div(c, m.K, P.s.kc));
-  P.pc = keep_i(c, mul(c, pcb, cg_i64(c, P.s.kc)), "pc");
-  P.kc = keep_i(c, imin(c, cg_i64(c, P.s.kc), ib(c, GCC_JIT_BINARY_OP_MINUS, m.K, P.pc)), "kc");
-  pack_a(c, &m, &P, ic, hi);
-  gcc_jit_rvalue *jp = cg_loop_open(c, &lj, P.np);
-  gcc_jit_rvalue *ip = cg_loop_open(c, &li, P.mp);
-  micro_kernel(c, &m, &P, ip, jp);
-  cg_loop_close(c, &li);
-  cg_loop_close(c, &lj);
-  cg_loop_close(c, &lp);
+  if_close(c, &fz);
+  gcc_jit_block *dir = cg_block(c, "a_direct"), *pk = cg_block(c, "a_packed"), *done = cg_block(c, "blk_done");
+  gcc_jit_block_end_with_conditional(c->blk, NULL, gcc_jit_context_new_comparison(c->ctx, NULL, GCC_JIT_COMPARISON_EQ,
+                                     m.sak, cg_i64(c, 1)), dir, pk);
+  for (int direct = 1; direct >= 0; direct--) {
+    c->blk = direct ? dir : pk;
+    cloop lp, lj, li;
+    gcc_jit_rvalue *pcb = cg_loop_open(c, &lp, ceil_div(c, m.K, P.s.kc));
+    P.pc = keep_i(c, mul(c, pcb, cg_i64(c, P.s.kc)), "pc");
+    P.kc = keep_i(c, imin(c, cg_i64(c, P.s.kc), ib(c, GCC_JIT_BINARY_OP_MINUS, m.K, P.pc)), "kc");
+    if (!direct) pack_a(c, &m, &P, ic, hi);
+    gcc_jit_rvalue *jp = cg_loop_open(c, &lj, P.np);
+    gcc_jit_rvalue *ip = cg_loop_open(c, &li, P.mp);
+    micro_kernel(c, &m, &P, ip, jp, direct ? ic : NULL, hi);
+    cg_loop_close(c, &li);
+    cg_loop_close(c, &lj);
+    cg_loop_close(c, &lp);
+    gcc_jit_block_end_with_jump(c->blk, NULL, done);
+  }
+  c->blk = done;
   gcc_jit_function *f = c->fn;
   fn_end(c, &save);
   return c->gemm_core[dt] = f;

@@ -432,9 +432,22 @@ static void fill(cg *c, gcc_jit_lvalue *arr, gcc_jit_rvalue *lo, gcc_jit_rvalue 
   cg_loop_close(c, &L);
 }
 
+/* One step of a pairwise tree: a + b (op SUM, type t), or better(b, a)
+ * for max/min without || (which would be control flow). */
+static gcc_jit_rvalue *tree_step(cg *c, gcc_jit_rvalue *a, gcc_jit_rvalue *b, td_op op, gcc_jit_type *t) {
+  if (op == TD_IR_SUM) return binv(c, GCC_JIT_BINARY_OP_PLUS, t, a, b);
+  gcc_jit_lvalue *av = cg_local(c, t, "ta"), *bv = cg_local(c, t, "tb");
+  cg_assign(c, av, a);
+  cg_assign(c, bv, b);
+  gcc_jit_rvalue *v = cg_select(c, cmpv(c, op == TD_IR_RMAX ? GCC_JIT_COMPARISON_GT : GCC_JIT_COMPARISON_LT, rv(bv), rv(av)),
+                                rv(bv), rv(av), t);
+  return cg_select(c, cmpv(c, GCC_JIT_COMPARISON_NE, rv(bv), rv(bv)), rv(bv), v, t);
+}
+
 /* Pairwise tree over arr[0 .. P): arr[0] ends up holding the sum (op SUM,
  * type t) or the max/min (op RMAX/RMIN, element dtype dt). */
 static void tree(cg *c, gcc_jit_lvalue *arr, gcc_jit_rvalue *P, td_op op, td_dtype dt, gcc_jit_type *t) {
+  (void)dt;
   gcc_jit_lvalue *h = cg_local(c, c->t_i64, "h");
   cg_assign(c, h, binv(c, GCC_JIT_BINARY_OP_DIVIDE, c->t_i64, P, cg_i64(c, 2)));
   gcc_jit_block *cond = cg_block(c, "tree"), *body = cg_block(c, "level"), *after = cg_block(c, "tree_end");
@@ -445,22 +458,24 @@ static void tree(cg *c, gcc_jit_lvalue *arr, gcc_jit_rvalue *P, td_op op, td_dty
   gcc_jit_rvalue *j = cg_loop_range(c, &L, cg_i64(c, 0), rv(h), 1);
   gcc_jit_rvalue *a = rv(arr_at(c, arr, j));
   gcc_jit_rvalue *b = rv(arr_at(c, arr, binv(c, GCC_JIT_BINARY_OP_PLUS, c->t_i64, j, rv(h))));
-  gcc_jit_rvalue *v;
-  if (op == TD_IR_SUM) {
-    v = binv(c, GCC_JIT_BINARY_OP_PLUS, t, a, b);
-  } else {   /* better(b, a) without || (which would be control flow) */
-    gcc_jit_lvalue *av = cg_local(c, t, "ta"), *bv = cg_local(c, t, "tb");
-    cg_assign(c, av, a);
-    cg_assign(c, bv, b);
-    v = cg_select(c, cmpv(c, op == TD_IR_RMAX ? GCC_JIT_COMPARISON_GT : GCC_JIT_COMPARISON_LT, rv(bv), rv(av)),
-                  rv(bv), rv(av), t);
-    v = cg_select(c, cmpv(c, GCC_JIT_COMPARISON_NE, rv(bv), rv(bv)), rv(bv), v, t);
-  }
-  cg_assign(c, arr_at(c, arr, j), v);
+  cg_assign(c, arr_at(c, arr, j), tree_step(c, a, b, op, t));
   cg_loop_close(c, &L);
   cg_assign(c, h, binv(c, GCC_JIT_BINARY_OP_DIVIDE, c->t_i64, rv(h), cg_i64(c, 2)));
   gcc_jit_block_end_with_jump(c->blk, NULL, cond);
   c->blk = after;
+}
+
+/* The tree over the LANES16 lanes of a row (a fixed count): straight-line
+ * code with constant indices, so the lanes stay in registers and nothing
+ * branches (the loop form cost W6's softmax, 4096 rows of 128, two trees
+ * of mispredicted short loops per row). */
+#define LANES16 16
+static void tree16(cg *c, gcc_jit_lvalue *arr, td_op op, gcc_jit_type *t) {
+  for (int h = LANES16 / 2; h >= 1; h /= 2)
+    for (int j = 0; j < h; j++) {
+      gcc_jit_rvalue *a = rv(arr_at(c, arr, cg_i64(c, j))), *b = rv(arr_at(c, arr, cg_i64(c, j + h)));
+      cg_assign(c, arr_at(c, arr, cg_i64(c, j)), tree_step(c, a, b, op, t));
+    }
 }
 
 /* Pads arr from n to P with a, then reduces it; returns arr[0]. */
@@ -563,13 +578,15 @@ static void chunk_fold(cg *c, racc *r, carr *A, int n, gcc_jit_rvalue *len, gcc_
 }
 
 /* Opens the loop over a row's chunks (lc, step CHUNK) and returns the
- * chunk's first index; *len is its length, *P a power of two >= len, >= 16. */
+ * chunk's first index; *len is its length, *P (unless P is NULL) a power of
+ * two >= len, >= 16. */
 static gcc_jit_rvalue *chunk_open(cg *c, cloop *lc, gcc_jit_lvalue **len, gcc_jit_lvalue **P) {
   gcc_jit_rvalue *L = cg_dim(c, c->k->space[c->k->rank - 1]);
   gcc_jit_rvalue *j0 = cg_loop_range(c, lc, cg_i64(c, 0), L, CHUNK);
   *len = cg_local(c, c->t_i64, "len");
   gcc_jit_rvalue *rest = binv(c, GCC_JIT_BINARY_OP_MINUS, c->t_i64, L, j0);
   cg_assign(c, *len, cg_select(c, cmpv(c, GCC_JIT_COMPARISON_LT, rest, cg_i64(c, CHUNK)), rest, cg_i64(c, CHUNK), c->t_i64));
+  if (!P) return j0;   /* the caller needs no power of two */
   *P = cg_local(c, c->t_i64, "p2");
   cg_assign(c, *P, cg_i64(c, 16));
   gcc_jit_block *cond = cg_block(c, "p2"), *body = cg_block(c, "p2_up"), *after = cg_block(c, "p2_end");
@@ -657,7 +674,7 @@ static int stored_max(cg *c, racc *head, gcc_jit_lvalue *am, const cg_ix *row) {
   max_step(c, arr_at(c, am, zero), v, t);
   cg_loop_close(c, &lr);
   cg_memo_release(c, mark);
-  tree(c, am, w, TD_IR_RMAX, dt, t);
+  tree16(c, am, TD_IR_RMAX, t);
   cg_assign(c, head->acc, rv(arr_at(c, am, zero)));
   return 0;
 }
@@ -690,8 +707,8 @@ static int stored_terms(cg *c, racc *head, racc *tail, int e, gcc_jit_lvalue *as
   cg_assign(c, m, rv(head->acc));
   c->red_val[head->node] = rv(m);
   cloop lc, L, lb, ll, lr;
-  gcc_jit_lvalue *len, *P;
-  gcc_jit_rvalue *j0 = chunk_open(c, &lc, &len, &P), *zero = cg_i64(c, 0), *w = cg_i64(c, 16);
+  gcc_jit_lvalue *len;
+  gcc_jit_rvalue *j0 = chunk_open(c, &lc, &len, NULL), *zero = cg_i64(c, 0), *w = cg_i64(c, 16);
   long mark = cg_memo_mark(c);
   gcc_jit_rvalue *j = cg_loop_range(c, &L, zero, rv(len), 1);
   cg_ix *ix = chunk_ix(c, row, j0, j);
@@ -711,7 +728,7 @@ static int stored_terms(cg *c, racc *head, racc *tail, int e, gcc_jit_lvalue *as
   cg_loop_close(c, &lb);
   stored_add(c, as, zero, row, j0, cg_loop_range(c, &lr, rv(full), rv(len), 1), t);
   cg_loop_close(c, &lr);
-  tree(c, as, w, TD_IR_SUM, dt, t);
+  tree16(c, as, TD_IR_SUM, t);
   cg_assign(c, tail->acc, binv(c, GCC_JIT_BINARY_OP_PLUS, c->t_f64, rv(tail->acc), to_f64(c, rv(arr_at(c, as, zero)))));
   cg_loop_close(c, &lc);
   return 0;
@@ -825,10 +842,10 @@ static int emit_stage_wide(cg *c, racc *r, int n, const cg_ix *row) {
   cg_loop_close(c, &lr);
   for (int i = 0; i < n; i++) {
     if (!S[i]) continue;
-    tree(c, S[i], w, TD_IR_SUM, TD_F64, c->t_f64);
+    tree16(c, S[i], TD_IR_SUM, c->t_f64);
     cg_assign(c, r[i].acc, rv(arr_at(c, S[i], zero)));
     if (Q[i]) {
-      tree(c, Q[i], w, TD_IR_SUM, TD_F64, c->t_f64);
+      tree16(c, Q[i], TD_IR_SUM, c->t_f64);
       cg_assign(c, r[i].acc2, rv(arr_at(c, Q[i], zero)));
     }
   }

@@ -396,8 +396,19 @@ static void setup_operand(fuser *f, int op, td_view *v) {
   int top = nc;            /* chain[0 .. top) compose onto v */
   for (int j = nc - 1; j >= 0; j--)
     if (view_apply(f, N(f, chain[j]), v)) {
-      view_contig(f, chain[j], v);  /* chain[j] itself becomes the base */
-      top = j;
+      if (N(f, chain[j])->op == TD_IR_RESHAPE && j + 1 < nc) {
+        /* a reshape that merges non-adjacent axes: materialise its input
+         * (as many elements) and reshape that contiguous copy for free;
+         * the copy then runs over the unmerged axes, with a contiguous
+         * inner loop, instead of dividing the merged index per element
+         * (W6's merge of the heads) */
+        view_contig(f, chain[j + 1], v);
+        view_apply(f, N(f, chain[j]), v);
+        top = j + 1;
+      } else {
+        view_contig(f, chain[j], v);  /* chain[j] itself becomes the base */
+        top = j;
+      }
     }
   for (int j = 0; j < top; j++) f->view[chain[j]] = 1;
   f->need_buf[v->base] = 1;
