@@ -97,7 +97,7 @@ void tdrt_fast_rand(tdrt_model *m, int e);
 int tdrt_fast_index_error(tdrt_model *m, int e);
 /* The generated entry function of entry e (build.c), written by the
  * kernels table at out[n_kernels]: what the --exe command line calls. */
-typedef int (*tdrt_call_fn)(tdrt_model *m, int e, const int64_t *syms, void *const *args);
+typedef int (*tdrt_call_fn)(void *m, int e, const int64_t *syms, void *const *args);
 
 /* main() of an --exe artifact. */
 int tdrt_exe_main(int argc, char **argv, const int64_t *desc, const unsigned char *data,

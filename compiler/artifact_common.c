@@ -339,13 +339,15 @@ static int exe_bench(exe_run *r, long n) {
   int64_t *t = td_malloc((size_t)n * sizeof *t);
   if (!t) return run_fail(r, "out of memory");
   x->quiet(x->m);
-  int rc = x->call(x->m, r->ei, r->syms, r->args);
+  tda_call_fn call = x->direct ? x->direct(x->m, r->ei) : NULL;
+  if (!call) call = x->call;
+  int rc = call(x->m, r->ei, r->syms, r->args);
   int64_t t0 = now_ns();
-  for (long i = 0; i < n && rc == 0; i++) rc = x->call(x->m, r->ei, r->syms, r->args);
+  for (long i = 0; i < n && rc == 0; i++) rc = call(x->m, r->ei, r->syms, r->args);
   int64_t total = now_ns() - t0;
   for (long i = 0; i < n && rc == 0; i++) {
     int64_t a = now_ns();
-    rc = x->call(x->m, r->ei, r->syms, r->args);
+    rc = call(x->m, r->ei, r->syms, r->args);
     t[i] = now_ns() - a;
   }
   if (rc == 0) {

@@ -149,14 +149,19 @@ typedef struct tda_exe_opts {
 int tda_exe_parse(int argc, char **argv, tda_exe_opts *o);
 
 /* A model as the command line drives it. */
+typedef int (*tda_call_fn)(void *m, int ei, const int64_t *syms, void *const *args);
+
 typedef struct tda_exe_model {
   void *m;
   int n_entries;
   tda_entry *(*entry)(void *m, int ei);
   int (*load_weights)(void *m, const char *path);
-  int (*call)(void *m, int ei, const int64_t *syms, void *const *args);
+  tda_call_fn call;
   void (*quiet)(void *m);    /* drops print() output (--bench) */
   const char *(*error)(void *m);
+  /* entry ei's own generated function, which a program calling the C API
+   * runs (--bench times it directly), or NULL: call */
+  tda_call_fn (*direct)(void *m, int ei);
 } tda_exe_model;
 
 /* Runs the command line o on x: the entry's .npy inputs, one call (or the

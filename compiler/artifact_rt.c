@@ -461,11 +461,9 @@ int tdrt_call(tdrt_model *m, int ei, const int64_t *syms, void *const *args) {
 
 static tda_entry *exe_entry(void *m, int ei) { return &((tdrt_model *)m)->entries[ei].c; }
 static int exe_load(void *m, const char *path) { return tdrt_load_weights(m, path, NULL, 0); }
-/* through the generated entry function, as a program calling the C API */
-static int exe_call(void *m, int ei, const int64_t *syms, void *const *args) {
-  tdrt_call_fn f = ((tdrt_model *)m)->entries[ei].call_fn;
-  return f ? f(m, ei, syms, args) : tdrt_call(m, ei, syms, args);
-}
+static int exe_call(void *m, int ei, const int64_t *syms, void *const *args) { return tdrt_call(m, ei, syms, args); }
+/* the generated entry function, which a program calling the C API runs */
+static tda_call_fn exe_direct(void *m, int ei) { return ((tdrt_model *)m)->entries[ei].call_fn; }
 static void exe_quiet(void *m) { tdrt_set_print(m, NULL, NULL); }
 static const char *exe_error(void *m) { return tdrt_error(m); }
 
@@ -479,7 +477,7 @@ int tdrt_exe_main(int argc, char **argv, const int64_t *desc, const unsigned cha
             cpu_has(desc[2]) ? "out of memory" : "this CPU lacks the instructions it was built for; rebuild with --march");
     return 1;
   }
-  tda_exe_model x = {m, m->n_entries, exe_entry, exe_load, exe_call, exe_quiet, exe_error};
+  tda_exe_model x = {m, m->n_entries, exe_entry, exe_load, exe_call, exe_quiet, exe_error, exe_direct};
   rc = tda_exe_run(&x, &o, argv[0]);
   tdrt_free(m);
   return rc;

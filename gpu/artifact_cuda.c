@@ -586,7 +586,7 @@ int tdcu_exe_main(int argc, char **argv, const int64_t *desc, const unsigned cha
     fprintf(stderr, "%s: error: %s\n", argv[0], tdcu_error(NULL));
     return 1;
   }
-  tda_exe_model x = {m, m->n_entries, exe_entry, exe_load, exe_call, exe_quiet, exe_error};
+  tda_exe_model x = {m, m->n_entries, exe_entry, exe_load, exe_call, exe_quiet, exe_error, NULL};
   rc = tda_exe_run(&x, &o, argv[0]);
   tdcu_free(m);
   return rc;
