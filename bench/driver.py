@@ -272,6 +272,10 @@ class PeerServer:
             if d.get("done") == name:
                 return True
             d["peer_env"] = self.tag
+            # the environment is part of the system's name everywhere (tables,
+            # summary, W7, JSON); "tuned" rows are named by peers.py itself
+            if self.tag not in ("default", "tuned") and d.get("system") not in (None, "peers"):
+                d["system"] += " [%s]" % self.tag
             out.append(d)
         return False
 
@@ -517,8 +521,7 @@ def build_tables(recs, limits, floors_w1, threads_list, wls):
                 lim, limdesc = limit_of(wl, case, t, limits, floors_w1)
                 for r in rows:
                     ratio = td["median_s"] / r["median_s"] if td else None
-                    name = r["system"] + (" [%s]" % r["peer_env"] if r.get("peer_env") not in (None, "default", "tuned")
-                                          else "")
+                    name = r["system"]
                     if r.get("note"):
                         name += " (%s)" % r["note"]
                     md.append("| %d | %s | %s | %s | %s | %s | %s | %s |" % (
@@ -849,6 +852,11 @@ def main():
     for h in peer_hello:
         if h.get("system") == "peers" and h.get("peer_env") in (None, "default"):
             mach["numpy"], mach["torch"] = h.get("numpy"), h.get("torch")
+    def is_tc(r):
+        return r.get("system", "").startswith("torch.compile")
+    if any(is_tc(r) and r.get("status") == "ok" for r in recs):
+        # PyTorch 2.x (--torch2) ran them: Debian's torch 1.13 saying it cannot is noise
+        recs = [r for r in recs if not (is_tc(r) and r.get("status") == "not available")]
     md_tables, summary = build_tables(recs, limits, floors_w1, threads_list, wls)
     lim_lines = ["Median run (best run).  The limits used below are the best run, and at T=2 never less "
                  "than at T=1.", "",
