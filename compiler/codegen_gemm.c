@@ -229,6 +229,19 @@ static int dot_epilogue(cg *c, mm *m, const dotv *D, gcc_jit_rvalue *i, gcc_jit_
   return 0;
 }
 
+/* tail[jj] += A[row at abase, k] * B^T[brow[jj], k] for k from k0 to K. */
+static void dot_scalar(cg *c, mm *m, gcc_jit_lvalue **tail, gcc_jit_rvalue **brow, gcc_jit_rvalue *abase,
+                       gcc_jit_rvalue *k0, int nj) {
+  cloop lr;
+  gcc_jit_rvalue *k = cg_loop_range(c, &lr, k0, m->K, 1);
+  for (int jj = 0; jj < nj; jj++)
+    gcc_jit_block_add_assignment_op(c->blk, NULL, tail[jj], GCC_JIT_BINARY_OP_PLUS,
+                                    gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, m->t,
+                                                                  elem(c, m->aptr, add(c, abase, k)),
+                                                                  elem(c, m->bptr, add(c, brow[jj], k))));
+  cg_loop_close(c, &lr);
+}
+
 /* nj columns j0 .. j0 + nj - 1 of row i: one vector accumulator per column
  * over the contiguous rows of A and of B^T, a scalar one for the K % vl
  * tail, then the lanes summed and the epilogue of each column. */
@@ -246,16 +259,10 @@ static int dot_cols(cg *c, mm *m, const dotv *D, gcc_jit_rvalue *i, gcc_jit_rval
     cg_assign(c, tail[jj], cg_const(c, m->dt, 0, 0));
     brow[jj] = keep_i(c, add(c, m->boff, mul(c, add(c, j0, cg_i64(c, jj)), m->sbn)), "brow");
   }
-  cloop lk, lr;
+  cloop lk;
   gcc_jit_rvalue *k;
   if (!D->spill) {   /* K is a constant below one vector: scalar products only */
-    k = cg_loop_range(c, &lr, cg_i64(c, 0), m->K, 1);
-    for (int jj = 0; jj < nj; jj++)
-      gcc_jit_block_add_assignment_op(c->blk, NULL, tail[jj], GCC_JIT_BINARY_OP_PLUS,
-                                      gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, m->t,
-                                                                    elem(c, m->aptr, add(c, abase, k)),
-                                                                    elem(c, m->bptr, add(c, brow[jj], k))));
-    cg_loop_close(c, &lr);
+    dot_scalar(c, m, tail, brow, abase, cg_i64(c, 0), nj);
     for (int jj = 0; jj < nj; jj++)
       cg_assign(c, gcc_jit_context_new_array_access(c->ctx, NULL, rv(D->sums), cg_i64(c, jj)), rv(tail[jj]));
     return dot_epilogue(c, m, D, i, j0, nj);
@@ -268,13 +275,7 @@ static int dot_cols(cg *c, mm *m, const dotv *D, gcc_jit_rvalue *i, gcc_jit_rval
                                     gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, D->vt, rv(av),
                                                                   rv(dot_vec(c, D, m->bptr, add(c, brow[jj], k)))));
   cg_loop_close(c, &lk);
-  k = cg_loop_range(c, &lr, kf, m->K, 1);
-  for (int jj = 0; jj < nj; jj++)
-    gcc_jit_block_add_assignment_op(c->blk, NULL, tail[jj], GCC_JIT_BINARY_OP_PLUS,
-                                    gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, m->t,
-                                                                  elem(c, m->aptr, add(c, abase, k)),
-                                                                  elem(c, m->bptr, add(c, brow[jj], k))));
-  cg_loop_close(c, &lr);
+  dot_scalar(c, m, tail, brow, abase, kf, nj);
   gcc_jit_rvalue *sp = gcc_jit_lvalue_get_address(gcc_jit_context_new_array_access(c->ctx, NULL, rv(D->spill), cg_i64(c, 0)), NULL);
   for (int jj = 0; jj < nj; jj++) {
     cg_assign(c, dot_vec(c, D, sp, cg_i64(c, 0)), rv(acc[jj]));
