@@ -672,7 +672,7 @@ def main():
     ap.add_argument("--torch2", default=os.environ.get("TDSL_BENCH_TORCH2_PYTHON"), metavar="PYTHON",
                     help="a Python with PyTorch 2.x and numpy (e.g. a venv: python3 -m venv V && "
                          "V/bin/pip install torch numpy): adds its torch eager and torch.compile rows, tuned "
-                         "(default: $TDSL_BENCH_TORCH2_PYTHON)")
+                         "(default: $TDSL_BENCH_TORCH2_PYTHON, else the python3 on PATH when it has one)")
     a = ap.parse_args()
     t_start = time.time()
     threads_list = [int(x) for x in a.threads.split(",") if x.strip()]
@@ -711,15 +711,26 @@ def main():
         notes.append("torch is not importable by %s: torch rows skipped (install: apt-get install python3-torch)"
                      % SYS_PY)
     torch2 = None
-    if a.torch2 and not a.no_peers:
-        torch2, why = torch2_version(a.torch2)
-        if torch2:
-            mach["torch2"] = "%s (PyTorch %s)" % (a.torch2, torch2)
-        else:
-            notes.append("--torch2 %s: no PyTorch 2.x with numpy there (%s): no torch.compile rows" % (a.torch2, why))
-    elif not a.no_peers:
-        notes.append("torch.compile: not available (Debian's torch is 1.13); pass --torch2 PYTHON with a "
-                     "PyTorch 2.x (a venv: python3 -m venv V && V/bin/pip install torch numpy)")
+    if not a.no_peers:
+        # torch.compile rows come from SYS_PY's own torch when it is 2.x; else
+        # from --torch2 (or $TDSL_BENCH_TORCH2_PYTHON), else from the python3
+        # first on PATH when that is another interpreter with PyTorch 2.x
+        own = torch2_version(SYS_PY)[0] if have_torch else None
+        cand, auto = a.torch2, False
+        if not own and not cand:
+            path_py = shutil.which("python3")
+            if path_py and os.path.realpath(path_py) != os.path.realpath(SYS_PY):
+                cand, auto = path_py, True
+        if cand and not own:
+            torch2, why = torch2_version(cand)
+            if torch2:
+                a.torch2 = cand
+                mach["torch2"] = "%s (PyTorch %s; %s)" % (cand, torch2, "the python3 on PATH" if auto else "--torch2")
+            elif not auto:
+                notes.append("--torch2 %s: no PyTorch 2.x with numpy there (%s): no torch.compile rows" % (cand, why))
+        if not own and not torch2:
+            notes.append("torch.compile: not available (%s has no PyTorch 2.x); pass --torch2 PYTHON with one "
+                         "(a venv: python3 -m venv V && V/bin/pip install torch numpy)" % SYS_PY)
     for n in notes:
         log("note: " + n)
     unset_env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
@@ -880,7 +891,7 @@ def main():
                 mach["loadavg_start"], mach["loadavg_end"]) + (
                 "  Rows marked [tuned]: PyTorch in PERFORMANCE.md's tuned configuration (%s)." % mach["tuned_env"]
                 if mach.get("tuned_env") else "") + (
-                "  Rows marked [torch2]: %s, in the tuned configuration (bench/run --torch2)." % mach["torch2"]
+                "  Rows marked [torch2]: %s, in the tuned configuration." % mach["torch2"]
                 if mach.get("torch2") else "  torch.compile: not available (no --torch2 PYTHON given)."),
             "tdsl eager is the interpreter: single-threaded except large matmuls, which use TDSL_NUM_THREADS.",
             "", "## Limits measured in this run", ""] + lim_lines + ["", "## Summary", ""] + summary
