@@ -22,6 +22,10 @@
  *                 inline (vectorisable), randn through the runtime's
  *                 td_rand_normal, both at the element's flat index.
  *
+ * The broadcast, permute, slice and reshape mappings and the flat offset
+ * are the index layer's (index.c, shared with gpu/codegen_cuda.c); this
+ * file supplies its builders over gccjit rvalues.
+ *
  * Every computed value is kept in a local and memoised by (node, index
  * object); derived indices are memoised too, so a value read twice at the
  * same index (x * x, a shared subexpression) is computed once.  The op
@@ -601,148 +605,35 @@ static gcc_jit_rvalue *compare(cg *c, td_op op, td_dtype dt, gcc_jit_rvalue *a, 
   return cmp(c, ops[op - TD_IR_LT], a, b);
 }
 
-/* ---- indices ---------------------------------------------------------------------- */
+/* ---- indices: the shared index layer (index.c) over gccjit rvalues ---------------------- */
+
+static td_ix *ix_new_b(void *be, int rank) { return cg_ix_new(be, rank); }
+static void *ix_cst(void *be, int64_t v) { return cg_i64(be, v); }
+static void *ix_size(void *be, td_dim d) { return cg_dim(be, d); }
+static void *ix_add(void *be, void *a, void *b) { return bin(be, GCC_JIT_BINARY_OP_PLUS, ((cg *)be)->t_i64, a, b); }
+static void *ix_mul(void *be, void *a, void *b) { return bin(be, GCC_JIT_BINARY_OP_MULT, ((cg *)be)->t_i64, a, b); }
+static void *ix_div(void *be, void *a, void *b) { return bin(be, GCC_JIT_BINARY_OP_DIVIDE, ((cg *)be)->t_i64, a, b); }
+static void *ix_mod(void *be, void *a, void *b) { return bin(be, GCC_JIT_BINARY_OP_MODULO, ((cg *)be)->t_i64, a, b); }
+static void *ix_keep(void *be, void *a) { return keep(be, a, ((cg *)be)->t_i64); }
+
+/* Derived coordinates stay expressions (GCC's optimiser merges repeated
+ * arithmetic); only a reshape's linear index is kept in a local. */
+static const td_ix_ops ix_ops = {ix_new_b, ix_cst, ix_size, ix_add, ix_mul, ix_div, ix_mod, ix_keep, 0};
+
+td_ixgen cg_ixgen(cg *c) {
+  return (td_ixgen){&ix_ops, c, c->g, c->arena, &c->ixmemo, &c->n_ixmemo, &c->cap_ixmemo};
+}
 
 gcc_jit_rvalue *cg_offset(cg *c, int n, const cg_ix *ix) {
-  const td_node *nd = ND(c, n);
-  gcc_jit_rvalue *off = NULL;
-  td_dim stride = 1;
-  for (int k = nd->rank - 1; k >= 0; k--) {
-    if (!ix->zero[k] && nd->shape[k] != 1) {
-      gcc_jit_rvalue *term = stride == 1 ? ix->v[k]
-                           : bin(c, GCC_JIT_BINARY_OP_MULT, c->t_i64, ix->v[k], cg_dim(c, stride));
-      off = off ? bin(c, GCC_JIT_BINARY_OP_PLUS, c->t_i64, off, term) : term;
-    }
-    stride = td_dim_mul(c->g, stride, nd->shape[k]);
-  }
+  td_ixgen x = cg_ixgen(c);
+  gcc_jit_rvalue *off = td_ix_lin(&x, ND(c, n), ix, 0, ND(c, n)->rank);
   return off ? off : cg_i64(c, 0);
-}
-
-static void set_zero(cg *c, cg_ix *ix, int k) {
-  ix->v[k] = cg_i64(c, 0);
-  ix->zero[k] = 1;
-}
-
-/* ix of node n (shape `out`) read as an operand of shape x, broadcast. */
-static const cg_ix *bcast_ix(cg *c, const td_node *x, const td_node *out, const cg_ix *ix) {
-  int same = x->rank == out->rank;
-  for (int k = 0; same && k < x->rank; k++) same = x->shape[k] == out->shape[k];
-  if (same) return ix;
-  cg_ix *r = cg_ix_new(c, x->rank);
-  int off = out->rank - x->rank;
-  for (int k = 0; k < x->rank; k++) {
-    if (x->shape[k] == 1 && (k + off < 0 || out->shape[k + off] != 1)) set_zero(c, r, k);
-    else { r->v[k] = ix->v[k + off]; r->zero[k] = ix->zero[k + off]; }
-  }
-  return r;
-}
-
-/* Groups of axes of equal total size for a reshape (from, to); returns the
- * number of groups or -1.  Group g covers input axes gi[g]..gi[g+1] and
- * output axes go[g]..go[g+1]; size-1 axes join the following group. */
-static int reshape_groups(cg *c, const td_node *x, const td_node *n, int *gi, int *go) {
-  int i = 0, o = 0, ng = 0;
-  while (i < x->rank || o < n->rank) {
-    gi[ng] = i;
-    go[ng] = o;
-    while (i < x->rank && x->shape[i] == 1) i++;
-    while (o < n->rank && n->shape[o] == 1) o++;
-    if (i == x->rank && o == n->rank) break;
-    if (i == x->rank || o == n->rank) return -1;
-    td_dim pin = x->shape[i++], pout = n->shape[o++], q;
-    while (pin != pout) {
-      if (td_dim_div(c->g, pout, pin, &q) == 0 && i < x->rank) pin = td_dim_mul(c->g, pin, x->shape[i++]);
-      else if (td_dim_div(c->g, pin, pout, &q) == 0 && o < n->rank) pout = td_dim_mul(c->g, pout, n->shape[o++]);
-      else return -1;
-    }
-    ng++;
-  }
-  gi[ng] = x->rank;
-  go[ng] = n->rank;
-  return ng;
-}
-
-/* Linear index of ix over axes [a, b) of shape; NULL when it is 0. */
-static gcc_jit_rvalue *lin_part(cg *c, const td_node *nd, const cg_ix *ix, int a, int b) {
-  gcc_jit_rvalue *lin = NULL;
-  td_dim stride = 1;
-  for (int k = b - 1; k >= a; k--) {
-    if (!ix->zero[k] && nd->shape[k] != 1) {
-      gcc_jit_rvalue *t = stride == 1 ? ix->v[k] : bin(c, GCC_JIT_BINARY_OP_MULT, c->t_i64, ix->v[k], cg_dim(c, stride));
-      lin = lin ? bin(c, GCC_JIT_BINARY_OP_PLUS, c->t_i64, lin, t) : t;
-    }
-    stride = td_dim_mul(c->g, stride, nd->shape[k]);
-  }
-  return lin;
-}
-
-/* Splits lin over axes [a, b) of x's shape into r. */
-static void delin_part(cg *c, const td_node *x, gcc_jit_rvalue *lin, int a, int b, cg_ix *r) {
-  td_dim inner = 1;
-  if (lin) lin = keep(c, lin, c->t_i64);
-  for (int k = b - 1; k >= a; k--) {
-    if (!lin || x->shape[k] == 1) { set_zero(c, r, k); continue; }
-    gcc_jit_rvalue *v = inner == 1 ? lin : bin(c, GCC_JIT_BINARY_OP_DIVIDE, c->t_i64, lin, cg_dim(c, inner));
-    int first = 1;
-    for (int j = a; j < k; j++) first &= x->shape[j] == 1;
-    if (!first) v = bin(c, GCC_JIT_BINARY_OP_MODULO, c->t_i64, v, cg_dim(c, x->shape[k]));
-    r->v[k] = v;
-    r->zero[k] = 0;
-    inner = td_dim_mul(c->g, inner, x->shape[k]);
-  }
-}
-
-static const cg_ix *reshape_ix(cg *c, const td_node *x, const td_node *n, const cg_ix *ix) {
-  int gi[TD_MAX_RANK + 2], go[TD_MAX_RANK + 2];
-  cg_ix *r = cg_ix_new(c, x->rank);
-  for (int k = 0; k < x->rank; k++) set_zero(c, r, k);
-  int ng = reshape_groups(c, x, n, gi, go);
-  if (ng < 0) {
-    delin_part(c, x, lin_part(c, n, ix, 0, n->rank), 0, x->rank, r);
-    return r;
-  }
-  for (int g = 0; g < ng; g++) delin_part(c, x, lin_part(c, n, ix, go[g], go[g + 1]), gi[g], gi[g + 1], r);
-  return r;
 }
 
 /* The index of input `slot` of node n evaluated at ix (memoised). */
 static const cg_ix *child_ix(cg *c, int n, int slot, const cg_ix *ix) {
-  for (int i = c->n_ixmemo - 1; i >= 0; i--)
-    if (c->ixmemo[i].node == n && c->ixmemo[i].slot == slot && c->ixmemo[i].parent == ix)
-      return c->ixmemo[i].child;
-  const td_node *nd = ND(c, n), *x = ND(c, nd->in[slot]);
-  const cg_ix *r = ix;
-  cg_ix *w;
-  switch (nd->op) {
-  case TD_IR_PERMUTE:
-    w = cg_ix_new(c, x->rank);
-    for (int i = 0; i < nd->rank; i++) {
-      w->v[nd->attr.perm[i]] = ix->v[i];
-      w->zero[nd->attr.perm[i]] = ix->zero[i];
-    }
-    r = w;
-    break;
-  case TD_IR_SLICE:
-    w = cg_ix_new(c, x->rank);
-    for (int k = 0; k < nd->rank; k++) {
-      gcc_jit_rvalue *s = bin(c, GCC_JIT_BINARY_OP_MULT, c->t_i64, ix->v[k], cg_i64(c, nd->attr.step[k]));
-      w->v[k] = bin(c, GCC_JIT_BINARY_OP_PLUS, c->t_i64, cg_dim(c, nd->attr.start[k]), s);
-    }
-    r = w;
-    break;
-  case TD_IR_RESHAPE: r = reshape_ix(c, x, nd, ix); break;
-  default: r = bcast_ix(c, x, nd, ix); break;
-  }
-  if (c->n_ixmemo == c->cap_ixmemo) {
-    int cap = c->cap_ixmemo ? 2 * c->cap_ixmemo : 64;
-    cg_ixmemo *m = td_arena_alloc(c->arena, (size_t)cap * sizeof *m);
-    if (!m) return r;
-    if (c->n_ixmemo) memcpy(m, c->ixmemo, (size_t)c->n_ixmemo * sizeof *m);
-    c->ixmemo = m;
-    c->cap_ixmemo = cap;
-  }
-  c->ixmemo[c->n_ixmemo++] = (cg_ixmemo){n, slot, ix, r};
-  return r;
+  td_ixgen x = cg_ixgen(c);
+  return td_ix_child(&x, n, slot, ix);
 }
 
 /* ---- loads, stores, creation ------------------------------------------------------------ */

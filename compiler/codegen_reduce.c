@@ -31,33 +31,10 @@
 
 /* The index of node n (whose shape broadcasts into the kernel space, or is
  * squeeze-equal to a row) at the current row: kept axes from row, reduced
- * axes 0. */
+ * axes 0 (index.c's td_ix_row, shared with the CUDA backend). */
 cg_ix *cg_row_ix(cg *c, int n, const cg_ix *row) {
-  const td_node *nd = &c->g->nodes[n];
-  const td_kernel *k = c->k;
-  cg_ix *ix = cg_ix_new(c, nd->rank);
-  if (nd->rank <= k->rank) {
-    int off = k->rank - nd->rank, ok = 1;
-    for (int d = 0; d < nd->rank; d++) ok &= nd->shape[d] == 1 || nd->shape[d] == k->space[d + off];
-    if (ok) {
-      for (int d = 0; d < nd->rank; d++) {
-        int a = d + off, z = nd->shape[d] == 1 || (k->red_axes >> a & 1);
-        ix->v[d] = z ? cg_i64(c, 0) : row->v[a];
-        ix->zero[d] = (char)(z || row->zero[a]);
-      }
-      return ix;
-    }
-  }
-  /* a squeezed row shape: match the non-1 axes in order */
-  int a = 0;
-  for (int d = 0; d < nd->rank; d++) {
-    ix->v[d] = cg_i64(c, 0);
-    ix->zero[d] = 1;
-    if (nd->shape[d] == 1) continue;
-    while (a < k->rank && (k->space[a] == 1 || (k->red_axes >> a & 1))) a++;
-    if (a < k->rank) { ix->v[d] = row->v[a]; ix->zero[d] = row->zero[a]; a++; }
-  }
-  return ix;
+  td_ixgen x = cg_ixgen(c);
+  return td_ix_row(&x, &c->g->nodes[n], c->k->space, c->k->rank, c->k->red_axes, row);
 }
 
 /* ---- reductions ---- */

@@ -1,7 +1,8 @@
 /* jit_impl.h - internal: the state shared by the libgccjit code generator's
  * files (codegen_cpu.c: functions, loops and kernels; codegen_expr.c: the
  * value of a node at an index, and every op's formula; codegen_gemm.c:
- * matmul kernels).
+ * matmul kernels).  Index mapping is index.h's layer, shared with the
+ * CUDA generator.
  *
  * Generated kernels have the C signature (tdc_kernel_fn)
  *   void kN(void **bufs, const int64_t *dv, void *scratch, int32_t *status,
@@ -20,16 +21,14 @@
 
 #include <libgccjit.h>
 
+#include "index.h"
 #include "plan_impl.h"
 #include "prepack.h"
 
-/* An index into a node's shape: one int64 rvalue per axis; zero[k] marks an
- * axis known to be 0 (broadcast), which address arithmetic skips. */
-typedef struct cg_ix {
-  int rank;
-  gcc_jit_rvalue *v[TD_MAX_RANK];
-  char zero[TD_MAX_RANK];
-} cg_ix;
+/* An index into a node's shape (index.h's td_ix): one int64 rvalue per
+ * axis, v[k] a gcc_jit_rvalue *; zero[k] marks an axis known to be 0
+ * (broadcast), which address arithmetic skips. */
+typedef td_ix cg_ix;
 
 /* A value computed in the current function: node at index ix. */
 typedef struct cg_memo {
@@ -38,12 +37,9 @@ typedef struct cg_memo {
   gcc_jit_rvalue *val;
 } cg_memo;
 
-/* Input `slot` of `node` evaluated at parent index `parent` -> child index. */
-typedef struct cg_ixmemo {
-  int node, slot;
-  const cg_ix *parent;
-  const cg_ix *child;
-} cg_ixmemo;
+/* Input `slot` of `node` evaluated at parent index `parent` -> child index
+ * (the index layer's memo, index.h). */
+typedef td_ixmemo cg_ixmemo;
 
 /* An entry of the runtime table dv: a symbolic size, or the stream of a
  * random node (mixed with the call index at run time). */
@@ -213,6 +209,9 @@ int tdc_gemm_nr(int isa, td_dtype dt);
 gcc_jit_rvalue *cg_eval(cg *c, int n, const cg_ix *ix);
 /* Flat element offset of ix in a contiguous array of node n's shape. */
 gcc_jit_rvalue *cg_offset(cg *c, int n, const cg_ix *ix);
+/* This generator as the index layer (index.h) sees it: gccjit builders,
+ * c's arena and index memo.  Build it where it is used (it points at c). */
+td_ixgen cg_ixgen(cg *c);
 /* Stores value v of node n's value type at index ix of n's buffer. */
 void cg_store(cg *c, int n, const cg_ix *ix, gcc_jit_rvalue *v);
 /* Converts between value types of dtypes (the interpreter's cast rules). */

@@ -7,7 +7,9 @@
  * from its inputs at derived indices (broadcast, permute, slice, reshape by
  * groups of axes, concat, gather), and every computed value is memoised by
  * (node, index object) within the current scope.  Indices are strings of
- * int64 expressions (loop variables or locals).  The formulas are
+ * int64 expressions (loop variables or locals); the broadcast, permute,
+ * slice and reshape mappings are compiler/index.c's, shared with the CPU
+ * backend, over text builders (ix_ops).  The formulas are
  * runtime/scalar.h's helpers (compiled into the module), so the values
  * follow the interpreter's rules (NaN propagation, floor division,
  * saturating casts, wrap-around integers).  Matmuls of two f16 or two bf16
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../compiler/index.h"
 #include "../compiler/plan_impl.h"
 #include "../lang/mem.h"
 #include "../runtime/half.h"
@@ -68,11 +71,9 @@ static void sb_add(sbuf *b, const char *fmt, ...) {
 
 /* ---- generator state ---- */
 
-typedef struct cx_ix {
-  int rank;
-  const char *v[TD_MAX_RANK];
-  char zero[TD_MAX_RANK];
-} cx_ix;
+/* An index (the index layer's td_ix, compiler/index.h): v[k] is C source
+ * text, a const char * stored as void * (ixv). */
+typedef td_ix cx_ix;
 
 typedef struct cx_memo {
   int node;
@@ -80,10 +81,7 @@ typedef struct cx_memo {
   const char *val;
 } cx_memo;
 
-typedef struct cx_ixmemo {
-  int node, slot;
-  const cx_ix *parent, *child;
-} cx_ixmemo;
+typedef td_ixmemo cx_ixmemo;
 
 typedef struct cx {
   const td_plan *p;
@@ -340,132 +338,42 @@ static const char *compare(cx *c, td_op op, td_dtype dt, const char *a, const ch
   return S(c, "(%s %s %s)", a, ops[op - TD_IR_LT], b);
 }
 
-/* ---- indices ---- */
+/* ---- indices: the shared index layer (compiler/index.c) over C source text ---- */
 
-static const char *lin_part(cx *c, const td_node *nd, const cx_ix *ix, int a, int b);
+/* Text as an index coordinate: td_ix holds void *; the text is never
+ * written through it. */
+static void *ixv(const char *s) { return (void *)(uintptr_t)s; }
+/* Coordinate k of ix as text. */
+static const char *ixs(const cx_ix *ix, int k) { return ix->v[k]; }
 
+static td_ix *ix_new_b(void *be, int rank) { return ix_new(be, rank); }
+static void *ix_cst(void *be, int64_t v) { return ixv(S(be, "%lldLL", (long long)v)); }
+static void *ix_size(void *be, td_dim d) { return ixv(dim(be, d)); }
+static void *ix_add(void *be, void *a, void *b) { return ixv(S(be, "%s + %s", (const char *)a, (const char *)b)); }
+static void *ix_mul(void *be, void *a, void *b) { return ixv(S(be, "%s * %s", (const char *)a, (const char *)b)); }
+static void *ix_div(void *be, void *a, void *b) { return ixv(S(be, "(%s / %s)", (const char *)a, (const char *)b)); }
+static void *ix_mod(void *be, void *a, void *b) { return ixv(S(be, "(%s %% %s)", (const char *)a, (const char *)b)); }
+static void *ix_keep(void *be, void *a) { return ixv(keep(be, "int64_t", a)); }
+
+/* Derived coordinates are kept in int64_t locals: each use of an
+ * expression would repeat its text. */
+static const td_ix_ops ix_ops = {ix_new_b, ix_cst, ix_size, ix_add, ix_mul, ix_div, ix_mod, ix_keep, 1};
+
+static td_ixgen ixgen(cx *c) {
+  return (td_ixgen){&ix_ops, c, c->g, c->a, &c->ixmemo, &c->n_ixmemo, &c->cap_ixmemo};
+}
+
+/* The element offset of ix in node n's buffer. */
 static const char *offset(cx *c, int n, const cx_ix *ix) {
-  const td_node *nd = ND(c, n);
-  const char *off = lin_part(c, nd, ix, 0, nd->rank);
+  td_ixgen x = ixgen(c);
+  const char *off = td_ix_lin(&x, ND(c, n), ix, 0, ND(c, n)->rank);
   return off ? off : "0";
 }
 
-static const cx_ix *bcast_ix(cx *c, const td_node *x, const td_node *out, const cx_ix *ix) {
-  int same = x->rank == out->rank;
-  for (int k = 0; same && k < x->rank; k++) same = x->shape[k] == out->shape[k];
-  if (same) return ix;
-  cx_ix *r = ix_new(c, x->rank);
-  int off = out->rank - x->rank;
-  for (int k = 0; k < x->rank; k++) {
-    if (x->shape[k] == 1 && (k + off < 0 || out->shape[k + off] != 1)) continue;
-    r->v[k] = ix->v[k + off];
-    r->zero[k] = ix->zero[k + off];
-  }
-  return r;
-}
-
-/* Groups of axes of equal total size for a reshape (codegen_expr.c's
- * reshape_groups, the same grouping). */
-static int reshape_groups(cx *c, const td_node *x, const td_node *n, int *gi, int *go) {
-  int i = 0, o = 0, ng = 0;
-  while (i < x->rank || o < n->rank) {
-    gi[ng] = i;
-    go[ng] = o;
-    while (i < x->rank && x->shape[i] == 1) i++;
-    while (o < n->rank && n->shape[o] == 1) o++;
-    if (i == x->rank && o == n->rank) break;
-    if (i == x->rank || o == n->rank) return -1;
-    td_dim pin = x->shape[i++], pout = n->shape[o++], q;
-    while (pin != pout) {
-      if (td_dim_div(c->g, pout, pin, &q) == 0 && i < x->rank) pin = td_dim_mul(c->g, pin, x->shape[i++]);
-      else if (td_dim_div(c->g, pin, pout, &q) == 0 && o < n->rank) pout = td_dim_mul(c->g, pout, n->shape[o++]);
-      else return -1;
-    }
-    ng++;
-  }
-  gi[ng] = x->rank;
-  go[ng] = n->rank;
-  return ng;
-}
-
-static const char *lin_part(cx *c, const td_node *nd, const cx_ix *ix, int a, int b) {
-  const char *lin = NULL;
-  td_dim stride = 1;
-  for (int k = b - 1; k >= a; k--) {
-    if (!ix->zero[k] && nd->shape[k] != 1) {
-      const char *t = stride == 1 ? ix->v[k] : S(c, "%s * %s", ix->v[k], dim(c, stride));
-      lin = lin ? S(c, "%s + %s", lin, t) : t;
-    }
-    stride = td_dim_mul(c->g, stride, nd->shape[k]);
-  }
-  return lin;
-}
-
-static void delin_part(cx *c, const td_node *x, const char *lin, int a, int b, cx_ix *r) {
-  td_dim inner = 1;
-  if (lin) lin = keep(c, "int64_t", lin);
-  for (int k = b - 1; k >= a; k--) {
-    if (!lin || x->shape[k] == 1) { r->v[k] = "0LL"; r->zero[k] = 1; continue; }
-    const char *v = inner == 1 ? lin : S(c, "(%s / %s)", lin, dim(c, inner));
-    int first = 1;
-    for (int j = a; j < k; j++) first &= x->shape[j] == 1;
-    if (!first) v = S(c, "(%s %% %s)", v, dim(c, x->shape[k]));
-    r->v[k] = keep(c, "int64_t", v);
-    r->zero[k] = 0;
-    inner = td_dim_mul(c->g, inner, x->shape[k]);
-  }
-}
-
-static const cx_ix *reshape_ix(cx *c, const td_node *x, const td_node *n, const cx_ix *ix) {
-  int gi[TD_MAX_RANK + 2], go[TD_MAX_RANK + 2];
-  cx_ix *r = ix_new(c, x->rank);
-  int ng = reshape_groups(c, x, n, gi, go);
-  if (ng < 0) {
-    delin_part(c, x, lin_part(c, n, ix, 0, n->rank), 0, x->rank, r);
-    return r;
-  }
-  for (int g = 0; g < ng; g++) delin_part(c, x, lin_part(c, n, ix, go[g], go[g + 1]), gi[g], gi[g + 1], r);
-  return r;
-}
-
+/* The index of input `slot` of node n evaluated at ix (memoised). */
 static const cx_ix *child_ix(cx *c, int n, int slot, const cx_ix *ix) {
-  for (int i = c->n_ixmemo - 1; i >= 0; i--)
-    if (c->ixmemo[i].node == n && c->ixmemo[i].slot == slot && c->ixmemo[i].parent == ix)
-      return c->ixmemo[i].child;
-  const td_node *nd = ND(c, n), *x = ND(c, nd->in[slot]);
-  const cx_ix *r = ix;
-  cx_ix *w;
-  switch (nd->op) {
-  case TD_IR_PERMUTE:
-    w = ix_new(c, x->rank);
-    for (int i = 0; i < nd->rank; i++) {
-      w->v[nd->attr.perm[i]] = ix->v[i];
-      w->zero[nd->attr.perm[i]] = ix->zero[i];
-    }
-    r = w;
-    break;
-  case TD_IR_SLICE:
-    w = ix_new(c, x->rank);
-    for (int k = 0; k < nd->rank; k++) {
-      w->v[k] = keep(c, "int64_t", S(c, "%s + %s * %lldLL", dim(c, nd->attr.start[k]), ix->v[k],
-                                     (long long)nd->attr.step[k]));
-      w->zero[k] = 0;
-    }
-    r = w;
-    break;
-  case TD_IR_RESHAPE: r = reshape_ix(c, x, nd, ix); break;
-  default: r = bcast_ix(c, x, nd, ix); break;
-  }
-  if (c->n_ixmemo == c->cap_ixmemo) {
-    int cap = c->cap_ixmemo ? 2 * c->cap_ixmemo : 64;
-    cx_ixmemo *m = td_arena_alloc(c->a, (size_t)cap * sizeof *m);
-    if (!m) return r;
-    if (c->n_ixmemo) memcpy(m, c->ixmemo, (size_t)c->n_ixmemo * sizeof *m);
-    c->ixmemo = m;
-    c->cap_ixmemo = cap;
-  }
-  c->ixmemo[c->n_ixmemo++] = (cx_ixmemo){n, slot, ix, r};
-  return r;
+  td_ixgen x = ixgen(c);
+  return td_ix_child(&x, n, slot, ix);
 }
 
 /* ---- the evaluator ---- */
@@ -507,9 +415,9 @@ static const char *random_value(cx *c, int n, const cx_ix *ix) {
 static const char *arange_value(cx *c, const td_node *nd, const cx_ix *ix) {
   if (td_dtype_is_float(nd->dtype))
     return S(c, "((%s)(%s + %s * (double)%s))", vtn[nd->dtype], flit(c, TD_F64, nd->attr.f),
-             flit(c, TD_F64, nd->attr.f2), ix->v[0]);
+             flit(c, TD_F64, nd->attr.f2), ixs(ix, 0));
   const char *v = S(c, "((int64_t)((uint64_t)%s + (uint64_t)%s * (uint64_t)%s))", ilit(c, TD_I64, nd->attr.i),
-                    ilit(c, TD_I64, nd->attr.i2), ix->v[0]);
+                    ilit(c, TD_I64, nd->attr.i2), ixs(ix, 0));
   return convert(c, v, TD_I64, nd->dtype);
 }
 
@@ -527,7 +435,7 @@ static const char *gather_value(cx *c, int n, const cx_ix *ix) {
   cx_ix *xi = ix_new(c, x->rank);
   for (int k = 0; k < x->rank; k++) {
     if (k < ax) { xi->v[k] = ix->v[k]; xi->zero[k] = ix->zero[k]; }
-    else if (k == ax) { xi->v[k] = g; xi->zero[k] = 0; }
+    else if (k == ax) { xi->v[k] = ixv(g); xi->zero[k] = 0; }
     else { xi->v[k] = ix->v[k + ri - 1]; xi->zero[k] = ix->zero[k + ri - 1]; }
   }
   return ev(c, nd->in[0], xi);
@@ -542,11 +450,11 @@ static const char *concat_value(cx *c, int n, const cx_ix *ix) {
   for (int j = 0; j < nd->n_in; j++) {
     const td_node *x = ND(c, nd->in[j]);
     td_dim end = td_dim_add(c->g, off, x->shape[ax]);
-    if (j + 1 < nd->n_in) open_block(c, S(c, "if (%s < %s)", ix->v[ax], dim(c, end)));
+    if (j + 1 < nd->n_in) open_block(c, S(c, "if (%s < %s)", ixs(ix, ax), dim(c, end)));
     else open_block(c, "");
     cx_ix *xi = ix_new(c, x->rank);
     *xi = *ix;
-    xi->v[ax] = keep(c, "int64_t", S(c, "%s - %s", ix->v[ax], dim(c, off)));
+    xi->v[ax] = ixv(keep(c, "int64_t", S(c, "%s - %s", ixs(ix, ax), dim(c, off))));
     xi->zero[ax] = 0;
     mark m = mark_get(c);
     const char *v = ev(c, nd->in[j], xi);
@@ -634,11 +542,11 @@ static void delinearize(cx *c, const char *flat, const td_dim *shape, int rank, 
   line(c, "int64_t %s = %s;", rest, flat);
   for (int t = n - 1; t >= 0; t--) {
     int k = axes[t];
-    ix->v[k] = S(c, "%s%d", pfx, k);
+    ix->v[k] = ixv(S(c, "%s%d", pfx, k));
     ix->zero[k] = 0;
-    if (t == 0) line(c, "const int64_t %s = %s;", ix->v[k], rest);
+    if (t == 0) line(c, "const int64_t %s = %s;", ixs(ix, k), rest);
     else {
-      line(c, "const int64_t %s = %s %% %s;", ix->v[k], rest, dim(c, shape[k]));
+      line(c, "const int64_t %s = %s %% %s;", ixs(ix, k), rest, dim(c, shape[k]));
       line(c, "%s /= %s;", rest, dim(c, shape[k]));
     }
   }
@@ -933,30 +841,11 @@ static void block_reduce(cx *c, const racc *r, int n, int s) {
   line(c, "__syncthreads();");
 }
 
-/* The index of node n at the current row (codegen_reduce.c's cg_row_ix). */
+/* The index of node n at the current row (index.c's td_ix_row, as the CPU
+ * backend's cg_row_ix). */
 static cx_ix *row_ix(cx *c, int n, const cx_ix *row) {
-  const td_node *nd = ND(c, n);
-  const td_kernel *k = c->k;
-  cx_ix *ix = ix_new(c, nd->rank);
-  if (nd->rank <= k->rank) {
-    int off = k->rank - nd->rank, ok = 1;
-    for (int d = 0; d < nd->rank; d++) ok &= nd->shape[d] == 1 || nd->shape[d] == k->space[d + off];
-    if (ok) {
-      for (int d = 0; d < nd->rank; d++) {
-        int a = d + off, z = nd->shape[d] == 1 || (k->red_axes >> a & 1);
-        ix->v[d] = z ? "0LL" : row->v[a];
-        ix->zero[d] = (char)(z || row->zero[a]);
-      }
-      return ix;
-    }
-  }
-  int a = 0;
-  for (int d = 0; d < nd->rank; d++) {
-    if (nd->shape[d] == 1) continue;
-    while (a < k->rank && (k->space[a] == 1 || (k->red_axes >> a & 1))) a++;
-    if (a < k->rank) { ix->v[d] = row->v[a]; ix->zero[d] = row->zero[a]; a++; }
-  }
-  return ix;
+  td_ixgen x = ixgen(c);
+  return td_ix_row(&x, ND(c, n), c->k->space, c->k->rank, c->k->red_axes, row);
 }
 
 static int stage_finish(cx *c, const racc *r, int n, const cx_ix *row, const char *count) {
@@ -1065,7 +954,7 @@ static const char *view_base(cx *c, const td_view *v, const cx_ix *bix, int out_
   for (int t = 0; t + 2 < v->rank; t++) {
     int a = t + out_rank - v->rank;
     if (v->shape[t] == 1 || bix->zero[a]) continue;
-    off = S(c, "%s + %s * %s", off, bix->v[a], dim(c, v->stride[t]));
+    off = S(c, "%s + %s * %s", off, ixs(bix, a), dim(c, v->stride[t]));
   }
   return keep(c, "int64_t", off);
 }
