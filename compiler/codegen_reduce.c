@@ -22,10 +22,16 @@
  *     for the reductions from then on;
  *   - then either the root is stored once per row, or a last loop nest
  *     stores it for every element of the row.
+ *
+ * What each reduction is and keeps (its role in a pair, the node updating
+ * it, its accumulators, their dtypes and identities, the finished dtype,
+ * a moments tail's mean) is rowplan.c's analysis, shared with the CUDA
+ * generator; this file chooses the loops and emits the code.
  */
 #include <string.h>
 
 #include "jit_impl.h"
+#include "rowplan.h"
 
 #define LANES 4
 
@@ -39,30 +45,27 @@ cg_ix *cg_row_ix(cg *c, int n, const cg_ix *row) {
 
 /* ---- reductions ---- */
 
+/* One reduction of a stage in one lane: its analysis (rowplan.h, shared
+ * by the lanes and with the CUDA backend) and this lane's accumulators. */
 typedef struct racc {
-  int node, role;        /* role: 0 plain, 1 online head (max), 2 online tail (sum), 3 moments head, 4 moments tail */
-  int partner;           /* for tails: the head's index in the stage */
-  gcc_jit_lvalue *acc, *acc2, *idx;
+  const td_rred *p;
+  gcc_jit_lvalue *acc, *acc2, *idx;   /* acc2: moments head's sum of x*x; idx: arg index */
 } racc;
 
-static gcc_jit_type *acc_type(cg *c, td_op op, td_dtype dt) {
-  if (op == TD_IR_SUM || op == TD_IR_PROD) return td_dtype_is_float(dt) ? c->t_f64 : c->t_i64;
-  return c->vt[dt];
+/* An identity of kind k (rowplan.h) and value f or i, for an accumulator
+ * of dtype acc_dt. */
+static gcc_jit_rvalue *identity(cg *c, td_rinit k, td_dtype acc_dt, double f, int64_t i) {
+  if (k == TD_RI_ZERO || k == TD_RI_ONE)
+    return acc_dt == TD_F64 ? gcc_jit_context_new_rvalue_from_double(c->ctx, c->t_f64, f) : cg_i64(c, i);
+  return cg_const(c, acc_dt, f, i);
 }
 
-/* Initial value of a plain reduction's accumulator. */
-static gcc_jit_rvalue *acc_init(cg *c, td_op op, td_dtype dt) {
-  int fl = td_dtype_is_float(dt);
-  switch (op) {
-  case TD_IR_SUM: return fl ? gcc_jit_context_new_rvalue_from_double(c->ctx, c->t_f64, 0) : cg_i64(c, 0);
-  case TD_IR_PROD: return fl ? gcc_jit_context_new_rvalue_from_double(c->ctx, c->t_f64, 1) : cg_i64(c, 1);
-  case TD_IR_RMAX: case TD_IR_ARGMAX:
-    if (fl) return cg_const(c, dt, -__builtin_inf(), 0);
-    return cg_const(c, dt, 0, dt == TD_I32 ? INT32_MIN : dt == TD_I64 ? INT64_MIN : 0);
-  default:
-    if (fl) return cg_const(c, dt, __builtin_inf(), 0);
-    return cg_const(c, dt, 0, dt == TD_I32 ? INT32_MAX : dt == TD_I64 ? INT64_MAX : 1);
-  }
+/* The identity of max/min op for values of dtype dt. */
+static gcc_jit_rvalue *op_identity(cg *c, td_op op, td_dtype dt) {
+  double f;
+  int64_t i;
+  td_rinit k = td_rowplan_identity(op, dt, &f, &i);
+  return identity(c, k, dt, f, i);
 }
 
 static gcc_jit_rvalue *rv(gcc_jit_lvalue *l) { return gcc_jit_lvalue_as_rvalue(l); }
@@ -107,11 +110,11 @@ static gcc_jit_rvalue *better(cg *c, td_op op, td_dtype dt, gcc_jit_rvalue *v, g
 }
 
 static void plain_update(cg *c, racc *r, gcc_jit_rvalue *v, gcc_jit_rvalue *kidx) {
-  const td_node *nd = &c->g->nodes[r->node];
+  const td_node *nd = &c->g->nodes[r->p->node];
   td_dtype dt = c->g->nodes[nd->in[0]].dtype;
   switch (nd->op) {
   case TD_IR_SUM: case TD_IR_PROD: {
-    gcc_jit_type *t = acc_type(c, nd->op, dt);
+    gcc_jit_type *t = c->vt[r->p->acc_dt];
     gcc_jit_rvalue *x = td_dtype_is_float(dt) ? to_f64(c, v) : cg_convert(c, v, dt, TD_I64);
     cg_assign(c, r->acc, binv(c, nd->op == TD_IR_SUM ? GCC_JIT_BINARY_OP_PLUS : GCC_JIT_BINARY_OP_MULT, t,
                               rv(r->acc), x));
@@ -138,7 +141,7 @@ static void plain_update(cg *c, racc *r, gcc_jit_rvalue *v, gcc_jit_rvalue *kidx
  * exp(v - M) is added.  A term with v == M counts 1 even when both are
  * -inf, as exp(x - max) does in eager mode for every finite row. */
 static void online_update(cg *c, racc *head, racc *tail, gcc_jit_rvalue *v) {
-  td_dtype dt = c->g->nodes[head->node].dtype;
+  td_dtype dt = c->g->nodes[head->p->node].dtype;
   gcc_jit_type *t = c->vt[dt];
   gcc_jit_rvalue *m = rv(head->acc);
   gcc_jit_block *grow = cg_block(c, "newmax"), *join = cg_block(c, "samemax");
@@ -167,39 +170,21 @@ static void moments_update(cg *c, racc *head, gcc_jit_rvalue *v) {
                                 binv(c, GCC_JIT_BINARY_OP_MULT, c->t_f64, rv(x), rv(x))));
 }
 
-/* Roles of the stage's reductions from the plan's partner links. */
-static void stage_roles(cg *c, const td_kstage *S, racc *r) {
-  for (int i = 0; i < S->n_reds; i++) {
-    r[i].node = S->reds[i];
-    r[i].role = 0;
-    r[i].partner = -1;
-  }
-  for (int i = 0; i < S->n_reds; i++) {
-    if (S->partner[i] < 0) continue;
-    int online = c->g->nodes[c->g->nodes[S->reds[i]].in[0]].op == TD_IR_EXP;
-    for (int j = 0; j < S->n_reds; j++)
-      if (S->reds[j] == S->partner[i]) {
-        r[j].role = online ? 1 : 3;
-        r[i].role = online ? 2 : 4;
-        r[i].partner = j;
-      }
-  }
-}
-
-static void stage_init(cg *c, racc *r, int n) {
+/* One lane's racc entries for the stage analysed in p (rowplan.h), each
+ * accumulator declared and set to its identity. */
+static void stage_init(cg *c, const td_rred *p, racc *r, int n) {
   for (int i = 0; i < n; i++) {
-    const td_node *nd = &c->g->nodes[r[i].node];
-    td_dtype dt = c->g->nodes[nd->in[0]].dtype;
-    gcc_jit_rvalue *zero = gcc_jit_context_new_rvalue_from_double(c->ctx, c->t_f64, 0);
+    r[i].p = &p[i];
     r[i].acc = r[i].acc2 = r[i].idx = NULL;
-    if (r[i].role == 4) continue;   /* the head's accumulators serve it */
-    r[i].acc = cg_local(c, r[i].role == 2 || r[i].role == 3 ? c->t_f64 : acc_type(c, nd->op, dt), "acc");
-    cg_assign(c, r[i].acc, r[i].role == 2 || r[i].role == 3 ? zero : acc_init(c, r[i].role == 1 ? TD_IR_RMAX : nd->op, dt));
-    if (r[i].role == 3) {
-      r[i].acc2 = cg_local(c, c->t_f64, "acc");
-      cg_assign(c, r[i].acc2, zero);
+    if (p[i].has_acc) {
+      r[i].acc = cg_local(c, c->vt[p[i].acc_dt], "acc");
+      cg_assign(c, r[i].acc, identity(c, p[i].init, p[i].acc_dt, p[i].init_f, p[i].init_i));
     }
-    if (nd->op == TD_IR_ARGMAX || nd->op == TD_IR_ARGMIN) {
+    if (p[i].has_sq) {
+      r[i].acc2 = cg_local(c, c->t_f64, "acc");
+      cg_assign(c, r[i].acc2, gcc_jit_context_new_rvalue_from_double(c->ctx, c->t_f64, 0));
+    }
+    if (p[i].has_idx) {
       r[i].idx = cg_local(c, c->t_i64, "arg");
       cg_assign(c, r[i].idx, cg_i64(c, -1));
     }
@@ -215,12 +200,11 @@ static gcc_jit_rvalue *red_index(cg *c, const cg_ix *ix) {
 
 static int stage_body(cg *c, racc *r, int n, const cg_ix *ix) {
   for (int i = 0; i < n; i++) {
-    if (r[i].role == 1 || r[i].role == 4) continue;   /* driven by their partners */
-    const td_node *nd = &c->g->nodes[r[i].node];
-    gcc_jit_rvalue *v = cg_eval(c, r[i].role == 2 ? c->g->nodes[r[r[i].partner].node].in[0] : nd->in[0], ix);
+    if (!r[i].p->steps) continue;   /* driven by their partners */
+    gcc_jit_rvalue *v = cg_eval(c, r[i].p->src, ix);
     if (!v) return -1;
-    if (r[i].role == 2) online_update(c, &r[r[i].partner], &r[i], v);
-    else if (r[i].role == 3) moments_update(c, &r[i], v);
+    if (r[i].p->role == TD_RR_ONLINE_TAIL) online_update(c, &r[r[i].p->partner], &r[i], v);
+    else if (r[i].p->role == TD_RR_MOMENTS_HEAD) moments_update(c, &r[i], v);
     else plain_update(c, &r[i], v, red_index(c, ix));
   }
   return 0;
@@ -236,21 +220,17 @@ static gcc_jit_rvalue *row_count(cg *c) {
 
 static int stage_finish(cg *c, racc *r, int n, const cg_ix *row) {
   for (int i = 0; i < n; i++) {
-    const td_node *nd = &c->g->nodes[r[i].node];
-    if (r[i].role == 4) continue;
+    const td_node *nd = &c->g->nodes[r[i].p->node];
+    if (r[i].p->role == TD_RR_MOMENTS_TAIL) continue;
     gcc_jit_rvalue *v = r[i].idx ? rv(r[i].idx) : rv(r[i].acc);
-    td_dtype from = r[i].idx ? TD_I64 : (r[i].role == 2 || r[i].role == 3) ? TD_F64
-                  : (nd->op == TD_IR_SUM || nd->op == TD_IR_PROD) ? (td_dtype_is_float(nd->dtype) ? TD_F64 : TD_I64)
-                  : nd->dtype;
     gcc_jit_lvalue *l = cg_local(c, c->vt[nd->dtype], "red");
-    cg_assign(c, l, cg_convert(c, v, from, nd->dtype));
-    c->red_val[r[i].node] = rv(l);
+    cg_assign(c, l, cg_convert(c, v, r[i].p->fin_dt, nd->dtype));
+    c->red_val[r[i].p->node] = rv(l);
   }
   for (int i = 0; i < n; i++) {   /* tails of moments need mu, computed from the heads */
-    if (r[i].role != 4) continue;
-    const racc *h = &r[r[i].partner];
-    const td_node *sq = &c->g->nodes[c->g->nodes[r[i].node].in[0]];
-    int mu_node = c->g->nodes[sq->in[0]].in[1];
+    if (r[i].p->role != TD_RR_MOMENTS_TAIL) continue;
+    const racc *h = &r[r[i].p->partner];
+    int mu_node = r[i].p->mu;
     gcc_jit_rvalue *mu = cg_eval(c, mu_node, cg_row_ix(c, mu_node, row));
     if (!mu) return -1;
     mu = to_f64(c, mu);
@@ -262,9 +242,9 @@ static int stage_finish(cg *c, racc *r, int n, const cg_ix *row) {
                                                      binv(c, GCC_JIT_BINARY_OP_MULT, d, mu, mu)));
     gcc_jit_rvalue *zero = gcc_jit_context_new_rvalue_from_double(c->ctx, d, 0.0);
     s = cg_select(c, cmpv(c, GCC_JIT_COMPARISON_LT, s, zero), zero, s, d);
-    gcc_jit_lvalue *l = cg_local(c, c->vt[c->g->nodes[r[i].node].dtype], "red");
-    cg_assign(c, l, cg_convert(c, s, TD_F64, c->g->nodes[r[i].node].dtype));
-    c->red_val[r[i].node] = rv(l);
+    gcc_jit_lvalue *l = cg_local(c, c->vt[c->g->nodes[r[i].p->node].dtype], "red");
+    cg_assign(c, l, cg_convert(c, s, TD_F64, c->g->nodes[r[i].p->node].dtype));
+    c->red_val[r[i].p->node] = rv(l);
   }
   return 0;
 }
@@ -273,12 +253,12 @@ static int stage_finish(cg *c, racc *r, int n, const cg_ix *row) {
 
 /* Folds lane l's accumulators into lane 0's (a is lane 0, b lane l). */
 static void combine(cg *c, racc *a, const racc *b, racc *a_head, const racc *b_head) {
-  const td_node *nd = &c->g->nodes[a->node];
+  const td_node *nd = &c->g->nodes[a->p->node];
   td_dtype dt = c->g->nodes[nd->in[0]].dtype;
   gcc_jit_type *d = c->t_f64;
-  switch (a->role) {
-  case 1: break;  /* the online head is combined with its tail */
-  case 2: {       /* M = max(M0, Ml); S = S0 e^(M0 - M) + Sl e^(Ml - M) */
+  switch (a->p->role) {
+  case TD_RR_ONLINE_HEAD: break;  /* the online head is combined with its tail */
+  case TD_RR_ONLINE_TAIL: {       /* M = max(M0, Ml); S = S0 e^(M0 - M) + Sl e^(Ml - M) */
     gcc_jit_rvalue *m0 = rv(a_head->acc), *ml = rv(b_head->acc);
     gcc_jit_type *t = c->vt[dt];
     gcc_jit_lvalue *m = cg_local(c, t, "mx");
@@ -294,13 +274,13 @@ static void combine(cg *c, racc *a, const racc *b, racc *a_head, const racc *b_h
     cg_assign(c, a_head->acc, rv(m));
     break;
   }
-  case 3:
+  case TD_RR_MOMENTS_HEAD:
     cg_assign(c, a->acc2, binv(c, GCC_JIT_BINARY_OP_PLUS, d, rv(a->acc2), rv(b->acc2)));
     cg_assign(c, a->acc, binv(c, GCC_JIT_BINARY_OP_PLUS, d, rv(a->acc), rv(b->acc)));
     break;
-  case 0:
+  case TD_RR_PLAIN:
     if (nd->op == TD_IR_SUM || nd->op == TD_IR_PROD) {
-      gcc_jit_type *t = acc_type(c, nd->op, dt);
+      gcc_jit_type *t = c->vt[a->p->acc_dt];
       cg_assign(c, a->acc, binv(c, nd->op == TD_IR_PROD ? GCC_JIT_BINARY_OP_MULT : GCC_JIT_BINARY_OP_PLUS, t,
                                 rv(a->acc), rv(b->acc)));
     } else if (nd->op == TD_IR_RMAX || nd->op == TD_IR_RMIN) {
@@ -388,15 +368,16 @@ static int chunk_ok(cg *c, racc *r, int n) {
    * and the online softmax are branches in lanes */
   int wins = 0;
   for (int i = 0; i < n; i++) {
-    int op = c->g->nodes[r[i].node].op;
-    wins |= r[i].role == 2 || (r[i].role == 0 && (op == TD_IR_RMAX || op == TD_IR_RMIN));
+    int op = c->g->nodes[r[i].p->node].op;
+    wins |= r[i].p->role == TD_RR_ONLINE_TAIL ||
+            (r[i].p->role == TD_RR_PLAIN && (op == TD_IR_RMAX || op == TD_IR_RMIN));
   }
   if (!wins) return 0;
   for (int i = 0; i < n; i++) {
-    const td_node *nd = &c->g->nodes[r[i].node];
+    const td_node *nd = &c->g->nodes[r[i].p->node];
     td_dtype dt = c->g->nodes[nd->in[0]].dtype;
     if (!td_dtype_is_float(dt)) return 0;
-    if (r[i].role == 0 && nd->op != TD_IR_SUM && nd->op != TD_IR_RMAX && nd->op != TD_IR_RMIN) return 0;
+    if (r[i].p->role == TD_RR_PLAIN && nd->op != TD_IR_SUM && nd->op != TD_IR_RMAX && nd->op != TD_IR_RMIN) return 0;
   }
   return 1;
 }
@@ -465,8 +446,7 @@ static gcc_jit_rvalue *pad_reduce(cg *c, gcc_jit_lvalue *arr, gcc_jit_rvalue *n,
 
 /* The input of reduction i (its head's input for an online tail) at ix. */
 static gcc_jit_rvalue *red_input(cg *c, racc *r, int i, const cg_ix *ix) {
-  int src = r[i].role == 2 ? c->g->nodes[r[r[i].partner].node].in[0] : c->g->nodes[r[i].node].in[0];
-  return cg_eval(c, src, ix);
+  return cg_eval(c, r[i].p->src, ix);
 }
 
 /* Loop A of a chunk: every reduction's input into its arrays. */
@@ -480,12 +460,12 @@ static int chunk_load(cg *c, racc *r, carr *A, int n, const cg_ix *row, gcc_jit_
   ix->v[a] = binv(c, GCC_JIT_BINARY_OP_PLUS, c->t_i64, j0, j);
   ix->zero[a] = 0;
   for (int i = 0; i < n; i++) {
-    if (r[i].role == 1 || r[i].role == 4) continue;
+    if (!r[i].p->steps) continue;   /* driven by their partners */
     gcc_jit_rvalue *v = red_input(c, r, i, ix);
     if (!v) return -1;
     if (A[i].v) cg_assign(c, arr_at(c, A[i].v, j), v);
     if (A[i].m) cg_assign(c, arr_at(c, A[i].m, j), v);
-    if (A[i].s && r[i].role != 2) {
+    if (A[i].s && r[i].p->role != TD_RR_ONLINE_TAIL) {
       gcc_jit_lvalue *x = cg_local(c, c->t_f64, "x");
       cg_assign(c, x, to_f64(c, v));
       cg_assign(c, arr_at(c, A[i].s, j), rv(x));
@@ -499,10 +479,10 @@ static int chunk_load(cg *c, racc *r, carr *A, int n, const cg_ix *row, gcc_jit_
 
 /* The online pair over one chunk: chunk max, rescale, terms, sum. */
 static void chunk_online(cg *c, racc *head, racc *tail, carr *A, gcc_jit_rvalue *len, gcc_jit_rvalue *P) {
-  td_dtype dt = c->g->nodes[head->node].dtype;
+  td_dtype dt = c->g->nodes[head->p->node].dtype;
   gcc_jit_type *t = c->vt[dt], *d = c->t_f64;
   gcc_jit_lvalue *cm = cg_local(c, t, "cmax");
-  cg_assign(c, cm, pad_reduce(c, A->m, len, P, acc_init(c, TD_IR_RMAX, dt), TD_IR_RMAX, dt, t));
+  cg_assign(c, cm, pad_reduce(c, A->m, len, P, op_identity(c, TD_IR_RMAX, dt), TD_IR_RMAX, dt, t));
   gcc_jit_lvalue *mn = cg_local(c, t, "mnew");
   cg_assign(c, mn, cg_select(c, better(c, TD_IR_RMAX, dt, rv(cm), rv(head->acc)), rv(cm), rv(head->acc), t));
   gcc_jit_rvalue *one = gcc_jit_context_new_rvalue_from_double(c->ctx, d, 1.0);
@@ -536,19 +516,19 @@ static void chunk_fold(cg *c, racc *r, carr *A, int n, gcc_jit_rvalue *len, gcc_
   gcc_jit_type *d = c->t_f64;
   gcc_jit_rvalue *zero = gcc_jit_context_new_rvalue_from_double(c->ctx, d, 0.0);
   for (int i = 0; i < n; i++) {
-    const td_node *nd = &c->g->nodes[r[i].node];
+    const td_node *nd = &c->g->nodes[r[i].p->node];
     td_dtype dt = c->g->nodes[nd->in[0]].dtype;
-    if (r[i].role == 2) {
-      chunk_online(c, &r[r[i].partner], &r[i], &A[i], len, P);
-    } else if (r[i].role == 3) {
+    if (r[i].p->role == TD_RR_ONLINE_TAIL) {
+      chunk_online(c, &r[r[i].p->partner], &r[i], &A[i], len, P);
+    } else if (r[i].p->role == TD_RR_MOMENTS_HEAD) {
       cg_assign(c, r[i].acc, binv(c, GCC_JIT_BINARY_OP_PLUS, d, rv(r[i].acc), pad_reduce(c, A[i].s, len, P, zero, TD_IR_SUM, TD_F64, d)));
       cg_assign(c, r[i].acc2, binv(c, GCC_JIT_BINARY_OP_PLUS, d, rv(r[i].acc2), pad_reduce(c, A[i].q, len, P, zero, TD_IR_SUM, TD_F64, d)));
-    } else if (r[i].role == 0 && nd->op == TD_IR_SUM) {
+    } else if (r[i].p->role == TD_RR_PLAIN && nd->op == TD_IR_SUM) {
       cg_assign(c, r[i].acc, binv(c, GCC_JIT_BINARY_OP_PLUS, d, rv(r[i].acc), pad_reduce(c, A[i].s, len, P, zero, TD_IR_SUM, TD_F64, d)));
-    } else if (r[i].role == 0) {
+    } else if (r[i].p->role == TD_RR_PLAIN) {
       gcc_jit_type *t = c->vt[dt];
       gcc_jit_lvalue *m = cg_local(c, t, "cm");
-      cg_assign(c, m, pad_reduce(c, A[i].m, len, P, acc_init(c, nd->op, dt), nd->op, dt, t));
+      cg_assign(c, m, pad_reduce(c, A[i].m, len, P, op_identity(c, nd->op, dt), nd->op, dt, t));
       cg_assign(c, r[i].acc, cg_select(c, better(c, nd->op, dt, rv(m), rv(r[i].acc)), rv(m), rv(r[i].acc), t));
     }
   }
@@ -627,11 +607,11 @@ static void max_step(cg *c, gcc_jit_lvalue *acc, gcc_jit_rvalue *v, gcc_jit_type
 /* Pass 1: the row maximum into head->acc, in 16 lanes (a vector register)
  * then a tree over them. */
 static int stored_max(cg *c, racc *head, gcc_jit_lvalue *am, const cg_ix *row) {
-  td_dtype dt = c->g->nodes[head->node].dtype;
+  td_dtype dt = c->g->nodes[head->p->node].dtype;
   gcc_jit_type *t = c->vt[dt];
-  int x = c->g->nodes[head->node].in[0];
+  int x = c->g->nodes[head->p->node].in[0];
   gcc_jit_rvalue *L = cg_dim(c, c->k->space[c->k->rank - 1]), *zero = cg_i64(c, 0), *w = cg_i64(c, 16);
-  fill(c, am, zero, w, acc_init(c, TD_IR_RMAX, dt));
+  fill(c, am, zero, w, op_identity(c, TD_IR_RMAX, dt));
   gcc_jit_lvalue *full = cg_local(c, c->t_i64, "full");
   cg_assign(c, full, binv(c, GCC_JIT_BINARY_OP_MINUS, c->t_i64, L, binv(c, GCC_JIT_BINARY_OP_MODULO, c->t_i64, L, w)));
   cloop lo, li, lr;
@@ -678,11 +658,11 @@ static void stored_add(cg *c, gcc_jit_lvalue *as, gcc_jit_rvalue *l, const cg_ix
  * x - m NaN where x == m), which is what the online pair's "1 at the max"
  * gives too. */
 static int stored_terms(cg *c, racc *head, racc *tail, int e, gcc_jit_lvalue *as, const cg_ix *row) {
-  td_dtype dt = c->g->nodes[head->node].dtype;
+  td_dtype dt = c->g->nodes[head->p->node].dtype;
   gcc_jit_type *t = c->vt[dt];
   gcc_jit_lvalue *m = cg_local(c, t, "red");
   cg_assign(c, m, rv(head->acc));
-  c->red_val[head->node] = rv(m);
+  c->red_val[head->p->node] = rv(m);
   cloop lc, L, lb, ll, lr;
   gcc_jit_lvalue *len;
   gcc_jit_rvalue *j0 = chunk_open(c, &lc, &len, NULL), *zero = cg_i64(c, 0), *w = cg_i64(c, 16);
@@ -712,9 +692,9 @@ static int stored_terms(cg *c, racc *head, racc *tail, int e, gcc_jit_lvalue *as
 }
 
 static int emit_stage_stored(cg *c, racc *r, int n, const cg_ix *row, int e) {
-  int ti = r[0].role == 2 ? 0 : 1;
-  racc *tail = &r[ti], *head = &r[tail->partner];
-  gcc_jit_type *t = c->vt[c->g->nodes[head->node].dtype];
+  int ti = r[0].p->role == TD_RR_ONLINE_TAIL ? 0 : 1;
+  racc *tail = &r[ti], *head = &r[tail->p->partner];
+  gcc_jit_type *t = c->vt[c->g->nodes[head->p->node].dtype];
   gcc_jit_lvalue *am = new_arr(c, t), *as = new_arr(c, t);
   if (stored_max(c, head, am, row) || stored_terms(c, head, tail, e, as, row)) return -1;
   return stage_finish(c, r, n, row);
@@ -724,20 +704,20 @@ static int emit_stage_chunked(cg *c, racc *r, int n, const cg_ix *row) {
   carr *A = td_arena_alloc(c->arena, (size_t)n * sizeof *A);
   if (!A) return td_err_set(c->err, "out of memory");
   for (int i = 0; i < n; i++) {
-    const td_node *nd = &c->g->nodes[r[i].node];
+    const td_node *nd = &c->g->nodes[r[i].p->node];
     td_dtype dt = c->g->nodes[nd->in[0]].dtype;
     memset(&A[i], 0, sizeof A[i]);
-    if (r[i].role == 2) {
-      dt = c->g->nodes[r[r[i].partner].node].dtype;
+    if (r[i].p->role == TD_RR_ONLINE_TAIL) {
+      dt = c->g->nodes[r[r[i].p->partner].p->node].dtype;
       A[i].v = new_arr(c, c->vt[dt]);
       A[i].m = new_arr(c, c->vt[dt]);
       A[i].s = new_arr(c, c->vt[dt]);
-    } else if (r[i].role == 3) {
+    } else if (r[i].p->role == TD_RR_MOMENTS_HEAD) {
       A[i].s = new_arr(c, c->t_f64);
       A[i].q = new_arr(c, c->t_f64);
-    } else if (r[i].role == 0 && nd->op == TD_IR_SUM) {
+    } else if (r[i].p->role == TD_RR_PLAIN && nd->op == TD_IR_SUM) {
       A[i].s = new_arr(c, c->t_f64);
-    } else if (r[i].role == 0) {
+    } else if (r[i].p->role == TD_RR_PLAIN) {
       A[i].m = new_arr(c, c->vt[dt]);
     }
   }
@@ -765,9 +745,11 @@ static int wide_ok(cg *c, racc *r, int n) {
   const td_kernel *k = c->k;
   if (k->red_axes != 1u << (k->rank - 1) || k->space[k->rank - 1] == 1) return 0;
   for (int i = 0; i < n; i++) {
-    const td_node *nd = &c->g->nodes[r[i].node];
+    const td_node *nd = &c->g->nodes[r[i].p->node];
     if (!td_dtype_is_float(c->g->nodes[nd->in[0]].dtype)) return 0;
-    if (!(r[i].role == 0 && nd->op == TD_IR_SUM) && r[i].role != 3 && r[i].role != 4) return 0;
+    td_rrole role = r[i].p->role;
+    if (!(role == TD_RR_PLAIN && nd->op == TD_IR_SUM) && role != TD_RR_MOMENTS_HEAD && role != TD_RR_MOMENTS_TAIL)
+      return 0;
   }
   return 1;
 }
@@ -779,7 +761,7 @@ static int wide_add(cg *c, racc *r, int n, gcc_jit_lvalue **S, gcc_jit_lvalue **
   cg_ix *ix = chunk_ix(c, row, cg_i64(c, 0), j);
   for (int i = 0; i < n; i++) {
     if (!S[i]) continue;
-    gcc_jit_rvalue *v = cg_eval(c, c->g->nodes[r[i].node].in[0], ix);
+    gcc_jit_rvalue *v = cg_eval(c, c->g->nodes[r[i].p->node].in[0], ix);
     if (!v) return -1;
     gcc_jit_lvalue *x = cg_local(c, c->t_f64, "x");
     cg_assign(c, x, to_f64(c, v));
@@ -798,10 +780,10 @@ static int emit_stage_wide(cg *c, racc *r, int n, const cg_ix *row) {
   gcc_jit_rvalue *zero = cg_i64(c, 0), *w = cg_i64(c, 16), *z = gcc_jit_context_new_rvalue_from_double(c->ctx, c->t_f64, 0);
   for (int i = 0; i < n; i++) {
     S[i] = Q[i] = NULL;
-    if (r[i].role == 4) continue;   /* the head's arrays serve it */
+    if (r[i].p->role == TD_RR_MOMENTS_TAIL) continue;   /* the head's arrays serve it */
     S[i] = new_arr(c, c->t_f64);
     fill(c, S[i], zero, w, z);
-    if (r[i].role == 3) {
+    if (r[i].p->role == TD_RR_MOMENTS_HEAD) {
       Q[i] = new_arr(c, c->t_f64);
       fill(c, Q[i], zero, w, z);
     }
@@ -835,13 +817,14 @@ static int emit_stage(cg *c, const td_kstage *S, const cg_ix *row, int store_e, 
   int n = S->n_reds, a = lane_axis(c->k), lanes = a < 0 ? 1 : LANES;
   if (n > 64) return td_err_set(c->err, "kernel %s: too many reductions in one pass", c->k->name);
   racc (*r)[64] = td_arena_alloc(c->arena, LANES * sizeof *r);
-  if (!r) return td_err_set(c->err, "out of memory");
+  td_rred *p = td_arena_alloc(c->arena, (size_t)(n + 1) * sizeof *p);
+  if (!r || !p) return td_err_set(c->err, "out of memory");
+  td_rowplan_stage(c->g, S, p);
   for (int l = 0; l < lanes; l++) {
-    stage_roles(c, S, r[l]);
-    stage_init(c, r[l], n);
+    stage_init(c, p, r[l], n);
     if (l == 0 && wide_ok(c, r[0], n)) return emit_stage_wide(c, r[0], n, row);
     if (l == 0 && chunk_ok(c, r[0], n)) {
-      if (store_e >= 0 && n == 2 && (r[0][0].role == 2 || r[0][1].role == 2)) {
+      if (store_e >= 0 && n == 2 && (r[0][0].p->role == TD_RR_ONLINE_TAIL || r[0][1].p->role == TD_RR_ONLINE_TAIL)) {
         *stored = 1;
         return emit_stage_stored(c, r[0], n, row, store_e);
       }
@@ -875,7 +858,7 @@ static int emit_stage(cg *c, const td_kstage *S, const cg_ix *row, int store_e, 
   cg_memo_release(c, mark);
   for (int l = 1; l < lanes; l++)
     for (int i = 0; i < n; i++) {
-      int h = r[0][i].partner;
+      int h = r[0][i].p->partner;
       combine(c, &r[0][i], &r[l][i], h >= 0 ? &r[0][h] : NULL, h >= 0 ? &r[l][h] : NULL);
     }
   return stage_finish(c, r[0], n, row);

@@ -9,13 +9,14 @@
  * (node, index object) within the current scope.  Indices are strings of
  * int64 expressions (loop variables or locals); the broadcast, permute,
  * slice and reshape mappings are compiler/index.c's, shared with the CPU
- * backend, over text builders (ix_ops).  The formulas are
- * runtime/scalar.h's helpers (compiled into the module), so the values
- * follow the interpreter's rules (NaN propagation, floor division,
- * saturating casts, wrap-around integers).  Matmuls of two f16 or two bf16
- * buffers read the 16-bit values themselves and use tensor cores; the
- * kernels that widened them to f32 temporaries are left empty (half_matmul,
- * elidable below).
+ * backend, over text builders (ix_ops); the roles and accumulators of a
+ * row kernel's reductions are compiler/rowplan.c's analysis, also shared.
+ * The formulas are runtime/scalar.h's helpers (compiled into the module),
+ * so the values follow the interpreter's rules (NaN propagation, floor
+ * division, saturating casts, wrap-around integers).  Matmuls of two f16 or
+ * two bf16 buffers read the 16-bit values themselves and use tensor cores;
+ * the kernels that widened them to f32 temporaries are left empty
+ * (half_matmul, elidable below).
  */
 #include "codegen_cuda.h"
 
@@ -26,6 +27,7 @@
 
 #include "../compiler/index.h"
 #include "../compiler/plan_impl.h"
+#include "../compiler/rowplan.h"
 #include "../lang/mem.h"
 #include "../runtime/half.h"
 
@@ -628,68 +630,28 @@ static int emit_pointwise(cx *c) {
 
 /* ---- REDUCE kernels: one block per row ---- */
 
-/* One reduction's accumulators (named a<id>, q<id> (moments: sum of
- * squares) and x<id> (arg index) after the node id), with the roles of
- * codegen_reduce.c: 0 plain, 1 online head (max), 2 online tail (sum),
- * 3 moments head, 4 moments tail. */
-typedef struct racc {
-  int node, role, partner;
-  int has_acc, has_q, has_idx;
-  const char *acc_t;
-} racc;
+/* A reduction of a stage is described by rowplan.h's td_rred (the roles
+ * and accumulators decided with the CPU backend); its accumulators are
+ * named a<id>, q<id> (moments: sum of squares) and x<id> (arg index) after
+ * the node id. */
 
 static td_dtype in_dtype(cx *c, int red) { return ND(c, ND(c, red)->in[0])->dtype; }
 
-static const char *acc_type(cx *c, const racc *r) {
-  const td_node *nd = ND(c, r->node);
-  td_dtype dt = in_dtype(c, r->node);
-  if (r->role == 2 || r->role == 3) return "double";
-  if (r->role == 0 && (nd->op == TD_IR_SUM || nd->op == TD_IR_PROD)) return td_dtype_is_float(dt) ? "double" : "int64_t";
-  return vtn[dt];
-}
-
-static const char *acc_init(cx *c, const racc *r) {
-  const td_node *nd = ND(c, r->node);
-  td_dtype dt = in_dtype(c, r->node);
-  int fl = td_dtype_is_float(dt);
-  td_op op = r->role == 1 ? TD_IR_RMAX : nd->op;
-  if (r->role == 2 || r->role == 3) return "0.0";
-  switch (op) {
-  case TD_IR_SUM: return fl ? "0.0" : "0LL";
-  case TD_IR_PROD: return fl ? "1.0" : "1LL";
-  case TD_IR_RMAX: case TD_IR_ARGMAX:
-    return fl ? flit(c, dt, -INFINITY) : ilit(c, dt, dt == TD_I32 ? INT32_MIN : dt == TD_I64 ? INT64_MIN : 0);
-  default:
-    return fl ? flit(c, dt, INFINITY) : ilit(c, dt, dt == TD_I32 ? INT32_MAX : dt == TD_I64 ? INT64_MAX : 1);
+/* The accumulator's identity (rowplan.h's init, init_f, init_i). */
+static const char *acc_init(cx *c, const td_rred *r) {
+  if (r->init == TD_RI_ZERO || r->init == TD_RI_ONE) {
+    if (r->acc_dt == TD_F64) return r->init == TD_RI_ZERO ? "0.0" : "1.0";
+    return r->init == TD_RI_ZERO ? "0LL" : "1LL";
   }
-}
-
-static void stage_roles(cx *c, const td_kstage *st, racc *r) {
-  for (int i = 0; i < st->n_reds; i++) r[i] = (racc){st->reds[i], 0, -1, 0, 0, 0, NULL};
-  for (int i = 0; i < st->n_reds; i++) {
-    if (st->partner[i] < 0) continue;
-    int online = ND(c, ND(c, st->reds[i])->in[0])->op == TD_IR_EXP;
-    for (int j = 0; j < st->n_reds; j++)
-      if (st->reds[j] == st->partner[i]) {
-        r[j].role = online ? 1 : 3;
-        r[i].role = online ? 2 : 4;
-        r[i].partner = j;
-      }
-  }
-  for (int i = 0; i < st->n_reds; i++) {
-    td_op op = ND(c, r[i].node)->op;
-    r[i].has_acc = r[i].role != 4;
-    r[i].has_q = r[i].role == 3;
-    r[i].has_idx = r[i].role == 0 && (op == TD_IR_ARGMAX || op == TD_IR_ARGMIN);
-    r[i].acc_t = acc_type(c, &r[i]);
-  }
+  return td_dtype_is_float(r->acc_dt) ? flit(c, r->acc_dt, r->init_f) : ilit(c, r->acc_dt, r->init_i);
 }
 
 /* Sets (decl: declares) the accumulators of a stage to their identities. */
-static void stage_init(cx *c, const racc *r, int n, int decl) {
+static void stage_init(cx *c, const td_rred *r, int n, int decl) {
   for (int i = 0; i < n; i++) {
-    if (r[i].has_acc) line(c, "%s%sa%d = %s;", decl ? r[i].acc_t : "", decl ? " " : "", r[i].node, acc_init(c, &r[i]));
-    if (r[i].has_q) line(c, "%sq%d = 0.0;", decl ? "double " : "", r[i].node);
+    if (r[i].has_acc)
+      line(c, "%s%sa%d = %s;", decl ? vtn[r[i].acc_dt] : "", decl ? " " : "", r[i].node, acc_init(c, &r[i]));
+    if (r[i].has_sq) line(c, "%sq%d = 0.0;", decl ? "double " : "", r[i].node);
     if (r[i].has_idx) line(c, "%sx%d = -1;", decl ? "int64_t " : "", r[i].node);
   }
 }
@@ -710,23 +672,23 @@ static const char *red_index(cx *c, const cx_ix *ix) {
   return "0LL";
 }
 
-static int stage_body(cx *c, const racc *r, int n, const cx_ix *ix) {
+static int stage_body(cx *c, const td_rred *r, int n, const cx_ix *ix) {
   for (int i = 0; i < n; i++) {
-    if (r[i].role == 1 || r[i].role == 4) continue;
+    if (!r[i].steps) continue;   /* driven by their partners */
     const td_node *nd = ND(c, r[i].node);
-    int src = r[i].role == 2 ? ND(c, r[r[i].partner].node)->in[0] : nd->in[0];
+    int src = r[i].src;
     const char *v = ev(c, src, ix);
     if (!v) return -1;
     td_dtype dt = ND(c, src)->dtype;
     int id = r[i].node;
-    if (r[i].role == 2) {
+    if (r[i].role == TD_RR_ONLINE_TAIL) {
       int h = r[r[i].partner].node;
       open_block(c, S(c, "if (%s)", better(c, TD_IR_RMAX, dt, v, S(c, "a%d", h))));
       line(c, "a%d *= (a%d == %s) ? 1.0 : exp((double)a%d - (double)%s);", id, h, v, h, v);
       line(c, "a%d = %s;", h, v);
       close_block(c);
       line(c, "a%d += (%s == a%d) ? (double)a%d - (double)a%d + 1.0 : (double)td_exp(%s - a%d);", id, v, h, h, h, v, h);
-    } else if (r[i].role == 3) {
+    } else if (r[i].role == TD_RR_MOMENTS_HEAD) {
       line(c, "a%d += (double)%s;", id, v);
       line(c, "q%d += (double)%s * (double)%s;", id, v, v);
     } else if (nd->op == TD_IR_SUM || nd->op == TD_IR_PROD) {
@@ -745,12 +707,12 @@ static int stage_body(cx *c, const racc *r, int n, const cx_ix *ix) {
 
 /* Folds the accumulators named with prefix `o` (o_a<id>...) into the
  * thread's own (codegen_reduce.c's combine, the same rules). */
-static void combine(cx *c, const racc *r, int n) {
+static void combine(cx *c, const td_rred *r, int n) {
   for (int i = 0; i < n; i++) {
     const td_node *nd = ND(c, r[i].node);
     td_dtype dt = in_dtype(c, r[i].node);
     int id = r[i].node;
-    if (r[i].role == 2) {
+    if (r[i].role == TD_RR_ONLINE_TAIL) {
       int h = r[r[i].partner].node;
       open_block(c, "");
       line(c, "%s mx = %s ? o_a%d : a%d;", vtn[dt], better(c, TD_IR_RMAX, dt, S(c, "o_a%d", h), S(c, "a%d", h)), h, h);
@@ -759,16 +721,16 @@ static void combine(cx *c, const racc *r, int n) {
       line(c, "a%d = a%d * s0 + o_a%d * s1;", id, id, id);
       line(c, "a%d = mx;", h);
       close_block(c);
-    } else if (r[i].role == 3) {
+    } else if (r[i].role == TD_RR_MOMENTS_HEAD) {
       line(c, "a%d += o_a%d;", id, id);
       line(c, "q%d += o_q%d;", id, id);
-    } else if (r[i].role == 0 && (nd->op == TD_IR_SUM || nd->op == TD_IR_PROD)) {
+    } else if (r[i].role == TD_RR_PLAIN && (nd->op == TD_IR_SUM || nd->op == TD_IR_PROD)) {
       const char *o = nd->op == TD_IR_SUM ? "+" : "*";
       if (td_dtype_is_float(dt)) line(c, "a%d = a%d %s o_a%d;", id, id, o, id);
       else line(c, "a%d = (int64_t)((uint64_t)a%d %s (uint64_t)o_a%d);", id, id, o, id);
-    } else if (r[i].role == 0 && (nd->op == TD_IR_RMAX || nd->op == TD_IR_RMIN)) {
+    } else if (r[i].role == TD_RR_PLAIN && (nd->op == TD_IR_RMAX || nd->op == TD_IR_RMIN)) {
       line(c, "if (%s) a%d = o_a%d;", better(c, nd->op, dt, S(c, "o_a%d", id), S(c, "a%d", id)), id, id);
-    } else if (r[i].role == 0) {
+    } else if (r[i].role == TD_RR_PLAIN) {
       const char *av = S(c, "a%d", id), *bv = S(c, "o_a%d", id);
       const char *tie = td_dtype_is_float(dt) ? S(c, "(%s == %s || (%s != %s && %s != %s))", bv, av, bv, bv, av, av)
                                               : S(c, "(%s == %s)", bv, av);
@@ -779,16 +741,16 @@ static void combine(cx *c, const racc *r, int n) {
 }
 
 /* The accumulators of the thread `off` lanes down, as o_*. */
-static void shuffle_in(cx *c, const racc *r, int n) {
+static void shuffle_in(cx *c, const td_rred *r, int n) {
   for (int i = 0; i < n; i++) {
     int id = r[i].node;
-    if (r[i].has_acc) line(c, "%s o_a%d = td_shfl_down(a%d, off);", r[i].acc_t, id, id);
-    if (r[i].has_q) line(c, "double o_q%d = td_shfl_down(q%d, off);", id, id);
+    if (r[i].has_acc) line(c, "%s o_a%d = td_shfl_down(a%d, off);", vtn[r[i].acc_dt], id, id);
+    if (r[i].has_sq) line(c, "double o_q%d = td_shfl_down(q%d, off);", id, id);
     if (r[i].has_idx) line(c, "int64_t o_x%d = td_shfl_down(x%d, off);", id, id);
   }
 }
 
-static void warp_reduce(cx *c, const racc *r, int n) {
+static void warp_reduce(cx *c, const td_rred *r, int n) {
   open_block(c, "for (int off = 16; off > 0; off >>= 1)");
   shuffle_in(c, r, n);
   combine(c, r, n);
@@ -796,11 +758,11 @@ static void warp_reduce(cx *c, const racc *r, int n) {
 }
 
 /* Moves every accumulator between the thread and shared slot `slot`. */
-static void shared_io(cx *c, const racc *r, int n, int s, const char *slot, int to_shared) {
+static void shared_io(cx *c, const td_rred *r, int n, int s, const char *slot, int to_shared) {
   for (int i = 0; i < n; i++) {
     int id = r[i].node;
     const char *names[3] = {"a", "q", "x"};
-    int has[3] = {r[i].has_acc, r[i].has_q, r[i].has_idx};
+    int has[3] = {r[i].has_acc, r[i].has_sq, r[i].has_idx};
     for (int j = 0; j < 3; j++) {
       if (!has[j]) continue;
       if (to_shared) line(c, "sh%d_%s%d[%s] = %s%d;", s, names[j], id, slot, names[j], id);
@@ -811,11 +773,11 @@ static void shared_io(cx *c, const racc *r, int n, int s, const char *slot, int 
 
 /* Combines the accumulators of all threads of the block; afterwards every
  * thread holds the row's result. */
-static void block_reduce(cx *c, const racc *r, int n, int s) {
+static void block_reduce(cx *c, const td_rred *r, int n, int s) {
   for (int i = 0; i < n; i++) {
     int id = r[i].node;
-    if (r[i].has_acc) line(c, "__shared__ %s sh%d_a%d[32];", r[i].acc_t, s, id);
-    if (r[i].has_q) line(c, "__shared__ double sh%d_q%d[32];", s, id);
+    if (r[i].has_acc) line(c, "__shared__ %s sh%d_a%d[32];", vtn[r[i].acc_dt], s, id);
+    if (r[i].has_sq) line(c, "__shared__ double sh%d_q%d[32];", s, id);
     if (r[i].has_idx) line(c, "__shared__ int64_t sh%d_x%d[32];", s, id);
   }
   warp_reduce(c, r, n);
@@ -848,22 +810,18 @@ static cx_ix *row_ix(cx *c, int n, const cx_ix *row) {
   return td_ix_row(&x, ND(c, n), c->k->space, c->k->rank, c->k->red_axes, row);
 }
 
-static int stage_finish(cx *c, const racc *r, int n, const cx_ix *row, const char *count) {
+static int stage_finish(cx *c, const td_rred *r, int n, const cx_ix *row, const char *count) {
   for (int i = 0; i < n; i++) {
     const td_node *nd = ND(c, r[i].node);
-    if (r[i].role == 4) continue;
+    if (r[i].role == TD_RR_MOMENTS_TAIL) continue;
     int id = r[i].node;
     const char *v = r[i].has_idx ? S(c, "x%d", id) : S(c, "a%d", id);
-    td_dtype from = r[i].has_idx ? TD_I64 : (r[i].role == 2 || r[i].role == 3) ? TD_F64
-                  : (nd->op == TD_IR_SUM || nd->op == TD_IR_PROD) ? (td_dtype_is_float(nd->dtype) ? TD_F64 : TD_I64)
-                  : nd->dtype;
-    c->red_val[id] = keep(c, vtn[nd->dtype], convert(c, v, from, nd->dtype));
+    c->red_val[id] = keep(c, vtn[nd->dtype], convert(c, v, r[i].fin_dt, nd->dtype));
   }
   for (int i = 0; i < n; i++) {
-    if (r[i].role != 4) continue;
+    if (r[i].role != TD_RR_MOMENTS_TAIL) continue;
     int h = r[r[i].partner].node;
-    const td_node *sq = ND(c, ND(c, r[i].node)->in[0]);
-    int mu_node = ND(c, sq->in[0])->in[1];
+    int mu_node = r[i].mu;
     const char *mu = ev(c, mu_node, row_ix(c, mu_node, row));
     if (!mu) return -1;
     const char *s = keep(c, "double", S(c, "q%d - 2.0 * (double)%s * a%d + (double)%s * ((double)%s * (double)%s)", h,
@@ -877,9 +835,9 @@ static int stage_finish(cx *c, const racc *r, int n, const cx_ix *row, const cha
 static int emit_stage(cx *c, int s, const cx_ix *row, const char *rlen) {
   const td_kstage *st = &c->k->stages[s];
   int n = st->n_reds;
-  racc *r = td_arena_alloc(c->a, (size_t)(n + 1) * sizeof *r);
+  td_rred *r = td_arena_alloc(c->a, (size_t)(n + 1) * sizeof *r);
   if (!r) return td_err_set(c->err, "out of memory");
-  stage_roles(c, st, r);
+  td_rowplan_stage(c->g, st, r);
   stage_init(c, r, n, 1);
   open_block(c, S(c, c->cols ? "for (int64_t t = 0; t < %s; t++)" : "for (int64_t t = threadIdx.x; t < %s; t += blockDim.x)",
                   rlen));
