@@ -771,8 +771,10 @@ def main():
                     ", OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset"
             if torch2:
                 errlog2 = open(os.path.join(out, "peers_torch2_T%d.log" % t), "w")
-                servers["torch2"] = PeerServer(t, a.quick, tuned_env, errlog2, "torch2", ["--tuned"],
-                                               python=a.torch2)
+                # a fresh inductor cache: W7's first call is a cold compile, not
+                # a read of an earlier run's kernels (/tmp/torchinductor_$USER by default)
+                env2 = dict(tuned_env, TORCHINDUCTOR_CACHE_DIR=os.path.join(out, "torchinductor_T%d" % t))
+                servers["torch2"] = PeerServer(t, a.quick, env2, errlog2, "torch2", ["--tuned"], python=a.torch2)
         log("[T=%d] limits" % t)
         for r in run_floors(floors, t, ["limits"], a.quick, logf):
             limits.setdefault(t, {})[r["name"]] = r
