@@ -713,11 +713,12 @@ def main():
     torch2 = None
     if not a.no_peers:
         # torch.compile rows come from SYS_PY's own torch when it is 2.x; else
-        # from --torch2 (or $TDSL_BENCH_TORCH2_PYTHON), else from the python3
-        # first on PATH when that is another interpreter with PyTorch 2.x
+        # from --torch2 (or $TDSL_BENCH_TORCH2_PYTHON), else (not with --quick)
+        # from the python3 first on PATH when that is another interpreter with
+        # PyTorch 2.x
         own = torch2_version(SYS_PY)[0] if have_torch else None
         cand, auto = a.torch2, False
-        if not own and not cand:
+        if not own and not cand and not a.quick:   # --quick stays quick: cold torch.compile takes minutes
             path_py = shutil.which("python3")
             if path_py and os.path.realpath(path_py) != os.path.realpath(SYS_PY):
                 cand, auto = path_py, True
