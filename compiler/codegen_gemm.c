@@ -702,6 +702,7 @@ static int packed_path(cg *c, mm *m) {
 #define PP_ROWS 4     /* rows per tile of the small-M loop */
 #define PP_UNROLL 4   /* single rows: K unrolled into this many accumulator sets */
 #define PP_PACKED_M 64   /* from this many full rows the blocked packed path takes over */
+#define PP_SHORT_EPILOGUE 6   /* kernels of at most this many nodes: the epilogue once per tile row */
 
 /* The prepacked B of this kernel: bufs[n_bufs + kernel index]. */
 static gcc_jit_rvalue *prepacked_ptr(cg *c, mm *m) {
@@ -743,7 +744,7 @@ static void pp_step(cg *c, mm *m, packed *P, gcc_jit_lvalue *(*acc)[MAX_NV], gcc
 
 /* R rows from row i times panel jp of the prepacked B over all of K: U
  * independent sets of R x NV vector accumulators (U k's per step), summed,
- * stored to a tile in scratch, then the epilogue of each element. */
+ * stored to a local tile, then the epilogue of each element. */
 static int pp_tile(cg *c, mm *m, packed *P, gcc_jit_rvalue *i, gcc_jit_rvalue *jp, int R, int U) {
   const gemm_shape *s = &P->s;
   gcc_jit_lvalue *acc[PP_UNROLL][PP_ROWS][MAX_NV];
@@ -773,25 +774,35 @@ static int pp_tile(cg *c, mm *m, packed *P, gcc_jit_rvalue *i, gcc_jit_rvalue *j
       for (int r = 0; r < R; r++)
         for (int v = 0; v < s->nv; v++)
           gcc_jit_block_add_assignment_op(c->blk, NULL, acc[u][r][v], GCC_JIT_BINARY_OP_PLUS, rv(acc[u + w / 2][r][v]));
+  /* the tile goes to a local array, not to scratch: GCC sees that nothing
+   * else writes it and the vectorised epilogue reads the accumulators
+   * from registers (through scratch: a store-forwarding stall per row) */
+  gcc_jit_type *tt = gcc_jit_type_get_aligned(gcc_jit_context_new_array_type(c->ctx, NULL, m->t, R * s->nr), 64);
+  gcc_jit_rvalue *cb = gcc_jit_lvalue_get_address(gcc_jit_context_new_array_access(c->ctx, NULL, rv(cg_local(c, tt, "tile")), cg_i64(c, 0)), NULL);
   for (int r = 0; r < R; r++)
     for (int v = 0; v < s->nv; v++)
-      cg_assign(c, vec_at(c, P, P->cb, cg_i64(c, r * s->nr + v * s->vl)), rv(acc[0][r][v]));
+      cg_assign(c, vec_at(c, P, cb, cg_i64(c, r * s->nr + v * s->vl)), rv(acc[0][r][v]));
   gcc_jit_rvalue *j0 = keep_i(c, mul(c, jp, cg_i64(c, s->nr)), "j0");
   /* the prepacked N is a constant: when panels divide it, every tile's
    * epilogue runs a known number of columns (no remainder loops) */
   gcc_jit_rvalue *jn = c->kinfo->pack.n % s->nr == 0
                            ? cg_i64(c, s->nr)
                            : keep_i(c, imin(c, cg_i64(c, s->nr), ib(c, GCC_JIT_BINARY_OP_MINUS, m->N, j0)), "jn");
-  /* one copy of the epilogue for the R rows (it may be long: gelu, a
-   * residual): the compile time grows with every copy */
+  /* a short epilogue (a bias, a relu) is written once per row: the
+   * vectorised epilogue then reads the accumulators from registers, not
+   * back from the tile; a long one (gelu, a residual) once for the R rows,
+   * as compile time grows with every copy */
+  int per_row = c->k->n_nodes <= PP_SHORT_EPILOGUE;
   cloop lr, lj;
-  gcc_jit_rvalue *rr = cg_loop_open(c, &lr, cg_i64(c, R));
-  gcc_jit_rvalue *row = keep_i(c, add(c, i, rr), "row");
-  gcc_jit_rvalue *crow = keep_i(c, mul(c, rr, cg_i64(c, s->nr)), "crow");
-  gcc_jit_rvalue *j = cg_loop_open(c, &lj, jn);
-  if (epilogue(c, m->ix, m->r, row, add(c, j0, j), elem(c, P->cb, add(c, crow, j)))) return -1;
-  cg_loop_close(c, &lj);
-  cg_loop_close(c, &lr);
+  for (int r = 0; r < (per_row ? R : 1); r++) {
+    gcc_jit_rvalue *rr = per_row ? cg_i64(c, r) : cg_loop_open(c, &lr, cg_i64(c, R));
+    gcc_jit_rvalue *row = keep_i(c, add(c, i, rr), "row");
+    gcc_jit_rvalue *crow = keep_i(c, mul(c, rr, cg_i64(c, s->nr)), "crow");
+    gcc_jit_rvalue *j = cg_loop_open(c, &lj, jn);
+    if (epilogue(c, m->ix, m->r, row, add(c, j0, j), elem(c, cb, add(c, crow, j)))) return -1;
+    cg_loop_close(c, &lj);
+    if (!per_row) cg_loop_close(c, &lr);
+  }
   return 0;
 }
 
@@ -818,6 +829,21 @@ static gcc_jit_rvalue *cmp(cg *c, enum gcc_jit_comparison op, gcc_jit_rvalue *a,
   return gcc_jit_context_new_comparison(c->ctx, NULL, op, a, b);
 }
 
+/* Full rows flo .. fhi through the blocked packed path when there are
+ * enough of them (then *small_lo = fhi: no rows left for the tiles). */
+static int big_rows(cg *c, mm *m, gcc_jit_rvalue *flo, gcc_jit_rvalue *fhi, gcc_jit_rvalue *pb, gcc_jit_lvalue *small_lo) {
+  gcc_jit_rvalue *nf = keep_i(c, ib(c, GCC_JIT_BINARY_OP_MINUS, fhi, flo), "nf");
+  gcc_jit_rvalue *big = gcc_jit_context_new_binary_op(
+      c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, c->t_bool, cmp(c, GCC_JIT_COMPARISON_GE, nf, cg_i64(c, PP_PACKED_M)),
+      cmp(c, GCC_JIT_COMPARISON_GE, mul(c, mul(c, nf, m->N), m->K), cg_i64(c, 32768)));
+  cif fb;
+  if_open(c, &fb, big);
+  if (m->r == 2 ? outlined_packed(c, flo, fhi, 1) : packed_rows(c, m, flo, fhi, pb)) return -1;
+  cg_assign(c, small_lo, fhi);
+  if_close(c, &fb);
+  return 0;
+}
+
 /* The range [lo, hi) of the flattened (row, column block) space, row-major
  * with `cols` blocks of one panel each (tdc_kinfo), is cut into at most
  * three pieces: the rest of a first partial row, the full rows, the start
@@ -838,6 +864,14 @@ static int prepacked_path(cg *c, mm *m) {
   gcc_jit_rvalue *one = cg_i64(c, 1), *zero = cg_i64(c, 0), *ncols = cg_i64(c, cols);
   cif f;
   if_open(c, &f, lt(c, lo, hi));
+  if (cols == 1) {   /* one panel: every row is whole (W1's nn.Linear(16, 16)) */
+    gcc_jit_lvalue *from = cg_local(c, c->t_i64, "slo");
+    cg_assign(c, from, lo);
+    if (full && big_rows(c, m, lo, hi, P.bp, from)) return -1;
+    if (pp_rows(c, m, &P, rv(from), hi, zero, one)) return -1;
+    if_close(c, &f);
+    return 0;
+  }
   gcc_jit_rvalue *r0 = keep_i(c, ib(c, GCC_JIT_BINARY_OP_DIVIDE, lo, ncols), "r0");
   gcc_jit_rvalue *c0 = keep_i(c, ib(c, GCC_JIT_BINARY_OP_MODULO, lo, ncols), "c0");
   gcc_jit_rvalue *r1 = keep_i(c, ib(c, GCC_JIT_BINARY_OP_DIVIDE, hi, ncols), "r1");
@@ -847,19 +881,9 @@ static int prepacked_path(cg *c, mm *m) {
   gcc_jit_rvalue *a = cg_select(c, lt(c, zero, c0), one, cg_select(c, same, one, zero, c->t_i64), c->t_i64);
   gcc_jit_rvalue *flo = keep_i(c, add(c, r0, a), "flo");
   gcc_jit_rvalue *fhi = cg_select(c, lt(c, r1, flo), flo, r1, c->t_i64);
-  gcc_jit_rvalue *nf = keep_i(c, ib(c, GCC_JIT_BINARY_OP_MINUS, fhi, flo), "nf");
   gcc_jit_lvalue *small_lo = cg_local(c, c->t_i64, "slo");
   cg_assign(c, small_lo, flo);
-  if (full) {
-    gcc_jit_rvalue *big = gcc_jit_context_new_binary_op(
-        c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, c->t_bool, cmp(c, GCC_JIT_COMPARISON_GE, nf, cg_i64(c, PP_PACKED_M)),
-        cmp(c, GCC_JIT_COMPARISON_GE, mul(c, mul(c, nf, m->N), m->K), cg_i64(c, 32768)));
-    cif fb;
-    if_open(c, &fb, big);
-    if (m->r == 2 ? outlined_packed(c, flo, fhi, 1) : packed_rows(c, m, flo, fhi, P.bp)) return -1;
-    cg_assign(c, small_lo, fhi);
-    if_close(c, &fb);
-  }
+  if (full && big_rows(c, m, flo, fhi, P.bp, small_lo)) return -1;
   /* the pieces left: rows [seg[4s], seg[4s+1]) x panels [seg[4s+2], seg[4s+3]) */
   gcc_jit_rvalue *last = cg_select(c, lt(c, r0, r1), cg_select(c, lt(c, zero, c1), add(c, r1, one), r1, c->t_i64), r1, c->t_i64);
   gcc_jit_rvalue *vals[12] = {r0, flo, c0, cg_select(c, same, c1, ncols, c->t_i64),

@@ -691,7 +691,9 @@ Test(cache, second_compilation_comes_from_the_cache) {
  * the vector width or the panel width.  Wide (6.6 MB of weight) is large
  * enough that fewer rows than threads are split over the columns: run at
  * M = 1, 2, 3 only, on pools of 1 and 3 threads (a range then starts in
- * one row and ends inside the next). */
+ * one row and ends inside the next).  Narrow (N = 12, one vector) and
+ * Panel (N = 24) fit in one panel: every row is whole, and Panel's 64 rows
+ * and more take the blocked packed path. */
 static const char *prepack_src =
     "model L32 {\n"
     "  param w: f32[100, 70] = uniform(-1.0, 1.0)\n"
@@ -707,6 +709,16 @@ static const char *prepack_src =
     "  param w: f32[1500, 1100] = uniform(-1.0, 1.0)\n"
     "  param b: f32[1500] = uniform(-1.0, 1.0)\n"
     "  fn forward(x: f32[M, 1100]) -> f32[M, 1500] { relu(x @ w.T + b) }\n"
+    "}\n"
+    "model Narrow {\n"
+    "  param w: f32[12, 20] = uniform(-1.0, 1.0)\n"
+    "  param b: f32[12] = uniform(-1.0, 1.0)\n"
+    "  fn forward(x: f32[M, 20]) -> f32[M, 12] { relu(x @ w.T + b) }\n"
+    "}\n"
+    "model Panel {\n"
+    "  param w: f32[24, 150] = uniform(-1.0, 1.0)\n"
+    "  param b: f32[24] = uniform(-1.0, 1.0)\n"
+    "  fn forward(x: f32[M, 150]) -> f32[M, 24] { relu(x @ w.T + b) }\n"
     "}\n"
     "model Batched {\n"
     "  param w: f32[33, 20] = uniform(-1.0, 1.0)\n"
@@ -756,9 +768,9 @@ static void check_prepacked(const char *threads) {
   setenv("TDSL_NUM_THREADS", threads, 1);   /* before the pool starts: each test is its own process */
   prog P;
   cr_assert_eq(load(&P, "t.td", prepack_src), 0);
-  const char *names[] = {"L32.forward", "L64.forward", "Wide.forward", "Batched.forward"};
+  const char *names[] = {"L32.forward", "L64.forward", "Wide.forward", "Narrow.forward", "Panel.forward", "Batched.forward"};
   static const int64_t ms[] = {1, 2, 7, 8, 63, 64, 65}, wide[] = {1, 2, 3};
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 6; i++) {
     const int64_t *m = i == 2 ? wide : ms;
     size_t nm = i == 2 ? 3 : sizeof ms / sizeof *ms;
     td_graph *g = td_program_lower(P.p, names[i]);
