@@ -308,11 +308,19 @@ gcc_jit_function *cg_outline_end(cg *c, cg_outline *o) {
 }
 
 /* The parallel loop of kernel k: the first axis of its space that is not
- * a literal 1 (for a row kernel, the first kept axis; for a matmul, its
- * rows), or -1. */
+ * a literal 1 (for a row kernel, the first kept axis), or -1.  A matmul
+ * splits its rows, unless a batch axis has a literal size of at least
+ * PAR_BATCH: then that axis, as each batch entry packs its own B and a
+ * thread that owns whole entries packs only those (W6's 4 heads: split
+ * over rows, both threads packed all 32 k^T and v).  A symbolic batch
+ * axis may be 1 at run time, and a literal 2 or 3 would leave threads
+ * idle: those split rows. */
+#define PAR_BATCH 4
 static int parallel_axis(const td_graph *g, const td_kernel *k) {
   if (k->kind == TD_KERN_MATMUL) {
     const td_node *m = &g->nodes[k->matmul];
+    for (int a = 0; a + 2 < m->rank; a++)
+      if (m->shape[a] >= PAR_BATCH) return a;
     return m->shape[m->rank - 2] != 1 ? m->rank - 2 : -1;
   }
   for (int a = 0; a < k->rank; a++)

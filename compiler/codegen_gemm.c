@@ -174,7 +174,7 @@ static int simple_path(cg *c, mm *m) {
     ldb = m->N;
     bbase = cg_i64(c, 0);
   }
-  gcc_jit_rvalue *i = c->par_axis >= 0 ? cg_loop_range(c, &li, c->p_lo, c->p_hi, 1) : cg_loop_open(c, &li, m->M);
+  gcc_jit_rvalue *i = c->par_axis == m->r - 2 ? cg_loop_range(c, &li, c->p_lo, c->p_hi, 1) : cg_loop_open(c, &li, m->M);
   gcc_jit_rvalue *j = cg_loop_open(c, &lj, m->N);
   gcc_jit_block_add_assignment(c->blk, NULL, at(c, row, j), cg_const(c, m->dt, 0, 0));
   cg_loop_close(c, &lj);
@@ -320,7 +320,7 @@ static int dot_path(cg *c, mm *m) {
    * for all the rows of A */
   for (int pass = 0; pass < 2; pass++) {
     gcc_jit_rvalue *j = pass == 0 ? cg_loop_range(c, &lj, cg_i64(c, 0), nf, DOT_J) : cg_loop_range(c, &lj, nf, m->N, 1);
-    gcc_jit_rvalue *i = c->par_axis >= 0 ? cg_loop_range(c, &li, c->p_lo, c->p_hi, 1) : cg_loop_open(c, &li, m->M);
+    gcc_jit_rvalue *i = c->par_axis == m->r - 2 ? cg_loop_range(c, &li, c->p_lo, c->p_hi, 1) : cg_loop_open(c, &li, m->M);
     gcc_jit_rvalue *abase = keep_i(c, add(c, m->aoff, mul(c, i, m->sam)), "arow");
     if (dot_cols(c, m, &D, i, abase, kf, j, pass == 0 ? DOT_J : 1)) return -1;
     cg_loop_close(c, &li);
@@ -693,7 +693,7 @@ static int packed_rows(cg *c, mm *m, gcc_jit_rvalue *lo, gcc_jit_rvalue *hi, gcc
 }
 
 static int packed_path(cg *c, mm *m) {
-  gcc_jit_rvalue *lo = c->par_axis >= 0 ? c->p_lo : cg_i64(c, 0), *hi = c->par_axis >= 0 ? c->p_hi : m->M;
+  gcc_jit_rvalue *lo = c->par_axis == m->r - 2 ? c->p_lo : cg_i64(c, 0), *hi = c->par_axis == m->r - 2 ? c->p_hi : m->M;
   return packed_rows(c, m, lo, hi, NULL);
 }
 
@@ -859,8 +859,8 @@ static int prepacked_path(cg *c, mm *m) {
   P.s.nv = P.s.nr / P.s.vl;
   P.bp = prepacked_ptr(c, m);
   P.cb = gcc_jit_context_new_cast(c->ctx, NULL, c->p_scratch, m->tp);
-  gcc_jit_rvalue *lo = c->par_axis >= 0 ? c->p_lo : cg_i64(c, 0);
-  gcc_jit_rvalue *hi = c->par_axis >= 0 ? c->p_hi : keep_i(c, mul(c, m->M, cg_i64(c, cols)), "ext");
+  gcc_jit_rvalue *lo = c->par_axis == m->r - 2 ? c->p_lo : cg_i64(c, 0);
+  gcc_jit_rvalue *hi = c->par_axis == m->r - 2 ? c->p_hi : keep_i(c, mul(c, m->M, cg_i64(c, cols)), "ext");
   gcc_jit_rvalue *one = cg_i64(c, 1), *zero = cg_i64(c, 0), *ncols = cg_i64(c, cols);
   cif f;
   if_open(c, &f, lt(c, lo, hi));
@@ -952,7 +952,7 @@ int tdc_emit_matmul(cg *c) {
     gcc_jit_block *pk = cg_block(c, "packed"), *sm = cg_block(c, "simple"), *join = cg_block(c, "mm_end");
     gcc_jit_block_end_with_conditional(c->blk, NULL, big, pk, sm);
     c->blk = pk;
-    if (m.r == 2 ? outlined_packed(c, c->par_axis >= 0 ? c->p_lo : cg_i64(c, 0), c->par_axis >= 0 ? c->p_hi : m.M, 0)
+    if (m.r == 2 ? outlined_packed(c, c->par_axis == m.r - 2 ? c->p_lo : cg_i64(c, 0), c->par_axis == m.r - 2 ? c->p_hi : m.M, 0)
                  : packed_path(c, &m))
       return -1;
     gcc_jit_block_end_with_jump(c->blk, NULL, join);

@@ -1044,12 +1044,16 @@ Test(random, inline_rand_in_a_matmul_epilogue_and_hoisted_across_calls) {
  * block).  Against the interpreter: row counts that are not a multiple of
  * the register tile's (rows past the end read the last row), K over one
  * K block (256), N not a multiple of the panel width, transposed and
- * strided A (packed), batches, f64. */
+ * strided A (packed), batches, f64.  q, h and g split over a batch axis
+ * of literal size (5 entries: uneven over 2 threads), h's behind a
+ * symbolic one. */
 Test(kinds, packed_matmul_reads_a_in_place_or_packed, .timeout = 120) {
   check_text_at("fn r(x: f32[N, 300], y: f32[300, 45]) -> f32[N, 45] { x @ y }\n"
                 "fn t(x: f32[300, N], y: f32[300, 45]) -> f32[N, 45] { transpose(x, 0, 1) @ y + 1 }\n"
                 "fn s(x: f32[N, 600], y: f32[300, 45]) -> f32[N, 45] { x[:, ::2] @ y }\n"
                 "fn q(x: f32[8, N, 64], y: f32[8, N, 64]) -> f32[8, N, N] { x @ transpose(y, 1, 2) }\n"
-                "fn d(x: f64[3, N, 270], y: f64[3, 270, 33]) -> f64[3, N, 33] { tanh(x @ y) }\n",
+                "fn d(x: f64[3, N, 270], y: f64[3, 270, 33]) -> f64[3, N, 33] { tanh(x @ y) }\n"
+                "fn h(x: f32[B, 5, N, 16], y: f32[B, 5, 16, N]) -> f32[B, 5, N, N] { x @ y }\n"
+                "fn g(x: f32[5, N, 16], y: f32[16, N]) -> f32[5, N, N] { x @ y - 1 }\n",
                 67);
 }
