@@ -1,24 +1,35 @@
-/* pool.c - the thread pool of pool.h: workers parked on a condvar, tasks
- * handed out by an atomic counter.
+/* pool.c - the thread pool of pool.h: workers that watch for jobs, then
+ * park on a condvar; tasks claimed from one atomic ticket.
  *
- * One job at a time: td_pool_run publishes (fn, ctx, n) with a new
- * generation number and wakes the workers; every participant (the caller
- * included) takes task numbers from `next` until they run out, then the
- * caller waits until `done` reaches n.  Workers go back to waiting for the
- * next generation.  A worker joins a job under the mutex (`active`), and
- * the caller returns only when every task is done AND no worker is still
- * inside the job, and a worker that wakes after the job is over does not
- * join it, so a late worker can never run tasks of a finished job (whose
- * context may be gone) or of one that replaced it.  A caller that finds the pool busy (another
- * thread is running a job) runs its tasks itself.
+ * One job at a time.  The ticket holds the job's number (high 32 bits)
+ * and its next unclaimed task (low 32 bits).  td_pool_run writes the job
+ * (fn, ctx, n) into the slot of its number's parity, then publishes
+ * ticket = (job << 32 | 0); every participant (the caller included)
+ * claims task i by moving the ticket from (job, i) to (job, i + 1) with a
+ * compare-and-swap, and only while i < n of that job's slot.  So a late
+ * worker can never run a task of a finished job (its context may be gone)
+ * or of the one that replaced it: by the time the caller has returned,
+ * every task of the job has been claimed, and a ticket of an older job
+ * fails the swap.  Two slots, because a worker holding the last job's
+ * ticket (job, n) must still compare i with that job's n, not with the
+ * next job's, which the caller may be writing (with one slot, a stale
+ * ticket passed the check against a larger new n and its swap succeeded:
+ * task n of the old job ran with the new one's context).  The next job
+ * but one may overwrite a slot only after the next job was published, and
+ * then the old ticket's swap fails.  The caller returns when `done` (tasks
+ * finished) reaches n.  No lock is taken while workers are awake.
  *
  * Waking a parked worker takes the kernel's futex path (several
  * microseconds, more on a loaded machine), longer than the pieces of a
- * small split matmul.  So a worker that finishes a job first watches for
- * the next one for TDSL_SPIN_US microseconds (default 50; 0 parks at once)
+ * small split matmul.  So a worker that finishes a job watches for the
+ * next one for TDSL_SPIN_US microseconds (default 50; 0 parks at once)
  * before it parks, and the caller likewise watches for the workers to
  * finish before it sleeps.  Between calls that are further apart than
- * that, workers are parked and cost nothing.
+ * that, workers are parked and cost nothing.  Parking and waking use the
+ * usual pairing: the sleeper announces itself (`sleepers`, `caller_waits`)
+ * and re-checks under the mutex; the other side changes the state first,
+ * then signals under the mutex if anyone announced (all sequentially
+ * consistent atomics, so one of the two always sees the other).
  */
 #include "pool.h"
 
@@ -34,19 +45,22 @@ typedef struct pool {
   pthread_mutex_t mu;
   pthread_cond_t wake, finished;
   int threads;
-  _Atomic unsigned long gen;   /* job number, written under mu */
-  td_task_fn fn;
-  void *ctx;
-  int64_t n;
-  _Atomic int64_t done;        /* tasks finished, written under mu */
-  _Atomic int active;          /* workers inside the current job, written under mu */
-  _Atomic int64_t next;        /* next task number */
+  _Atomic uint64_t ticket;     /* job << 32 | next task */
+  struct {                     /* the job: written before its ticket, in slot job & 1 */
+    _Atomic(td_task_fn) fn;
+    _Atomic(void *) ctx;
+    _Atomic int64_t n;
+  } slot[2];
+  _Atomic int64_t done;        /* tasks of the job finished */
+  _Atomic int sleepers;        /* workers parked (or about to) on `wake` */
+  _Atomic int caller_waits;    /* the caller parked (or about to) on `finished` */
+  uint32_t job;                /* the last job's number (the caller's, under busy) */
   atomic_flag busy;
   int64_t spin_ns;             /* how long to watch before sleeping */
 } pool;
 
-static pool P = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-                 0, 0, NULL, NULL, 0, 0, 0, 0, ATOMIC_FLAG_INIT, 0};
+static pool P = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0,
+                 {{NULL, NULL, 0}, {NULL, NULL, 0}}, 0, 0, 0, 0, ATOMIC_FLAG_INIT, 0};
 
 static int64_t now_ns(void) {
   struct timespec t;
@@ -71,47 +85,59 @@ static int spin_until(int (*ready)(const void *), const void *arg) {
   }
 }
 
-static int new_job(const void *seen) { return atomic_load(&P.gen) != *(const unsigned long *)seen; }
+static uint32_t ticket_job(uint64_t t) { return (uint32_t)(t >> 32); }
 
-static int job_over(const void *n) {
-  return atomic_load(&P.done) >= *(const int64_t *)n && atomic_load(&P.active) == 0;
-}
+static int new_job(const void *seen) { return ticket_job(atomic_load(&P.ticket)) != *(const uint32_t *)seen; }
+
+static int job_over(const void *n) { return atomic_load(&P.done) >= *(const int64_t *)n; }
+
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-/* Takes tasks until none are left; returns how many this thread ran. */
-static int64_t work(td_task_fn fn, void *ctx, int64_t n, int tid) {
+/* Claims and runs tasks of job `job` until none are left; returns how
+ * many this thread ran.  fn, ctx and n are read from the job's slot after
+ * the ticket showed the job and before the swap that claims a task: a
+ * successful swap means the job was not over then, so the slot was still
+ * this job's. */
+static int64_t work(uint32_t job, int tid) {
   int64_t ran = 0;
+  uint64_t t = atomic_load(&P.ticket);
   for (;;) {
-    int64_t i = atomic_fetch_add(&P.next, 1);
-    if (i >= n) return ran;
+    if (ticket_job(t) != job) return ran;
+    td_task_fn fn = atomic_load_explicit(&P.slot[job & 1].fn, memory_order_relaxed);
+    void *ctx = atomic_load_explicit(&P.slot[job & 1].ctx, memory_order_relaxed);
+    int64_t i = (int64_t)(uint32_t)t;
+    if (i >= atomic_load_explicit(&P.slot[job & 1].n, memory_order_relaxed)) return ran;
+    if (!atomic_compare_exchange_weak(&P.ticket, &t, t + 1)) continue;   /* t now holds the current ticket */
     fn(ctx, i, tid);
     ran++;
+    t = atomic_load(&P.ticket);
+  }
+}
+
+/* Adds a worker's finished tasks; wakes the caller if it sleeps. */
+static void finish(int64_t ran) {
+  if (ran == 0) return;
+  atomic_fetch_add(&P.done, ran);
+  if (atomic_load(&P.caller_waits)) {
+    pthread_mutex_lock(&P.mu);
+    pthread_cond_signal(&P.finished);
+    pthread_mutex_unlock(&P.mu);
   }
 }
 
 static void *worker(void *arg) {
   int tid = (int)(intptr_t)arg;
-  unsigned long seen = 0;
+  uint32_t seen = 0;
   for (;;) {
-    spin_until(new_job, &seen);
-    pthread_mutex_lock(&P.mu);
-    while (P.gen == seen) pthread_cond_wait(&P.wake, &P.mu);
-    seen = P.gen;
-    if (P.done >= P.n) {   /* over already: its caller may have returned */
+    if (!spin_until(new_job, &seen)) {
+      atomic_fetch_add(&P.sleepers, 1);
+      pthread_mutex_lock(&P.mu);
+      while (!new_job(&seen)) pthread_cond_wait(&P.wake, &P.mu);
       pthread_mutex_unlock(&P.mu);
-      continue;
+      atomic_fetch_sub(&P.sleepers, 1);
     }
-    td_task_fn fn = P.fn;
-    void *ctx = P.ctx;
-    int64_t n = P.n;
-    P.active++;
-    pthread_mutex_unlock(&P.mu);
-    int64_t ran = work(fn, ctx, n, tid);
-    pthread_mutex_lock(&P.mu);
-    P.done += ran;
-    P.active--;
-    if (P.active == 0 && P.done == n) pthread_cond_signal(&P.finished);
-    pthread_mutex_unlock(&P.mu);
+    seen = ticket_job(atomic_load(&P.ticket));
+    finish(work(seen, tid));
   }
   return NULL;
 }
@@ -147,26 +173,30 @@ int td_pool_threads(void) {
 
 void td_pool_run(td_task_fn fn, void *ctx, int64_t n) {
   if (n <= 0) return;
-  if (n == 1 || td_pool_threads() == 1 || atomic_flag_test_and_set(&P.busy)) {
+  /* one task, one thread, a pool in use by another caller, or more tasks
+   * than the ticket counts: here, in order */
+  if (n == 1 || n > INT32_MAX || td_pool_threads() == 1 || atomic_flag_test_and_set(&P.busy)) {
     for (int64_t i = 0; i < n; i++) fn(ctx, i, 0);
     return;
   }
-  pthread_mutex_lock(&P.mu);
-  P.fn = fn;
-  P.ctx = ctx;
-  P.n = n;
-  atomic_store(&P.next, 0);
-  P.done = 0;
-  P.gen++;
-  pthread_cond_broadcast(&P.wake);
-  pthread_mutex_unlock(&P.mu);
-  int64_t ran = work(fn, ctx, n, 0);
-  pthread_mutex_lock(&P.mu);
-  P.done += ran;
-  pthread_mutex_unlock(&P.mu);
-  spin_until(job_over, &n);
-  pthread_mutex_lock(&P.mu);
-  while (P.done < n || P.active > 0) pthread_cond_wait(&P.finished, &P.mu);
-  pthread_mutex_unlock(&P.mu);
+  uint32_t job = ++P.job;   /* wraps around: only a change matters, and the parity alternates */
+  atomic_store_explicit(&P.slot[job & 1].fn, fn, memory_order_relaxed);
+  atomic_store_explicit(&P.slot[job & 1].ctx, ctx, memory_order_relaxed);
+  atomic_store_explicit(&P.slot[job & 1].n, n, memory_order_relaxed);
+  atomic_store(&P.done, 0);
+  atomic_store(&P.ticket, (uint64_t)job << 32);
+  if (atomic_load(&P.sleepers) > 0) {
+    pthread_mutex_lock(&P.mu);
+    pthread_cond_broadcast(&P.wake);
+    pthread_mutex_unlock(&P.mu);
+  }
+  atomic_fetch_add(&P.done, work(job, 0));
+  if (!spin_until(job_over, &n)) {
+    atomic_store(&P.caller_waits, 1);
+    pthread_mutex_lock(&P.mu);
+    while (!job_over(&n)) pthread_cond_wait(&P.finished, &P.mu);
+    pthread_mutex_unlock(&P.mu);
+    atomic_store(&P.caller_waits, 0);
+  }
   atomic_flag_clear(&P.busy);
 }

@@ -3,9 +3,10 @@
  *
  * td_pool_run(fn, ctx, n) runs fn(ctx, i, tid) for i in [0, n): task i on
  * one of the pool's threads (tid in [0, threads)); the calling thread takes
- * part (tid 0), so a pool of one thread is plain sequential calls.  Idle
- * workers park on a condition variable (they never spin: on a 2-core
- * machine a spinning worker steals the caller's core).
+ * part (tid 0), so a pool of one thread is plain sequential calls.  A
+ * worker watches for the next job for TDSL_SPIN_US microseconds (default
+ * 50) after each one, then parks on a condition variable: back-to-back
+ * kernels start without a wake-up, and an idle pool takes no core.
  *
  * The process-wide pool is created on first use with TDSL_NUM_THREADS
  * threads (default: the number of online CPUs, at most 64).  It is meant

@@ -1,17 +1,22 @@
 /* test_runtime.c - unit tests for lang/mem.c and the runtime core:
  * allocation hook and failure injection, arenas, tensors, dtypes, the
- * tensor printer (against hand-written expected text) and Philox (against
- * Random123's known-answer vectors and distribution statistics).
+ * tensor printer (against hand-written expected text), Philox (against
+ * Random123's known-answer vectors and distribution statistics) and the
+ * thread pool (every task exactly once, never after its job returned).
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mem.h"
 #include "philox.h"
+#include "pool.h"
 #include "tensor.h"
+#include <unistd.h>
 
 /* ---- allocation hook ---------------------------------------------------- */
 
@@ -504,4 +509,96 @@ Test(philox, hashes) {
   /* splitmix64's first output for state 0 mixes the golden gamma */
   cr_assert_eq(td_hash_mix(0x9e3779b97f4a7c15ull, 0), 0xe220a8397b1dcdafull);
   cr_assert_neq(td_hash_mix(1, 2), td_hash_mix(2, 1));
+}
+
+/* ---- thread pool --------------------------------------------------------- */
+
+/* A job's context lives on the caller's stack and the next job reuses the
+ * same memory: a task that ran twice, ran for the wrong job or ran after
+ * td_pool_run returned shows as a count other than 1. */
+typedef struct pjob {
+  _Atomic int hits[64];
+  int64_t n;
+  int threads;
+  _Atomic int bad, other_tid;
+  int sleep_us;
+} pjob;
+
+static void pool_task(void *ctx, int64_t i, int tid) {
+  pjob *j = ctx;
+  if (i < 0 || i >= j->n || tid < 0 || tid >= j->threads) {
+    atomic_store(&j->bad, 1);
+    return;
+  }
+  if (j->sleep_us) usleep((useconds_t)j->sleep_us);
+  if (tid != 0) atomic_store(&j->other_tid, 1);
+  atomic_fetch_add(&j->hits[i], 1);
+}
+
+/* jobs of 1..64 tasks back to back; returns how many went wrong (no
+ * asserts here: a second caller runs it on a thread of its own) */
+static int pool_jobs(int threads, int jobs) {
+  int wrong = 0;
+  for (int r = 0; r < jobs; r++) {
+    pjob j;
+    memset(&j, 0, sizeof j);
+    j.n = 1 + (r * 7919) % 64;
+    j.threads = threads;
+    td_pool_run(pool_task, &j, j.n);
+    int ok = atomic_load(&j.bad) == 0;
+    for (int64_t i = 0; i < j.n; i++) ok = ok && atomic_load(&j.hits[i]) == 1;
+    wrong += !ok;
+    memset(&j, 0xff, sizeof j);   /* what a late task would find */
+  }
+  return wrong;
+}
+
+static void pool_setup(const char *threads, const char *spin_us) {
+  setenv("TDSL_NUM_THREADS", threads, 1);   /* before the pool starts: each test is its own process */
+  setenv("TDSL_SPIN_US", spin_us, 1);
+  cr_assert_eq(td_pool_threads(), atoi(threads));
+}
+
+Test(pool, every_task_once_with_watching_workers, .timeout = 120) {
+  pool_setup("3", "50");
+  cr_assert_eq(pool_jobs(3, 50000), 0);
+}
+
+Test(pool, every_task_once_with_parking_workers, .timeout = 120) {
+  pool_setup("3", "0");   /* every job wakes parked workers, every wait sleeps */
+  cr_assert_eq(pool_jobs(3, 5000), 0);
+}
+
+/* The workers take part: slow tasks (0.2 ms) leave them time to claim some. */
+Test(pool, workers_run_tasks, .timeout = 120) {
+  pool_setup("2", "50");
+  int seen = 0;
+  for (int r = 0; r < 50 && !seen; r++) {
+    pjob j;
+    memset(&j, 0, sizeof j);
+    j.n = 8;
+    j.threads = 2;
+    j.sleep_us = 200;
+    td_pool_run(pool_task, &j, j.n);
+    for (int i = 0; i < 8; i++) cr_assert_eq(atomic_load(&j.hits[i]), 1);
+    seen = atomic_load(&j.other_tid);
+  }
+  cr_assert(seen, "no task ran on a worker in 50 jobs of 8 slow tasks");
+}
+
+/* Two callers at once: one gets the pool, the other runs its tasks itself. */
+static void *pool_caller(void *arg) {
+  *(int *)arg = pool_jobs(3, 20000);
+  return NULL;
+}
+
+Test(pool, concurrent_callers, .timeout = 120) {
+  pool_setup("3", "50");
+  pthread_t th;
+  int other = -1;
+  cr_assert_eq(pthread_create(&th, NULL, pool_caller, &other), 0);
+  int mine = pool_jobs(3, 20000);
+  pthread_join(th, NULL);
+  cr_assert_eq(mine, 0);
+  cr_assert_eq(other, 0);
 }
