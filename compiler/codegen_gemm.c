@@ -702,7 +702,7 @@ static int packed_path(cg *c, mm *m) {
 #define PP_ROWS 4     /* rows per tile of the small-M loop */
 #define PP_UNROLL 4   /* single rows: K unrolled into this many accumulator sets */
 #define PP_PACKED_M 64   /* from this many full rows the blocked packed path takes over */
-#define PP_SHORT_EPILOGUE 6   /* kernels of at most this many nodes: the epilogue once per tile row */
+#define PP_SHORT_EPILOGUE 6   /* short_epilogue: written once per tile row */
 
 /* The prepacked B of this kernel: bufs[n_bufs + kernel index]. */
 static gcc_jit_rvalue *prepacked_ptr(cg *c, mm *m) {
@@ -740,6 +740,21 @@ static void pp_step(cg *c, mm *m, packed *P, gcc_jit_lvalue *(*acc)[MAX_NV], gcc
   gcc_jit_lvalue *b[MAX_NV];
   load_b(c, P, bk, b);
   for (int r = 0; r < R; r++) bcast_fma(c, m, P, acc[r], b, elem(c, m->aptr, add(c, arow[r], mul(c, kk, m->sak))));
+}
+
+/* Is the kernel's epilogue short: at most PP_SHORT_EPILOGUE nodes, none
+ * that expands to a long formula (exp, gelu, a random draw...)? */
+static int short_epilogue(const cg *c) {
+  if (c->k->n_nodes > PP_SHORT_EPILOGUE) return 0;
+  for (int i = 0; i < c->k->n_nodes; i++) {
+    const td_node *n = &c->g->nodes[c->k->nodes[i]];
+    td_opkind kind = td_ops[n->op].kind;
+    if (kind == TD_K_RANDOM || kind == TD_K_GATHER || kind == TD_K_REDUCE || kind == TD_K_EFFECT) return 0;
+    if (kind == TD_K_UNARY && n->op != TD_IR_NEG && n->op != TD_IR_ABS && n->op != TD_IR_RELU &&
+        n->op != TD_IR_CAST && n->op != TD_IR_NOT)
+      return 0;
+  }
+  return 1;
 }
 
 /* R rows from row i times panel jp of the prepacked B over all of K: U
@@ -792,7 +807,7 @@ static int pp_tile(cg *c, mm *m, packed *P, gcc_jit_rvalue *i, gcc_jit_rvalue *j
    * vectorised epilogue then reads the accumulators from registers, not
    * back from the tile; a long one (gelu, a residual) once for the R rows,
    * as compile time grows with every copy */
-  int per_row = c->k->n_nodes <= PP_SHORT_EPILOGUE;
+  int per_row = short_epilogue(c);
   cloop lr, lj;
   for (int r = 0; r < (per_row ? R : 1); r++) {
     gcc_jit_rvalue *rr = per_row ? cg_i64(c, r) : cg_loop_open(c, &lr, cg_i64(c, R));
