@@ -237,12 +237,6 @@ static int grow(void **mem, size_t *cap, size_t need) {
   return 0;
 }
 
-static size_t mm_scratch(int64_t n, int64_t k) {   /* the bound of codegen_gemm.c */
-  size_t bp = (size_t)(n + 32) * (size_t)k, cb = 64 * (size_t)(n + 32), simple = (size_t)n + (size_t)n * (size_t)k;
-  size_t packed = bp + 64 * 256 + cb;
-  return (packed > simple ? packed : simple) * 8 + 256;
-}
-
 /* Everything that depends on the sizes only. */
 static int prepare(tdrt_model *m, rt_entry *e) {
   for (int i = 0; i < e->n_dv; i++)
@@ -269,7 +263,7 @@ static int prepare(tdrt_model *m, rt_entry *e) {
   int threads = 1;   /* the pool is started only for a kernel worth splitting */
   for (int k = 0; k < e->n_kern; k++) {
     rt_kern *kn = &e->kern[k];
-    size_t s = kn->scratch >= 0 ? (size_t)kn->scratch : mm_scratch(dim_eval(e, kn->mm_n), dim_eval(e, kn->mm_k));
+    size_t s = kn->scratch >= 0 ? (size_t)kn->scratch : tdc_gemm_scratch(dim_eval(e, kn->mm_n), dim_eval(e, kn->mm_k));
     if (s > sc) sc = s;
     kn->ext = kn->parallel ? dim_eval(e, kn->extent) : 1;
     double work = (double)dim_eval(e, kn->br) + (double)dim_eval(e, kn->bw) + (double)dim_eval(e, kn->fl) / 4;

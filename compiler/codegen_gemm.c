@@ -63,22 +63,16 @@ static gemm_shape shape_for(int isa, td_dtype dt) {
   s.nv = 2;
   s.nr = s.vl * s.nv;
   s.mr = isa == 2 ? 8 : isa == 1 ? 6 : 4;
-  s.mc = s.mr * 8;
-  s.kc = 256;
+  s.mc = s.mr * 8;   /* <= TDC_GEMM_MC_MAX (prepack.h: the scratch bound) */
+  s.kc = TDC_GEMM_KC;
   return s;
 }
 
 int tdc_gemm_nr(int isa, td_dtype dt) { return shape_for(isa, dt).nr; }
 
 size_t tdc_matmul_scratch(int64_t m, int64_t n, int64_t k) {
-  /* bounds over every ISA and dtype: B padded to 32 columns, A blocks of
-   * at most 64 x 256, a C block of 64 rows; the simple path's row and
-   * panel fit too */
   (void)m;
-  size_t bp = (size_t)(n + 32) * (size_t)k, ap = 64 * 256, cb = 64 * (size_t)(n + 32);
-  size_t simple = (size_t)n + (size_t)n * (size_t)k;
-  size_t packed = bp + ap + cb;
-  return (packed > simple ? packed : simple) * 8 + 256;
+  return tdc_gemm_scratch(n, k);
 }
 
 /* ---- small helpers ----------------------------------------------------------------- */

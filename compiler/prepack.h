@@ -19,6 +19,23 @@ typedef struct tdc_prepack_desc {
   int64_t buf, elsize, nr, n, k, off, sbk, sbn;
 } tdc_prepack_desc;
 
+/* The rows of a C block (MC) and the depth of a K block (KC) of
+ * codegen_gemm.c's packed GEMM, at most, over every ISA and dtype. */
+#define TDC_GEMM_MC_MAX 64
+#define TDC_GEMM_KC 256
+
+/* Bytes of scratch a matmul kernel with N columns and depth K needs per
+ * thread (both runtimes allocate it): B padded to 32 columns, an A block
+ * of MC x KC, a C block of MC rows; the simple path's row and panel fit
+ * too; 8-byte elements (f64) bound every dtype. */
+static inline size_t tdc_gemm_scratch(int64_t n, int64_t k) {
+  size_t bp = (size_t)(n + 32) * (size_t)k, ap = (size_t)TDC_GEMM_MC_MAX * TDC_GEMM_KC;
+  size_t cb = (size_t)TDC_GEMM_MC_MAX * (size_t)(n + 32);
+  size_t simple = (size_t)n + (size_t)n * (size_t)k;
+  size_t packed = bp + ap + cb;
+  return (packed > simple ? packed : simple) * 8 + 256;
+}
+
 /* Bytes of the packed copy (0 when nothing is packed). */
 static inline size_t tdc_prepack_bytes(const tdc_prepack_desc *d) {
   if (d->nr <= 0) return 0;
