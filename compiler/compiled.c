@@ -31,6 +31,7 @@
 
 #include "../lang/mem.h"
 #include "../runtime/philox.h"
+#include "cache.h"
 #include "jit_impl.h"
 #include "../runtime/pool.h"
 
@@ -113,23 +114,6 @@ static char *dump_text(gcc_jit_context *ctx) {
 
 /* ---- the compile cache ---------------------------------------------------------------- */
 
-/* The cache directory (created), or -1 when the cache is off or unusable. */
-static int cache_dir(char *buf, size_t n) {
-  const char *off = getenv("TDSL_CACHE"), *dir = getenv("TDSL_CACHE_DIR");
-  if (off && !strcmp(off, "0")) return -1;
-  if (dir && *dir) snprintf(buf, n, "%s", dir);
-  else if ((dir = getenv("XDG_CACHE_HOME")) && *dir) snprintf(buf, n, "%s/tdsl", dir);
-  else if ((dir = getenv("HOME")) && *dir) snprintf(buf, n, "%s/.cache/tdsl", dir);
-  else return -1;
-  for (char *s = buf + 1; *s; s++)   /* mkdir -p */
-    if (*s == '/') {
-      *s = 0;
-      if (mkdir(buf, 0755) && errno != EEXIST) return -1;
-      *s = '/';
-    }
-  return mkdir(buf, 0755) && errno != EEXIST ? -1 : 0;
-}
-
 static uint64_t fnv1a(const char *s, uint64_t h) {
   for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
   return h;
@@ -197,17 +181,22 @@ static int sum_matches(const char *sum_path, const char *so_path) {
  * the dump itself (compared byte for byte, so a hash collision cannot load
  * the wrong code) and the shared object's checksum.  An entry whose dump
  * differs or whose object does not match its checksum (truncated, corrupt)
- * is compiled again and replaced, never loaded. */
+ * is compiled again and replaced, never loaded.  A hit marks the entry as
+ * used (the .so's mtime); a miss, once it has written its entry, trims the
+ * cache to TDSL_CACHE_MAX_MB, least recently used entries first, never the
+ * new one (cache.h). */
 static int from_cache(td_compiled *c, gcc_jit_context *ctx, const char *text, int opt_level) {
-  char dir[900], so[1000], dump[1000], sum[1000], tmp[1100], key[96];
-  if (!text || cache_dir(dir, sizeof dir)) return -1;
+  char dir[900], so[1000], dump[1000], sum[1000], tmp[1100], key[96], stem[20];
+  if (!text || td_cache_dir(dir, sizeof dir)) return -1;
   snprintf(key, sizeof key, "tdsl-kernels-3 %s -O%d %s", PACKAGE_VERSION, opt_level, c->march);
   uint64_t h = fnv1a(text, fnv1a(key, 14695981039346656037ull));
+  snprintf(stem, sizeof stem, "%016llx", (unsigned long long)h);
   snprintf(so, sizeof so, "%s/%016llx.so", dir, (unsigned long long)h);
   snprintf(dump, sizeof dump, "%s/%016llx.c", dir, (unsigned long long)h);
   snprintf(sum, sizeof sum, "%s/%016llx.sum", dir, (unsigned long long)h);
   if (same_text(dump, text) && sum_matches(sum, so) && (c->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL))) {
     c->cached = 1;
+    td_cache_touch(so);   /* recently used: evicted last (cache.h) */
     return 0;
   }
   snprintf(tmp, sizeof tmp, "%s.%ld.tmp.so", so, (long)getpid());
@@ -219,9 +208,9 @@ static int from_cache(td_compiled *c, gcc_jit_context *ctx, const char *text, in
     return -1;
   }
   snprintf(line, sizeof line, "%016llx\n", (unsigned long long)fh);
-  if (write_atomic(dump, text) || write_atomic(sum, line)) return -1;
-  c->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-  return c->dl ? 0 : -1;
+  int ok = !write_atomic(dump, text) && !write_atomic(sum, line) && (c->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL));
+  td_cache_trim(dir, stem, td_cache_limit());   /* after every write: keeps the cache under its limit */
+  return ok ? 0 : -1;
 }
 
 static int lookup_kernels(td_compiled *c, td_err *err) {

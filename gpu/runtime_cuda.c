@@ -11,6 +11,8 @@
  * looked up in a per-process list, then in the on-disk cache
  * ($TDSL_CACHE_DIR, else $XDG_CACHE_HOME/tdsl, else ~/.cache/tdsl; off with
  * TDSL_CACHE=0) as cuda-<key>.cubin, else compiled with NVRTC and stored.
+ * The cubins share the CPU entries' size limit and least-recently-used
+ * eviction (compiler/cache.h): a disk hit touches the file, a store trims.
  *
  * This file needs a GPU to run; the build and the tests without one only
  * compile it (gpu/device-check.sh exercises it on a GPU machine).
@@ -24,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../compiler/cache.h"
 #include "../compiler/compiled.h"
 #include "../compiler/passes.h"
 #include "../lang/mem.h"
@@ -72,25 +75,6 @@ static uint64_t module_key(const char *src, int arch) {
   return td_hash_mix(h, td_hash_str(TDSL_VERSION));
 }
 
-static int cache_path(char *buf, size_t n, uint64_t key) {
-  const char *off = getenv("TDSL_CACHE"), *dir = getenv("TDSL_CACHE_DIR");
-  if (off && !strcmp(off, "0")) return -1;
-  if (dir && *dir) snprintf(buf, n, "%s", dir);
-  else if ((dir = getenv("XDG_CACHE_HOME")) && *dir) snprintf(buf, n, "%s/tdsl", dir);
-  else if ((dir = getenv("HOME")) && *dir) snprintf(buf, n, "%s/.cache/tdsl", dir);
-  else return -1;
-  for (char *s = buf + 1; *s; s++)
-    if (*s == '/') {
-      *s = 0;
-      if (mkdir(buf, 0755) && errno != EEXIST) return -1;
-      *s = '/';
-    }
-  if (mkdir(buf, 0755) && errno != EEXIST) return -1;
-  size_t len = strlen(buf);
-  snprintf(buf + len, n - len, "/cuda-%016llx.cubin", (unsigned long long)key);
-  return 0;
-}
-
 /* Reads a whole file (td_malloc'd) or NULL. */
 static char *read_file(const char *path, size_t *size) {
   FILE *f = fopen(path, "rb");
@@ -124,15 +108,22 @@ static int load_module(const td_cuda_api *cu, const char *src, int arch, const c
   uint64_t key = module_key(src, arch);
   for (modent *m = modules; m; m = m->next)
     if (m->key == key) { *mod = m->mod; return 0; }
-  char path[1024];
+  char dir[900], path[1024], stem[32];
   size_t size = 0;
   char *cubin = NULL, *log = NULL;
-  int cached = cache_path(path, sizeof path, key) == 0;
-  if (cached) cubin = read_file(path, &size);
+  int cached = td_cache_dir(dir, sizeof dir) == 0;
+  snprintf(stem, sizeof stem, "cuda-%016llx", (unsigned long long)key);
+  if (cached) {
+    snprintf(path, sizeof path, "%s/%s.cubin", dir, stem);
+    cubin = read_file(path, &size);
+  }
   if (cubin && cu->cuModuleLoadData(mod, cubin)) {   /* a stale or damaged entry: recompile */
     td_free(cubin);
     cubin = NULL;
-  } else if (cubin) goto loaded;
+  } else if (cubin) {
+    td_cache_touch(path);   /* recently used: evicted last */
+    goto loaded;
+  }
   if (td_nvrtc_compile(src, what, arch, rtc_opts, N_RTC_OPTS, &cubin, &size, &log, err)) {
     td_free(log);
     return -1;
@@ -142,7 +133,10 @@ static int load_module(const td_cuda_api *cu, const char *src, int arch, const c
     td_free(cubin);
     return -1;
   }
-  if (cached) write_file(path, cubin, size);
+  if (cached) {   /* stored, then the cache trimmed to its limit (compiler/cache.h) */
+    write_file(path, cubin, size);
+    td_cache_trim(dir, stem, td_cache_limit());
+  }
 loaded:
   td_free(cubin);
   modent *e = td_malloc(sizeof *e);

@@ -8,12 +8,14 @@
  * and the output files.  Expected numbers are computed by hand here.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "io.h"
@@ -420,6 +422,285 @@ Test(cli, compiled_runs_use_the_cache_unless_told_not_to) {
   snprintf(cmd, sizeof cmd, "cat '%s'/*.so | md5sum | cmp -s - '%s'", path("cache"), path("corrupt.md5"));
   cr_expect_neq(system(cmd), 0, "the corrupt object was loaded instead of being compiled again");
   unsetenv("TDSL_CACHE_DIR");
+}
+
+/* ---- the compile cache's size limit (TDSL_CACHE_MAX_MB) ----
+ *
+ * An entry is H.so, H.c and H.sum (H: 16 hex digits).  These tests find the
+ * entries by listing the directory, set their times explicitly, and work
+ * out which entries must survive from the files' sizes and those times. */
+
+#define MAX_STEMS 32
+
+/* The CPU entries in a cache directory: the stems H of its H.so files. */
+static int list_stems(const char *d, char stems[][17]) {
+  DIR *dp = opendir(d);
+  int n = 0;
+  if (!dp) return 0;
+  struct dirent *de;
+  while ((de = readdir(dp)) && n < MAX_STEMS) {
+    size_t l = strlen(de->d_name);
+    if (l == 19 && !strcmp(de->d_name + 16, ".so") && strspn(de->d_name, "0123456789abcdef") == 16) {
+      memcpy(stems[n], de->d_name, 16);
+      stems[n++][16] = 0;
+    }
+  }
+  closedir(dp);
+  return n;
+}
+
+static int count_stems(const char *d) {
+  char stems[MAX_STEMS][17];
+  return list_stems(d, stems);
+}
+
+static int has_stem(const char *d, const char *stem) {
+  char stems[MAX_STEMS][17];
+  int n = list_stems(d, stems);
+  for (int i = 0; i < n; i++)
+    if (!strcmp(stems[i], stem)) return 1;
+  return 0;
+}
+
+/* Runs `tdsl run --compiled` on a program printing sum(arange(10) * k)
+ * (= 45 k), checks the output, and returns the stem of the cache entry it
+ * used (the one whose .so is newest after the run) into stem. */
+static void run_k(int k, char *stem) {
+  char name[32], src[128], want[32];
+  snprintf(name, sizeof name, "k%d.td", k);
+  snprintf(src, sizeof src, "fn main() {\n  print(sum(arange(10) * %d))\n}\n", k);
+  write_text(name, src);
+  result r = tdsl((const char *[]){"run", "--compiled", path(name), NULL});
+  cr_assert_eq(r.status, 0, "k=%d: %s", k, r.err);
+  snprintf(want, sizeof want, "%d\n", 45 * k);
+  cr_assert_str_eq(r.out, want, "k=%d", k);
+  drop(&r);
+  if (!stem) return;
+  char stems[MAX_STEMS][17];
+  int n = list_stems(path("cache"), stems), best = -1;
+  struct timespec bt = {0, 0};
+  for (int i = 0; i < n; i++) {
+    char so[64];
+    struct stat st;
+    snprintf(so, sizeof so, "cache/%.16s.so", stems[i]);
+    if (stat(path(so), &st)) continue;
+    if (best < 0 || st.st_mtim.tv_sec > bt.tv_sec || (st.st_mtim.tv_sec == bt.tv_sec && st.st_mtim.tv_nsec > bt.tv_nsec))
+      best = i, bt = st.st_mtim;
+  }
+  cr_assert_geq(best, 0, "k=%d: no entry in the cache", k);
+  strcpy(stem, stems[best]);
+}
+
+static const char *const entry_ext[] = {".so", ".c", ".sum"};
+
+/* Sets the access and modification times of every file of an entry. */
+static void set_entry_time(const char *stem, time_t t) {
+  for (int i = 0; i < 3; i++) {
+    char f[64];
+    snprintf(f, sizeof f, "cache/%s%s", stem, entry_ext[i]);
+    struct timespec ts[2] = {{t, 0}, {t, 0}};
+    cr_assert_eq(utimensat(AT_FDCWD, path(f), ts, 0), 0, "%s", f);
+  }
+}
+
+static long long file_size(const char *p) {
+  struct stat st;
+  return stat(p, &st) ? -1 : (long long)st.st_size;
+}
+
+static long long entry_size(const char *stem) {
+  long long n = 0;
+  for (int i = 0; i < 3; i++) {
+    char f[64];
+    snprintf(f, sizeof f, "cache/%s%s", stem, entry_ext[i]);
+    long long s = file_size(path(f));
+    cr_assert_geq(s, 0, "%s is missing", f);
+    n += s;
+  }
+  return n;
+}
+
+/* Writes a file of n bytes (in the scratch directory) with mtime t. */
+static void make_file(const char *name, long long n, time_t t) {
+  FILE *f = fopen(path(name), "wb");
+  cr_assert_not_null(f, "%s", name);
+  for (long long i = 0; i < n; i++) fputc('x', f);
+  fclose(f);
+  struct timespec ts[2] = {{t, 0}, {t, 0}};
+  cr_assert_eq(utimensat(AT_FDCWD, path(name), ts, 0), 0);
+}
+
+/* TDSL_CACHE_MAX_MB for a limit of exactly `bytes` (a multiple of 2^-20
+ * MiB prints exactly with 20 decimals). */
+static void set_limit_bytes(long long bytes) {
+  char v[64];
+  snprintf(v, sizeof v, "%.20f", (double)bytes / 1048576.0);
+  setenv("TDSL_CACHE_MAX_MB", v, 1);
+}
+
+static void cache_env(void) {
+  setenv("TDSL_CACHE_DIR", path("cache"), 1);
+  unsetenv("TDSL_CACHE");
+  unsetenv("TDSL_CACHE_MAX_MB");
+}
+
+static void cache_env_done(void) {
+  unsetenv("TDSL_CACHE_DIR");
+  unsetenv("TDSL_CACHE_MAX_MB");
+}
+
+/* Entries A, B, C written in that order (times: 3, 2 and 1 hours ago) and a
+ * CUDA module 4 hours old; then A is used again (a hit), and D is compiled
+ * under a limit that has room for about 3.5 entries.  Least recently used
+ * first means the cubin goes, then B, and then the cache fits: A (used
+ * last) and C (newer than B) stay, and so does D (just written). */
+Test(cli, cache_evicts_least_recently_used_entries_first) {
+  cache_env();
+  char a[17], b[17], c[17], d[17];
+  run_k(2, a);
+  run_k(3, b);
+  run_k(4, c);
+  cr_assert(strcmp(a, b) && strcmp(b, c) && strcmp(a, c), "distinct programs must have distinct entries");
+  cr_assert_eq(count_stems(path("cache")), 3, "the default limit keeps all");
+  time_t now = time(NULL);
+  set_entry_time(a, now - 3 * 3600);
+  set_entry_time(b, now - 2 * 3600);
+  set_entry_time(c, now - 1 * 3600);
+  make_file("cache/cuda-00000000000000c0.cubin", 4000, now - 4 * 3600);
+
+  run_k(2, NULL);   /* a hit on A: marks it used now */
+  char so_a[64];
+  snprintf(so_a, sizeof so_a, "cache/%s.so", a);
+  struct stat st;
+  cr_assert_eq(stat(path(so_a), &st), 0);
+  cr_expect_geq(st.st_mtime, now, "a hit must mark the entry as used");
+  cr_assert_eq(count_stems(path("cache")), 3, "a hit writes nothing");
+
+  long long sa = entry_size(a), sb = entry_size(b), sc = entry_size(c), cub = 4000;
+  long long limit = sa + sc + (sa + sb + sc) / 2;
+  set_limit_bytes(limit);
+  run_k(5, d);
+  cr_assert(strcmp(d, a) && strcmp(d, b) && strcmp(d, c));
+  long long sd = entry_size(d);
+
+  /* the rule, applied here to the sizes: remove the oldest entries until
+   * the total fits (never D) */
+  long long total = cub + sa + sb + sc + sd;
+  int want_cub = 1, want_b = 1, want_c = 1, want_a = 1;
+  if (total > limit) want_cub = 0, total -= cub;
+  if (total > limit) want_b = 0, total -= sb;
+  if (total > limit) want_c = 0, total -= sc;
+  if (total > limit) want_a = 0, total -= sa;
+  cr_expect(!want_cub && !want_b && want_c && want_a,
+            "the entries are too unequal for this test (sizes %lld %lld %lld %lld)", sa, sb, sc, sd);
+
+  cr_expect_eq(file_size(path("cache/cuda-00000000000000c0.cubin")) >= 0, want_cub,
+               "CUDA modules count and go by the same rule");
+  cr_expect_eq(has_stem(path("cache"), b), want_b, "B (least recently used) must go first");
+  cr_expect_eq(has_stem(path("cache"), c), want_c, "C must stay: the cache fits without removing it");
+  cr_expect_eq(has_stem(path("cache"), a), want_a, "A was used after B and C were written: it must stay");
+  cr_expect(has_stem(path("cache"), d), "the entry just written must stay");
+  /* no half entries: every file of a removed entry is gone */
+  char f[64];
+  for (int i = 0; i < 3; i++) {
+    snprintf(f, sizeof f, "cache/%s%s", b, entry_ext[i]);
+    cr_expect_eq(file_size(path(f)), -1, "%s was left behind", f);
+  }
+  long long left = (want_a ? sa : 0) + (want_c ? sc : 0) + sd;
+  cr_expect_leq(left, limit);
+  /* and B, compiled again, is an ordinary miss that works */
+  run_k(3, NULL);
+  cache_env_done();
+}
+
+/* A limit smaller than one entry (and 0) keeps the entry just written,
+ * and nothing else; every run still works. */
+Test(cli, cache_smaller_than_one_entry_keeps_just_the_newest) {
+  cache_env();
+  char stems[MAX_STEMS][17], e[17], f[17];
+  setenv("TDSL_CACHE_MAX_MB", "0.001", 1);   /* 1048 bytes: less than any shared object */
+  run_k(6, e);
+  cr_expect_eq(list_stems(path("cache"), stems), 1);
+  run_k(7, f);
+  cr_expect_eq(list_stems(path("cache"), stems), 1, "only the newest entry stays");
+  cr_expect(has_stem(path("cache"), f) && !has_stem(path("cache"), e));
+  cr_expect_gt(entry_size(f), 1048, "the entry kept is larger than the limit");
+  setenv("TDSL_CACHE_MAX_MB", "0", 1);
+  run_k(6, e);      /* evicted above: compiled again */
+  cr_expect_eq(list_stems(path("cache"), stems), 1);
+  cr_expect(has_stem(path("cache"), e) && !has_stem(path("cache"), f));
+  cr_expect_eq(count_entries(path("cache")), 3, "one entry: its .so, .c and .sum");
+  run_k(6, NULL);   /* a hit under limit 0 removes nothing */
+  cr_expect(has_stem(path("cache"), e));
+  cache_env_done();
+}
+
+/* Only the cache's own names are counted or removed: other files, names
+ * that merely look similar, subdirectories and a writer's fresh temporary
+ * file stay; a temporary file more than a day old is removed. */
+Test(cli, cache_eviction_leaves_other_files_alone) {
+  cache_env();
+  cr_assert_eq(mkdir(path("cache"), 0755), 0);
+  cr_assert_eq(mkdir(path("cache/sub"), 0755), 0);
+  time_t old = time(NULL) - 30 * 24 * 3600, fresh = time(NULL) - 60;
+  static const char *const others[] = {
+      "cache/notes.txt", "cache/0123456789abcdef.so.bak", "cache/0123456789ABCDEF.so", "cache/0123456789abcde.so",
+      "cache/cuda-0123456789abcdef.ptx", "cache/sub/0123456789abcdef.so", "cache/0123456789abcdef.so.x.tmp"};
+  int n_others = (int)(sizeof others / sizeof *others);
+  make_file("cache/notes.txt", 3 << 20, old);   /* 3 MiB, not counted: larger than the limit below */
+  for (int i = 1; i < n_others; i++) make_file(others[i], 100, old);
+  make_file("cache/fedcba9876543210.so.12345.tmp.so", 100, fresh);   /* a writer in progress */
+  make_file("cache/fedcba9876543210.c.12346.tmp", 100, old);         /* a crashed writer's leftover */
+  make_file("cache/cuda-fedcba9876543210.cubin.12347.tmp", 100, old);
+  /* an old entry of the cache (its files need not be valid to be counted) */
+  make_file("cache/00000000000000aa.so", 100, old);
+  make_file("cache/00000000000000aa.c", 100, old);
+  make_file("cache/00000000000000aa.sum", 17, old);
+
+  setenv("TDSL_CACHE_MAX_MB", "1", 1);
+  char k8[17], k9[17];
+  run_k(8, k8);
+  cr_expect(has_stem(path("cache"), "00000000000000aa"), "other files must not count towards the limit");
+  for (int i = 0; i < n_others; i++) cr_expect_geq(file_size(path(others[i])), 0, "%s was removed", others[i]);
+  cr_expect_geq(file_size(path("cache/fedcba9876543210.so.12345.tmp.so")), 0, "a fresh temporary file must stay");
+  cr_expect_eq(file_size(path("cache/fedcba9876543210.c.12346.tmp")), -1, "a stale temporary file is removed");
+  cr_expect_eq(file_size(path("cache/cuda-fedcba9876543210.cubin.12347.tmp")), -1, "a stale temporary file is removed");
+
+  setenv("TDSL_CACHE_MAX_MB", "0", 1);
+  run_k(9, k9);
+  cr_expect(has_stem(path("cache"), k9));
+  cr_expect(!has_stem(path("cache"), k8) && !has_stem(path("cache"), "00000000000000aa"));
+  cr_expect_eq(file_size(path("cache/00000000000000aa.c")), -1, "an entry goes whole");
+  cr_expect_eq(file_size(path("cache/00000000000000aa.sum")), -1, "an entry goes whole");
+  cr_expect_eq(file_size(path("cache/notes.txt")), 3 << 20);
+  for (int i = 1; i < n_others; i++) cr_expect_eq(file_size(path(others[i])), 100, "%s was touched", others[i]);
+  cr_expect_geq(file_size(path("cache/fedcba9876543210.so.12345.tmp.so")), 0, "a fresh temporary file must stay");
+  cache_env_done();
+}
+
+/* A value that is not a plain non-negative number of MiB is ignored: the
+ * default (1024 MiB) applies, so these few entries all stay; "0", a valid
+ * value, then evicts all but the newest. */
+Test(cli, bad_cache_limits_fall_back_to_the_default) {
+  cache_env();
+  static const char *const bad[] = {"abc", "-1", "2G", "1e3", " 1", "nan", "1.2.3", "."};
+  int nb = (int)(sizeof bad / sizeof *bad);
+  char stems[MAX_STEMS][17];
+  run_k(9, NULL);   /* unset: the default */
+  for (int i = 0; i < nb; i++) {
+    setenv("TDSL_CACHE_MAX_MB", bad[i], 1);
+    run_k(10 + i, NULL);
+    cr_expect_eq(list_stems(path("cache"), stems), i + 2, "TDSL_CACHE_MAX_MB=\"%s\" must be ignored", bad[i]);
+  }
+  setenv("TDSL_CACHE_MAX_MB", "", 1);
+  run_k(30, NULL);
+  cr_expect_eq(list_stems(path("cache"), stems), nb + 2, "an empty TDSL_CACHE_MAX_MB means the default");
+  setenv("TDSL_CACHE_MAX_MB", "0", 1);
+  char last[17];
+  run_k(31, last);
+  cr_expect_eq(list_stems(path("cache"), stems), 1);
+  cr_expect(has_stem(path("cache"), last));
+  cache_env_done();
 }
 
 /* The generated loops are vectorised: the cached object of a pointwise

@@ -18,12 +18,16 @@
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "../../compiler/cache.h"
 #include "../../compiler/compiled.h"
 #include "../../compiler/passes.h"
 #include "elab.h"
@@ -676,6 +680,105 @@ Test(cache, second_compilation_comes_from_the_cache) {
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   cr_expect_eq(system(cmd), 0);
   td_arena_free(P.a);
+}
+
+/* The size limit's parsing: MiB, fractions allowed; anything else is the
+ * default (1024 MiB). */
+Test(cache, size_limit_from_the_environment) {
+  static const struct { const char *v; uint64_t want; } cases[] = {
+      {"0", 0},          {"1", 1 << 20},     {"2048", 2048ull << 20}, {"0.5", 1 << 19},
+      {"1.", 1 << 20},   {".25", 1 << 18},   {"007", 7 << 20},
+      {"", 1024ull << 20}, {"abc", 1024ull << 20}, {"-1", 1024ull << 20}, {"1G", 1024ull << 20},
+      {"1e3", 1024ull << 20}, {" 1", 1024ull << 20}, {"1 ", 1024ull << 20}, {"0x10", 1024ull << 20},
+      {"inf", 1024ull << 20}, {".", 1024ull << 20}, {"1.2.3", 1024ull << 20}, {"+5", 1024ull << 20}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    setenv("TDSL_CACHE_MAX_MB", cases[i].v, 1);
+    cr_expect_eq(td_cache_limit(), cases[i].want, "TDSL_CACHE_MAX_MB=\"%s\": %llu bytes, want %llu", cases[i].v,
+                 (unsigned long long)td_cache_limit(), (unsigned long long)cases[i].want);
+  }
+  unsetenv("TDSL_CACHE_MAX_MB");
+  cr_expect_eq(td_cache_limit(), 1024ull << 20, "unset: the default");
+}
+
+/* A file of n bytes in d with mtime t (seconds since the epoch). */
+static void put_file(const char *d, const char *name, size_t n, time_t t) {
+  char p[512];
+  snprintf(p, sizeof p, "%s/%s", d, name);
+  FILE *f = fopen(p, "wb");
+  cr_assert_not_null(f, "%s", p);
+  for (size_t i = 0; i < n; i++) fputc('x', f);
+  fclose(f);
+  struct timespec ts[2] = {{t, 0}, {t, 0}};
+  cr_assert_eq(utimensat(AT_FDCWD, p, ts, 0), 0);
+}
+
+static int exists_in(const char *d, const char *name) {
+  char p[512];
+  snprintf(p, sizeof p, "%s/%s", d, name);
+  return access(p, F_OK) == 0;
+}
+
+/* td_cache_trim on hand-made entries of known sizes and times: whole
+ * entries go, oldest first (an entry's time is its newest file's), CUDA
+ * modules and incomplete entries count like any other, the entry to keep
+ * stays even when it is the oldest, and it stops as soon as the rest fits. */
+Test(cache, trim_removes_whole_entries_oldest_first) {
+  char dir[] = "/tmp/tdsl-trim-test-XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  const time_t T = 1700000000;
+  /* "keep": the oldest, 3000 bytes */
+  put_file(dir, "00000000000000a0.so", 2000, T + 10);
+  put_file(dir, "00000000000000a0.c", 983, T + 10);
+  put_file(dir, "00000000000000a0.sum", 17, T + 10);
+  /* e1, 3000 bytes; its .so is the newest of its files (a hit touched it) */
+  put_file(dir, "00000000000000e1.so", 2000, T + 400);
+  put_file(dir, "00000000000000e1.c", 983, T + 100);
+  put_file(dir, "00000000000000e1.sum", 17, T + 100);
+  /* a CUDA module, 3000 bytes */
+  put_file(dir, "cuda-00000000000000e2.cubin", 3000, T + 200);
+  /* an incomplete entry (a .c and a .sum left behind), 3000 bytes */
+  put_file(dir, "00000000000000e3.c", 2983, T + 300);
+  put_file(dir, "00000000000000e3.sum", 17, T + 300);
+  /* the newest, 3000 bytes */
+  put_file(dir, "00000000000000e4.so", 3000, T + 500);
+  /* not the cache's: 10000 bytes, oldest of all */
+  put_file(dir, "README", 10000, T);
+  /* total 15000; limit 9000: oldest first (the kept a0 aside: e2 at 200,
+   * e3 at 300) until it fits: e2 (12000), e3 (9000) */
+  td_cache_trim(dir, "00000000000000a0", 9000);
+  cr_expect(exists_in(dir, "00000000000000a0.so") && exists_in(dir, "00000000000000a0.c") &&
+            exists_in(dir, "00000000000000a0.sum"), "the entry to keep must stay whole");
+  cr_expect(!exists_in(dir, "cuda-00000000000000e2.cubin"), "the oldest (a CUDA module) goes first");
+  cr_expect(!exists_in(dir, "00000000000000e3.c") && !exists_in(dir, "00000000000000e3.sum"),
+            "an incomplete entry counts and goes like any other");
+  cr_expect(exists_in(dir, "00000000000000e1.so") && exists_in(dir, "00000000000000e1.c") &&
+            exists_in(dir, "00000000000000e1.sum"), "e1's time is its .so's (400, after e3's 300): it stays");
+  cr_expect(exists_in(dir, "00000000000000e4.so"));
+  cr_expect(exists_in(dir, "README"), "other files are neither counted nor removed");
+  /* at the limit: nothing goes */
+  td_cache_trim(dir, NULL, 9000);
+  cr_expect(exists_in(dir, "00000000000000a0.so") && exists_in(dir, "00000000000000e1.so") &&
+            exists_in(dir, "00000000000000e4.so"));
+  /* nothing to keep: a0 (10) is the oldest, then e1 (400) */
+  td_cache_trim(dir, NULL, 6000);
+  cr_expect(!exists_in(dir, "00000000000000a0.so") && !exists_in(dir, "00000000000000a0.c") &&
+            !exists_in(dir, "00000000000000a0.sum"), "a0 is the oldest now that it is not kept");
+  cr_expect(exists_in(dir, "00000000000000e1.so") && exists_in(dir, "00000000000000e4.so"));
+  /* limit 0 keeping e4 (the newest): e1 goes whole, e4 stays though it is
+   * over the limit alone */
+  td_cache_trim(dir, "00000000000000e4", 0);
+  cr_expect(!exists_in(dir, "00000000000000e1.so") && !exists_in(dir, "00000000000000e1.c") &&
+            !exists_in(dir, "00000000000000e1.sum"));
+  cr_expect(exists_in(dir, "00000000000000e4.so"));
+  /* limit 0 and nothing to keep: every entry goes, nothing else */
+  td_cache_trim(dir, NULL, 0);
+  cr_expect(!exists_in(dir, "00000000000000e4.so"));
+  cr_expect(exists_in(dir, "README"));
+  /* a directory that does not exist is no error */
+  td_cache_trim("/nonexistent/tdsl-cache", NULL, 0);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_expect_eq(system(cmd), 0);
 }
 
 /* ---- prepacked weights ---- */

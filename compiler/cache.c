@@ -1,0 +1,198 @@
+/* cache.c - the compile cache's directory, size limit and eviction (see
+ * cache.h).
+ *
+ * td_cache_trim reads the directory once (one readdir and one fstatat per
+ * file), groups the cache's files into entries by name, and only when they
+ * total more than the limit sorts the entries by time and unlinks the
+ * oldest.  Several processes may trim the same directory at once: a file
+ * that is gone by the time it is looked at or removed is simply skipped,
+ * and a process that has an evicted shared object loaded keeps its mapping.
+ */
+#include "cache.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../lang/mem.h"
+
+/* A writer's temporary file older than this is a leftover of a crash. */
+#define STALE_TMP_SECONDS (24 * 60 * 60)
+
+int td_cache_dir(char *buf, size_t n) {
+  const char *off = getenv("TDSL_CACHE"), *dir = getenv("TDSL_CACHE_DIR");
+  if (off && !strcmp(off, "0")) return -1;
+  if (dir && *dir) snprintf(buf, n, "%s", dir);
+  else if ((dir = getenv("XDG_CACHE_HOME")) && *dir) snprintf(buf, n, "%s/tdsl", dir);
+  else if ((dir = getenv("HOME")) && *dir) snprintf(buf, n, "%s/.cache/tdsl", dir);
+  else return -1;
+  for (char *s = buf + 1; *s; s++)   /* mkdir -p */
+    if (*s == '/') {
+      *s = 0;
+      if (mkdir(buf, 0755) && errno != EEXIST) return -1;
+      *s = '/';
+    }
+  return mkdir(buf, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+uint64_t td_cache_limit(void) {
+  const uint64_t dflt = (uint64_t)TD_CACHE_DEFAULT_MB << 20;
+  const char *s = getenv("TDSL_CACHE_MAX_MB");
+  if (!s || !*s) return dflt;
+  /* digits, at most one '.', at least one digit: nothing strtod would
+   * read differently (no sign, exponent, hex, inf or spaces) */
+  int digits = 0, dots = 0;
+  for (const char *p = s; *p; p++) {
+    if (*p >= '0' && *p <= '9') digits++;
+    else if (*p == '.' && !dots) dots++;
+    else return dflt;
+  }
+  if (!digits) return dflt;
+  double mb = strtod(s, NULL);
+  if (!(mb >= 0)) return dflt;
+  if (mb >= 1e12) return UINT64_MAX;   /* a million terabytes: no limit */
+  return (uint64_t)(mb * 1048576.0);
+}
+
+void td_cache_touch(const char *path) {
+  if (utimensat(AT_FDCWD, path, NULL, 0)) { /* ignored: a hit stays a hit */ }
+}
+
+static int is_hex16(const char *s) {
+  for (int i = 0; i < 16; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
+  return 1;
+}
+
+/* How a name in the cache directory is treated. */
+enum { NOT_OURS, ENTRY_FILE, TEMP_FILE };
+
+/* Classifies name.  For an entry's file, *stem is the length of the entry's
+ * name ("H" or "cuda-H") and *rank the file's place in the removal order. */
+static int classify(const char *name, size_t *stem, int *rank) {
+  static const char *const cpu_ext[] = {".sum", ".so", ".c"};   /* in removal order */
+  const char *ext;
+  if (!strncmp(name, "cuda-", 5) && is_hex16(name + 5) && !strncmp(name + 21, ".cubin", 6)) {
+    *stem = 21;
+    *rank = 0;
+    ext = name + 27;
+  } else if (is_hex16(name)) {
+    *stem = 16;
+    *rank = -1;
+    for (int i = 0; i < 3; i++) {
+      size_t l = strlen(cpu_ext[i]);
+      if (!strncmp(name + 16, cpu_ext[i], l) && (name[16 + l] == 0 || name[16 + l] == '.')) {
+        *rank = i;
+        ext = name + 16 + l;
+        break;
+      }
+    }
+    if (*rank < 0) return NOT_OURS;
+  } else return NOT_OURS;
+  if (!*ext) return ENTRY_FILE;
+  /* a writer's temporary: NAME.PID.tmp (compiled.c's .so: NAME.PID.tmp.so) */
+  const char *p = ext + 1;
+  if (*p < '0' || *p > '9') return NOT_OURS;
+  while (*p >= '0' && *p <= '9') p++;
+  return !strcmp(p, ".tmp") || !strcmp(p, ".tmp.so") ? TEMP_FILE : NOT_OURS;
+}
+
+typedef struct cfile {
+  char name[32];
+  size_t stem;
+  int rank;
+  uint64_t size;
+  struct timespec mtime;
+} cfile;
+
+typedef struct centry {
+  int first, n;             /* its files: files[first .. first + n) */
+  const char *name;         /* its first file's name (ties in by_age) */
+  uint64_t size;
+  struct timespec time;     /* the newest mtime of its files */
+  int keep;
+} centry;
+
+static int ts_cmp(struct timespec a, struct timespec b) {
+  if (a.tv_sec != b.tv_sec) return a.tv_sec < b.tv_sec ? -1 : 1;
+  return a.tv_nsec < b.tv_nsec ? -1 : a.tv_nsec > b.tv_nsec;
+}
+
+static int by_entry(const void *x, const void *y) {
+  const cfile *a = x, *b = y;
+  if (a->stem != b->stem) return a->stem < b->stem ? -1 : 1;
+  int c = strncmp(a->name, b->name, a->stem);
+  return c ? c : a->rank - b->rank;
+}
+
+static int by_age(const void *x, const void *y) {
+  const centry *a = x, *b = y;
+  int c = ts_cmp(a->time, b->time);
+  return c ? c : strcmp(a->name, b->name);
+}
+
+void td_cache_trim(const char *dir, const char *keep, uint64_t limit) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  int fd = dirfd(d), n = 0, cap = 0;
+  cfile *files = NULL;
+  time_t now = time(NULL);
+  uint64_t total = 0;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    size_t stem;
+    int rank, kind = classify(de->d_name, &stem, &rank);
+    struct stat st;
+    if (kind == NOT_OURS || fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode)) continue;
+    size_t len = strlen(de->d_name);
+    if (kind == TEMP_FILE) {
+      if (now - st.st_mtime > STALE_TMP_SECONDS) unlinkat(fd, de->d_name, 0);
+      continue;
+    }
+    if (len >= sizeof files->name) continue;   /* cannot happen: an entry's name is at most 27 bytes */
+    if (n == cap) {
+      cfile *grown = td_realloc(files, (size_t)(cap = cap ? 2 * cap : 64) * sizeof *files);
+      if (!grown) goto done;
+      files = grown;
+    }
+    cfile *f = &files[n++];
+    memcpy(f->name, de->d_name, len + 1);
+    f->stem = stem;
+    f->rank = rank;
+    f->size = (uint64_t)st.st_size;
+    f->mtime = st.st_mtim;
+    total += f->size;
+  }
+  if (total <= limit) goto done;
+  qsort(files, (size_t)n, sizeof *files, by_entry);
+  centry *ents = td_malloc((size_t)n * sizeof *ents);
+  if (!ents) goto done;
+  int ne = 0;
+  for (int i = 0; i < n; i++) {
+    centry *e = ne ? &ents[ne - 1] : NULL;
+    if (!e || files[e->first].stem != files[i].stem || strncmp(files[e->first].name, files[i].name, files[i].stem)) {
+      e = &ents[ne++];
+      *e = (centry){i, 0, files[i].name, 0, files[i].mtime, 0};
+      e->keep = keep && strlen(keep) == files[i].stem && !strncmp(keep, files[i].name, files[i].stem);
+    }
+    e->n++;
+    e->size += files[i].size;
+    if (ts_cmp(files[i].mtime, e->time) > 0) e->time = files[i].mtime;
+  }
+  qsort(ents, (size_t)ne, sizeof *ents, by_age);
+  for (int k = 0; k < ne && total > limit; k++) {
+    if (ents[k].keep) continue;
+    for (int i = ents[k].first; i < ents[k].first + ents[k].n; i++) unlinkat(fd, files[i].name, 0);
+    total -= ents[k].size;
+  }
+  td_free(ents);
+done:
+  td_free(files);
+  closedir(d);
+}
