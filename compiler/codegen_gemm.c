@@ -63,7 +63,12 @@ static gemm_shape shape_for(int isa, td_dtype dt) {
   s.nv = 2;
   s.nr = s.vl * s.nv;
   s.mr = isa == 2 ? 8 : isa == 1 ? 6 : 4;
-  s.mc = s.mr * 8;   /* <= TDC_GEMM_MC_MAX (prepack.h: the scratch bound) */
+  /* 24 tiles of rows per C block (192 rows at AVX-512): each B
+   * micro-panel fetched from L3 serves 24 tiles; sgemm 2048 at T=1:
+   * 64 rows 168-172 ms, 128 rows 164-167, 192 rows 163-166, 256 rows
+   * 163-166, 384 rows 167-174 (alternating runs); 1024, W4 and W6 equal.
+   * At most TDC_GEMM_MC_MAX (prepack.h: the scratch bound). */
+  s.mc = s.mr * 24;
   s.kc = TDC_GEMM_KC;
   return s;
 }

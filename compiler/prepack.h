@@ -21,7 +21,7 @@ typedef struct tdc_prepack_desc {
 
 /* The rows of a C block (MC) and the depth of a K block (KC) of
  * codegen_gemm.c's packed GEMM, at most, over every ISA and dtype. */
-#define TDC_GEMM_MC_MAX 64
+#define TDC_GEMM_MC_MAX 192
 #define TDC_GEMM_KC 256
 
 /* Bytes of scratch a matmul kernel with N columns and depth K needs per

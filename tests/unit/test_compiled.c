@@ -490,6 +490,17 @@ Test(kinds, large_kernels_split_across_threads, .timeout = 120) {
                 301);
 }
 
+/* C blocks of the packed GEMM (192 rows at AVX-512): on one thread, 401
+ * rows are two whole blocks and a part of one; A read in place and
+ * packed (transposed), f32 and f64, against the interpreter. */
+Test(kinds, packed_matmul_over_several_row_blocks, .timeout = 120) {
+  setenv("TDSL_NUM_THREADS", "1", 1);   /* before the pool starts: each test is its own process */
+  check_text_at("fn r(x: f32[N, 70], y: f32[70, 45]) -> f32[N, 45] { x @ y + 1 }\n"
+                "fn t(x: f32[70, N], y: f32[70, 45]) -> f32[N, 45] { transpose(x, 0, 1) @ y }\n"
+                "fn d(x: f64[N, 270], y: f64[270, 33]) -> f64[N, 33] { x @ y }\n",
+                401);
+}
+
 /* The compiled f32 exp (a polynomial, so that loops vectorise) against
  * libm's expf over its whole range and at the edges. */
 Test(kinds, exp_polynomial_is_within_its_error_bound) {
