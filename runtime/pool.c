@@ -53,7 +53,7 @@ typedef struct pool {
   } slot[2];
   _Atomic int64_t done;        /* tasks of the job finished */
   _Atomic int sleepers;        /* workers parked (or about to) on `wake` */
-  _Atomic int caller_waits;    /* the caller parked (or about to) on `finished` */
+  _Atomic int caller_waits;    /* the caller parked (or about to) on `finished` (0 or 1) */
   uint32_t job;                /* the last job's number (the caller's, under busy) */
   atomic_flag busy;
   int64_t spin_ns;             /* how long to watch before sleeping */
@@ -83,6 +83,18 @@ static int spin_until(int (*ready)(const void *), const void *arg) {
     relax();
     if ((i & 63) == 63 && now_ns() > end) return ready(arg);
   }
+}
+
+/* Watches ready(arg) for P.spin_ns, then announces itself (*sleeping + 1)
+ * and sleeps on cv until ready holds; whoever makes it hold signals cv
+ * under the mutex when it sees an announcement. */
+static void wait_until(int (*ready)(const void *), const void *arg, _Atomic int *sleeping, pthread_cond_t *cv) {
+  if (spin_until(ready, arg)) return;
+  atomic_fetch_add(sleeping, 1);
+  pthread_mutex_lock(&P.mu);
+  while (!ready(arg)) pthread_cond_wait(cv, &P.mu);
+  pthread_mutex_unlock(&P.mu);
+  atomic_fetch_sub(sleeping, 1);
 }
 
 static uint32_t ticket_job(uint64_t t) { return (uint32_t)(t >> 32); }
@@ -129,13 +141,7 @@ static void *worker(void *arg) {
   int tid = (int)(intptr_t)arg;
   uint32_t seen = 0;
   for (;;) {
-    if (!spin_until(new_job, &seen)) {
-      atomic_fetch_add(&P.sleepers, 1);
-      pthread_mutex_lock(&P.mu);
-      while (!new_job(&seen)) pthread_cond_wait(&P.wake, &P.mu);
-      pthread_mutex_unlock(&P.mu);
-      atomic_fetch_sub(&P.sleepers, 1);
-    }
+    wait_until(new_job, &seen, &P.sleepers, &P.wake);
     seen = ticket_job(atomic_load(&P.ticket));
     finish(work(seen, tid));
   }
@@ -191,12 +197,6 @@ void td_pool_run(td_task_fn fn, void *ctx, int64_t n) {
     pthread_mutex_unlock(&P.mu);
   }
   atomic_fetch_add(&P.done, work(job, 0));
-  if (!spin_until(job_over, &n)) {
-    atomic_store(&P.caller_waits, 1);
-    pthread_mutex_lock(&P.mu);
-    while (!job_over(&n)) pthread_cond_wait(&P.finished, &P.mu);
-    pthread_mutex_unlock(&P.mu);
-    atomic_store(&P.caller_waits, 0);
-  }
+  wait_until(job_over, &n, &P.caller_waits, &P.finished);
   atomic_flag_clear(&P.busy);
 }
