@@ -577,8 +577,10 @@ def missing_lines(recs):
 # --------------------------------------------------------------------- chart
 def chart(path, recs, limits, floors_w1, threads_list, wls):
     """One panel per workload and thread count: median ÷ limit (log) per case
-    for tdsl eager, the best numpy, the best torch and the C floor."""
-    groups = [("tdsl eager", lambda s: s == "tdsl eager"), ("tdsl artifact C API", lambda s: s == ARTIFACT_SYSTEM),
+    for tdsl eager, tdsl compiled (W1: through the artifact's C API), the
+    best numpy, the best torch and the C floor."""
+    groups = [("tdsl eager", lambda s: s == "tdsl eager"),
+              ("tdsl compiled", lambda s: s in ("tdsl compiled", ARTIFACT_SYSTEM)),
               ("numpy (best)", lambda s: s.startswith("numpy")),
               ("torch (best)", lambda s: not s.startswith(("numpy", "tdsl")) and s != FLOOR_SYSTEM),
               ("C floor", lambda s: s == FLOOR_SYSTEM)]
