@@ -59,8 +59,11 @@ typedef struct pool {
   int64_t spin_ns;             /* how long to watch before sleeping */
 } pool;
 
-static pool P = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0,
-                 {{NULL, NULL, 0}, {NULL, NULL, 0}}, 0, 0, 0, 0, ATOMIC_FLAG_INIT, 0};
+/* everything else starts at zero: the ticket of job 0, whose slot has n = 0 */
+static pool P = {.mu = PTHREAD_MUTEX_INITIALIZER,
+                 .wake = PTHREAD_COND_INITIALIZER,
+                 .finished = PTHREAD_COND_INITIALIZER,
+                 .busy = ATOMIC_FLAG_INIT};
 
 static int64_t now_ns(void) {
   struct timespec t;
