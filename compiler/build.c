@@ -199,6 +199,14 @@ static gcc_jit_rvalue *cmp(tdb_api *A, enum gcc_jit_comparison op, gcc_jit_rvalu
  * tdrt_fast record holds for these sizes and no pointer is NULL, binds the
  * pointers and calls the kernels directly; otherwise tdrt_call.  NULL (use
  * tdrt_call) when the entry exceeds the record's limits. */
+/* Can kernel k report an index error (does it evaluate a gather)? */
+static int checks_indices(const td_plan *p, int k) {
+  const td_kernel *kn = &p->kernels[k];
+  for (int i = 0; i < kn->n_nodes; i++)
+    if (td_ops[p->g->nodes[kn->nodes[i]].op].kind == TD_K_GATHER) return 1;
+  return 0;
+}
+
 static gcc_jit_function *add_call_fn(builder *b, fastgen *gs, int ei) {
   const tdb_entry *e = &b->c.e[ei];
   const td_plan *p = e->plan;
@@ -250,21 +258,35 @@ static gcc_jit_function *add_call_fn(builder *b, fastgen *gs, int ei) {
     gcc_jit_block_add_assignment_op(g.blk, NULL, gcc_jit_rvalue_dereference(fget(&g, 5), NULL), GCC_JIT_BINARY_OP_PLUS,
                                     tdb_ival(A, A->t_i64, 1));
   }
-  gcc_jit_lvalue *st = gcc_jit_function_new_local(g.f, NULL, i32, "status");
-  gcc_jit_block_add_assignment(g.blk, NULL, st, tdb_ival(A, i32, 0));
-  gcc_jit_block *fail = gcc_jit_function_new_block(g.f, "index_error");
-  gcc_jit_block_end_with_return(fail, NULL, gcc_jit_context_new_call(A->ctx, NULL, g.index_error, 2, me));
+  /* only a gather (take) can fail inside a kernel: the status slot and
+   * its check exist when some kernel has one (W1's calls have none) */
+  int checks = 0;
+  for (int k = 0; k < p->n_kernels; k++) checks |= checks_indices(p, k);
+  gcc_jit_lvalue *st = NULL;
+  gcc_jit_block *fail = NULL;
+  if (checks) {
+    st = gcc_jit_function_new_local(g.f, NULL, i32, "status");
+    gcc_jit_block_add_assignment(g.blk, NULL, st, tdb_ival(A, i32, 0));
+    fail = gcc_jit_function_new_block(g.f, "index_error");
+    gcc_jit_block_end_with_return(fail, NULL, gcc_jit_context_new_call(A->ctx, NULL, g.index_error, 2, me));
+  }
   for (int k = 0; k < p->n_kernels; k++) {
     gcc_jit_rvalue *ext = fidx(&g, fget(&g, 8), k);
     gcc_jit_block *run = gcc_jit_function_new_block(g.f, NULL), *next = gcc_jit_function_new_block(g.f, NULL),
                   *ok = gcc_jit_function_new_block(g.f, NULL);
     gcc_jit_block_end_with_conditional(g.blk, NULL, cmp(A, GCC_JIT_COMPARISON_GT, ext, tdb_ival(A, A->t_i64, 0)), run,
                                        next);
+    int check = checks_indices(p, k);
     gcc_jit_rvalue *ka[7] = {gcc_jit_lvalue_as_rvalue(bufs), fget(&g, 2), fget(&g, 3),
-                             gcc_jit_lvalue_get_address(st, NULL), fget(&g, 4), tdb_ival(A, A->t_i64, 0), ext};
+                             check ? gcc_jit_lvalue_get_address(st, NULL)
+                                   : gcc_jit_context_null(A->ctx, gcc_jit_type_get_pointer(i32)),
+                             fget(&g, 4), tdb_ival(A, A->t_i64, 0), ext};
     gcc_jit_block_add_eval(run, NULL, gcc_jit_context_new_call(A->ctx, NULL, g.kern[ei][k], 7, ka));
-    gcc_jit_block_end_with_conditional(run, NULL, cmp(A, GCC_JIT_COMPARISON_GT, gcc_jit_lvalue_as_rvalue(st),
-                                                      tdb_ival(A, i32, 0)), fail, ok);
+    if (check)
+      gcc_jit_block_end_with_conditional(run, NULL, cmp(A, GCC_JIT_COMPARISON_GT, gcc_jit_lvalue_as_rvalue(st),
+                                                        tdb_ival(A, i32, 0)), fail, ok);
+    else
+      gcc_jit_block_end_with_jump(run, NULL, ok);
     gcc_jit_block_end_with_jump(ok, NULL, next);
     g.blk = next;
   }
