@@ -342,6 +342,19 @@ Test(kinds, reductions_along_every_axis) {
              "fn g(x: f32[N, 5]) -> f32[N] { logsumexp(x, axis = 1) }\n");
 }
 
+/* Squeezed reductions of shapes with two equal sizes: the row's value
+ * [N] of space [N, N] is axis 0, not the reduced axis 1. */
+Test(kinds, reductions_without_keepdims_on_equal_sizes) {
+  check_text("fn a(s: f32[N, N]) -> f32[N] { sum(s, axis = 1) }\n"
+             "fn b(s: f32[N, N]) -> f32[N] { max(s, axis = 1) }\n"
+             "fn c(s: f32[N, N]) -> f32[N] { min(s * 2, axis = 1) + 1 }\n"
+             "fn d(s: f32[N, N]) -> i64[N] { argmax(s, axis = 1) }\n"
+             "fn e(s: f32[N, N]) -> f32[N] { logsumexp(s, axis = 1) }\n"
+             "fn f(s: f32[N, N]) -> f32[N] { squeeze(min(s, axis = 1, keepdims = true), 1) }\n"
+             "fn g(s: f32[N, N, N]) -> f32[N, N] { sum(s, axis = 1) }\n"
+             "fn h(s: f32[3, 3]) -> f32[3] { sum(s, axis = 1) }\n");
+}
+
 Test(kinds, softmax_and_layer_norm) {
   check_text("import nn\n"
              "fn s(x: f32[N, 7]) -> f32[N, 7] { nn.softmax(x) }\n"
