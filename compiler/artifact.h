@@ -22,6 +22,9 @@
  *               n_param_slots, model param index per slot
  *               n_bufs, per buffer: kind (td_bkind), index, bytes dim
  *               n_slots, slot bytes dims
+ *               n_checks, per run-time size check (runtime/sizecheck.h):
+ *                 kind, axis, rank, dtype, axes, step, its dims (1, 3 or
+ *                 rank of them), text, "file:line:col"
  *               n_dv, per entry: is_rand, dim or stream
  *               n_kernels, per kernel: parallel, extent, bytes_read,
  *                 bytes_written, flops, scratch bytes (-1: from mm n, k),
@@ -40,7 +43,7 @@
 /* Version of the artifact ABI: the descriptor layout, the kernel calling
  * convention (jit_impl.h's tdc_kernel_fn and runtime table) and the C API.
  * The header a program compiles against passes its version to create. */
-#define TDRT_ABI 2
+#define TDRT_ABI 3
 #define TDRT_MAGIC 0x7464736c61727431ll /* "tdslart1" */
 
 /* Error codes of an entry call. */

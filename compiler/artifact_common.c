@@ -63,6 +63,69 @@ static int read_bufs(tda_rd *r, tda_entry *e) {
   return 0;
 }
 
+static int read_checks(tda_rd *r, tda_entry *e) {
+  e->n_checks = (int)tda_word(r);
+  e->checks = tda_alloc_n((size_t)e->n_checks, sizeof *e->checks);
+  e->check_where = tda_alloc_n((size_t)e->n_checks, sizeof *e->check_where);
+  if (!e->checks || !e->check_where) return -1;
+  for (int i = 0; i < e->n_checks; i++) {
+    td_sizecheck *c = &e->checks[i];
+    c->kind = (td_sc_kind)tda_word(r);
+    c->axis = (int)tda_word(r);
+    c->rank = (int)tda_word(r);
+    c->dtype = (int)tda_word(r);
+    c->axes = (uint32_t)tda_word(r);
+    c->step = tda_word(r);
+    for (int k = 0; k < td_sizecheck_n_dims(c); k++) c->dims[k] = tda_word(r);
+    if (!(c->text = tda_str(r)) || !(e->check_where[i] = tda_str(r))) return -1;
+  }
+  return 0;
+}
+
+int64_t tda_dim_eval_ovf(const tda_entry *e, int64_t d, int *overflow) {
+  if (d >= 0) return d;
+  const int64_t *p = e->polys[-d - 1];
+  int64_t v = 0;
+  for (int64_t i = 0; i < p[0]; i++) {
+    const int64_t *t = &p[1 + 6 * i];
+    int64_t x = t[0];
+    for (int k = 0; k < t[1]; k++)
+      if (__builtin_mul_overflow(x, e->symvals[t[2 + k]], &x)) *overflow = 1;
+    if (__builtin_add_overflow(v, x, &v)) *overflow = 1;
+  }
+  return v;
+}
+
+static int64_t check_eval(const void *ctx, int64_t d, int *overflow) { return tda_dim_eval_ovf(ctx, d, overflow); }
+
+/* The arguments' sizes: each fits, none is negative, no argument beyond
+ * 2^48 bytes. */
+static int check_args(const tda_entry *e, char *err, size_t errlen) {
+  for (int i = 0; i < e->n_in + e->n_out; i++) {
+    const tda_arg *a = i < e->n_in ? &e->in[i] : &e->out[i - e->n_in];
+    uint64_t bytes = 8;
+    for (int k = 0; k < a->rank; k++) {
+      int ovf = 0;
+      int64_t d = tda_dim_eval_ovf(e, a->dims[k], &ovf);
+      if (ovf) return set_err(err, errlen, "%s: a size of argument %d does not fit in 64 bits", e->name, i), -1;
+      if (d < 0) return set_err(err, errlen, "%s: a size of argument %d is negative", e->name, i), -1;
+      if (__builtin_mul_overflow(bytes, (uint64_t)d, &bytes) || bytes > ((uint64_t)1 << 48))
+        return set_err(err, errlen, "%s: argument %d would be too large", e->name, i), -1;
+    }
+  }
+  return 0;
+}
+
+int tda_check_sizes(const tda_entry *e, char *err, size_t errlen) {
+  td_err m;
+  int bad = td_sizecheck_run(e->checks, sizeof *e->checks, e->n_checks, check_eval, e, &m);
+  if (bad >= 0) {
+    set_err(err, errlen, "%s: %s", e->check_where[bad], m.msg);
+    return -1;
+  }
+  return check_args(e, err, errlen);
+}
+
 int tda_read_entry(tda_rd *r, tda_entry *e) {
   e->name = tda_str(r);
   e->n_syms = (int)tda_word(r);
@@ -90,6 +153,7 @@ int tda_read_entry(tda_rd *r, tda_entry *e) {
   e->n_slots = (int)tda_word(r);
   e->slot_bytes = &r->w[r->at];
   r->at += (size_t)e->n_slots;
+  if (read_checks(r, e)) return -1;
   e->n_dv = (int)tda_word(r);
   e->dvdesc = &r->w[r->at];
   r->at += 2 * (size_t)e->n_dv;
@@ -119,8 +183,11 @@ void tda_free_entry(tda_entry *e) {
     for (int j = 0; e->prints[k].parts && j < e->prints[k].n; j++) td_free(e->prints[k].parts[j].text);
     td_free(e->prints[k].parts);
   }
-  void *own[] = {e->name,  e->arg_syms, e->in,    e->out,    e->polys,   e->pslot, e->bkind,
-                 e->bindex, e->bbytes,  e->bound, e->prints, e->symvals, e->dv};
+  for (int k = 0; e->checks && k < e->n_checks; k++) td_free((void *)e->checks[k].text);
+  for (int k = 0; e->check_where && k < e->n_checks; k++) td_free(e->check_where[k]);
+  void *own[] = {e->name,   e->arg_syms, e->in,     e->out,     e->polys,  e->pslot,
+                 e->bkind,  e->bindex,   e->bbytes, e->bound,   e->prints, e->symvals,
+                 e->dv,     e->checks,   e->check_where};
   for (size_t k = 0; k < sizeof own / sizeof *own; k++) td_free(own[k]);
 }
 
@@ -387,6 +454,7 @@ static int exe_steps(exe_run *r) {
   tda_entry *e = r->e = x->entry(x->m, r->ei);
   if (o->weights && x->load_weights(x->m, o->weights)) return model_fail(r);
   if (exe_inputs(r) || bind_shapes(r)) return -1;
+  if (tda_check_sizes(e, r->err, sizeof r->err)) return -1;   /* before the outputs' shapes are used */
   for (int i = 0; i < e->n_out; i++) {
     int64_t shape[TDA_MAXR];
     td_err err;

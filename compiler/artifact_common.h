@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "../runtime/io.h"
+#include "../runtime/sizecheck.h"
 #include "../runtime/strbuf.h"
 #include "../runtime/tensor.h"
 
@@ -71,6 +72,9 @@ typedef struct tda_print {
   int *bound;                /* per buffer: the output bound to it, or -1 */                    \
   int n_slots;                                                                                  \
   const int64_t *slot_bytes;                                                                    \
+  int n_checks;                                                                                 \
+  td_sizecheck *checks;      /* the run-time size checks (runtime/sizecheck.h) */               \
+  char **check_where;        /* per check: "file:line:col" */                                   \
   int n_dv;                                                                                     \
   const int64_t *dvdesc;     /* pairs: is_rand, value */                                        \
   int n_prints;                                                                                 \
@@ -93,18 +97,28 @@ typedef struct tda_param {
 } tda_param;
 
 /* A size of e: d >= 0 literal, else polynomial -d - 1 of e's symbols. */
+/* Wraps around on overflow; tda_check_sizes has ruled that out for every
+ * size the entry uses before its sizes are evaluated with this. */
 static inline int64_t tda_dim_eval(const tda_entry *e, int64_t d) {
   if (d >= 0) return d;
   const int64_t *p = e->polys[-d - 1];
-  int64_t v = 0;
+  uint64_t v = 0;
   for (int64_t i = 0; i < p[0]; i++) {
     const int64_t *t = &p[1 + 6 * i];
-    int64_t x = t[0];
-    for (int k = 0; k < t[1]; k++) x *= e->symvals[t[2 + k]];
+    uint64_t x = (uint64_t)t[0];
+    for (int k = 0; k < t[1]; k++) x *= (uint64_t)e->symvals[t[2 + k]];
     v += x;
   }
-  return v;
+  return (int64_t)v;
 }
+
+/* tda_dim_eval that sets *overflow when the value does not fit an int64. */
+int64_t tda_dim_eval_ovf(const tda_entry *e, int64_t d, int *overflow);
+/* The sizes of a call, for e's symvals: the entry's size checks in order
+ * (as the interpreter makes them), then every argument's (each fits, none
+ * is negative or beyond 2^48 bytes).  0, or -1 with the first failure in
+ * err ("file:line:col: message" for a check). */
+int tda_check_sizes(const tda_entry *e, char *err, size_t errlen);
 
 /* Bytes of argument a for the current sizes. */
 size_t tda_arg_bytes(const tda_entry *e, const tda_arg *a);

@@ -7,11 +7,13 @@
 #include "build_common.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../lang/checks.h"
 #include "../lang/mem.h"
 
 /* ---- setup and outputs ---- */
@@ -166,6 +168,7 @@ static int find_args(tdb_builder *b, tdb_entry *e) {
 
 int tdb_lower_entry(tdb_builder *b, td_program *prog, tdb_entry *e) {
   if (!(e->g = td_program_lower(prog, e->name))) return td_err_set(b->err, "%s does not compile", e->name);
+  e->diags = td_program_diags(prog);
   e->params = td_arena_alloc(b->a, (size_t)(e->g->n_params + 1) * sizeof *e->params);
   if (!e->params) return td_err_set(b->err, "out of memory");
   memset(e->params, 0, (size_t)(e->g->n_params + 1) * sizeof *e->params);
@@ -246,6 +249,30 @@ static void put_polys(tdb_builder *b, const td_graph *g) {
   }
 }
 
+/* "file:line:col" of a span, as `tdsl run` names it. */
+static void put_where(tdb_builder *b, const tdb_entry *e, td_span sp) {
+  const td_source *src = e->diags && sp.file >= 0 ? td_diags_source(e->diags, sp.file) : NULL;
+  char buf[600];
+  if (src) snprintf(buf, sizeof buf, "%s:%d:%d", src->path, sp.line, sp.col);
+  else snprintf(buf, sizeof buf, "%d:%d", sp.line, sp.col);
+  tdb_put_str(b, buf);
+}
+
+/* The run-time size checks (lang/checks.h), each: kind, axis, rank,
+ * dtype, axes, step, its size handles, its text and where it is. */
+static void put_checks(tdb_builder *b, const tdb_entry *e) {
+  const td_graph *g = e->opt;
+  tdb_put(b, g->n_checks);
+  for (int i = 0; i < g->n_checks; i++) {
+    const td_sizecheck *c = &g->checks[i].c;
+    int64_t head[6] = {c->kind, c->axis, c->rank, c->dtype, c->axes, c->step};
+    for (int k = 0; k < 6; k++) tdb_put(b, head[k]);
+    for (int k = 0; k < td_sizecheck_n_dims(c); k++) tdb_put(b, c->dims[k]);
+    tdb_put_str(b, c->text ? c->text : "");
+    put_where(b, e, g->checks[i].span);
+  }
+}
+
 void tdb_put_entry_head(tdb_builder *b, const tdb_entry *e) {
   const td_graph *g = e->opt;
   const td_plan *p = e->plan;
@@ -275,6 +302,7 @@ void tdb_put_entry_head(tdb_builder *b, const tdb_entry *e) {
   }
   tdb_put(b, p->n_slots);
   for (int i = 0; i < p->n_slots; i++) tdb_put(b, p->slot_bytes[i]);
+  put_checks(b, e);
 }
 
 void tdb_put_dv1(tdb_builder *b, const tdb_entry *e, int rand_node, td_dim dim) {

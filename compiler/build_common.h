@@ -27,6 +27,7 @@ typedef struct tdb_entry {
   td_graph *g, *opt;
   td_plan *plan;
   td_tensor **params;        /* per slot of g, initial values */
+  const td_diags *diags;     /* the sources, for the checks' locations */
   int args[TD_MAX_RANK * 8]; /* symbols passed as size arguments */
   int n_args;
 } tdb_entry;

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../lang/checks.h"
 #include "../lang/mem.h"
 #include "../runtime/philox.h"
 #include "cache.h"
@@ -538,7 +539,8 @@ static int same_inputs(const td_compiled *c, td_tensor *const *inputs) {
 static int make_layout(run *r, td_tensor *const *inputs) {
   layout *l = r->l;
   l->valid = 0;
-  int rc = param_shapes(r);
+  int rc = td_checks_run_graph(r->g, r->symvals, r->err, r->err_span);
+  if (rc == 0) rc = param_shapes(r);
   if (rc == 0) {
     eval_table(r, 0, 1);
     rc = place_temps(r);

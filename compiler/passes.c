@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../interp/kernels.h"
+#include "../lang/checks.h"
 #include "../lang/mem.h"
 
 /* ---- rebuilding ----------------------------------------------------------- */
@@ -41,6 +42,9 @@ td_graph *td_graph_clone_tables(const td_graph *g) {
     memcpy(d->dims, g->dims, (size_t)g->n_dims * sizeof *d->dims);
   }
   d->n_dims = d->cap_dims = g->n_dims;
+  d->checks = g->checks;
+  d->n_checks = g->n_checks;
+  d->has_checks = g->has_checks;
   return d;
 }
 
@@ -424,6 +428,14 @@ int td_optimize(const td_graph *g, const td_opt_opts *opts, td_graph **out, td_o
                 td_err *err) {
   td_graph *cur = td_pass_dce(g, err);  /* a private copy the pipeline may replace */
   int rc = cur ? 0 : -1;
+  if (rc == 0 && !g->has_checks) {      /* what eager checks at run time, from the graph as written */
+    td_check *checks = NULL;
+    int n = td_checks_derive(g, g->arena, &checks);
+    if (n < 0) return td_err_set(err, "out of memory");
+    cur->checks = checks;
+    cur->n_checks = n;
+    cur->has_checks = 1;
+  }
 #define PASS(name, fn) if (rc == 0) rc = run_pass(name, fn, &cur, opts, err)
   PASS("legalize", td_pass_legalize);  /* f16/bf16 compute in f32 (legalize.c) */
   PASS("fold", td_pass_fold);          /* constants first: exposes x*1, x+0 */

@@ -384,16 +384,8 @@ static int set_sizes(tdcu_model *m, cu_entry *e, const int64_t *syms) {
   }
   if (same) return 0;
   e->have = 0;
-  for (int i = 0; i < e->n_in + e->n_out; i++) {
-    const cu_arg *a = i < e->n_in ? &e->in[i] : &e->out[i - e->n_in];
-    uint64_t bytes = 8;
-    for (int k = 0; k < a->rank; k++) {
-      int64_t d = dim_eval(e, a->dims[k]);
-      if (d < 0) return fail(m, TDCU_EARG, "%s: a size of argument %d is negative", e->name, i);
-      if (__builtin_mul_overflow(bytes, (uint64_t)d, &bytes) || bytes > ((uint64_t)1 << 48))
-        return fail(m, TDCU_EARG, "%s: argument %d would be too large", e->name, i);
-    }
-  }
+  char why[sizeof m->err];
+  if (tda_check_sizes(&e->c, why, sizeof why)) return fail(m, TDCU_EARG, "%s", why);
   return prepare(m, e);
 }
 

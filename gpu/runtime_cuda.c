@@ -29,6 +29,7 @@
 #include "../compiler/cache.h"
 #include "../compiler/compiled.h"
 #include "../compiler/passes.h"
+#include "../lang/checks.h"
 #include "../lang/mem.h"
 #include "../runtime/philox.h"
 #include "codegen_cuda.h"
@@ -395,6 +396,7 @@ static int run_plan(run *r, td_tensor *const *inputs, td_tensor *const *params, 
   if (!rc) rc = load_module(r->d.cu, r->code->src, r->d.arch, p->g->name, &mod, r->err);
   if (!rc) rc = get_functions(r, mod);
   if (!rc) rc = td_bind_inputs(p->g, inputs, p->g->n_inputs, r->symvals, r->err);
+  if (!rc) rc = td_checks_run_graph(p->g, r->symvals, r->err, sp);
   if (!rc) rc = layout(r);
   if (!rc) {
     eval_table(r, io->call_index);

@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../lang/checks.h"
 #include "../lang/mem.h"
 #include "../runtime/philox.h"
 #include "kernels.h"
@@ -124,16 +125,19 @@ static int check_pass(const td_graph *g, td_tensor *const *inputs, const int64_t
     const td_tensor *t = inputs[k];
     for (int d = 0; d < n->rank; d++) {
       td_dim dim = n->shape[d];
-      int u = unbound_sym(g, dim, bound_arg);
-      if (u < 0 && td_dim_eval(g, dim, symvals) == t->shape[d]) continue; /* the common case: no text */
+      int u = unbound_sym(g, dim, bound_arg), ovf = 0;
+      int64_t want = u < 0 ? td_dim_eval_ovf(g, dim, symvals, &ovf) : 0;
+      if (u < 0 && !ovf && want == t->shape[d]) continue; /* the common case: no text */
       td_dim_str(g, dim, ds, sizeof ds);
       if (u >= 0) {
         snprintf(why, sizeof why, "size %s of dimension %d needs %s, which no argument "
                  "dimension binds on its own", ds, d, g->syms[u]);
         return arg_error(g, n, t, err, why);
       }
-      int64_t want = td_dim_eval(g, dim, symvals);
-      if (want == t->shape[d]) continue;
+      if (ovf) {
+        snprintf(why, sizeof why, "size %s of dimension %d does not fit in 64 bits for these sizes", ds, d);
+        return arg_error(g, n, t, err, why);
+      }
       int s = single_sym(g, dim);
       if (TD_DIM_IS_CONST(dim))
         snprintf(why, sizeof why, "dimension %d is %lld, expected %s", d,
@@ -627,6 +631,7 @@ int td_interp_run(const td_graph *g, td_tensor *const *inputs, td_tensor *const 
   int bad = -1;
   int rc = state_init(&I, g, I.err);
   if (rc == 0) rc = td_bind_inputs(g, inputs, g->n_inputs, I.symvals, I.err);
+  if (rc == 0) rc = td_checks_run_graph(g, I.symvals, I.err, err_span);
   if (rc == 0) rc = run_all(&I, &bad);
   if (rc == 0) rc = collect_outputs(&I, outputs);
   if (rc < 0 && bad >= 0 && err_span) *err_span = g->nodes[bad].span;

@@ -42,6 +42,8 @@ void td_program_dump_ast(td_program *p, FILE *out);
 
 /* Seed for rand/randn without seed= (the run's --seed). */
 void td_program_set_seed(td_program *p, uint64_t seed);
+/* The sources and diagnostics the program was loaded with. */
+const td_diags *td_program_diags(const td_program *p);
 
 /* Caps the size of one graph (default 1,000,000 nodes); past it, lowering
  * stops with an error.  Fuzzing uses a small cap to stay fast. */

@@ -112,6 +112,10 @@ typedef struct td_graph {
   int n_syms, cap_syms;
   td_poly *dims;             /* interned symbolic dims */
   int n_dims, cap_dims;
+  struct td_check *checks;   /* run-time size checks (checks.h) of the graph as
+                                written, carried through the passes */
+  int n_checks;
+  int has_checks;            /* checks derived (else a backend derives them) */
 } td_graph;
 
 td_graph *td_graph_new(td_arena *a, const char *name);

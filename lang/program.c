@@ -72,6 +72,8 @@ void td_program_set_node_limit(td_program *p, int n) {
 
 void td_program_set_seed(td_program *p, uint64_t seed) { p->seed = seed; }
 
+const td_diags *td_program_diags(const td_program *p) { return p->diags; }
+
 static el_module *load_module(td_program *p, const char *name, const char *path,
                               const char *text, size_t len);
 

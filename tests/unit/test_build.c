@@ -522,3 +522,97 @@ Test(build, failed_build_leaves_no_files) {
   free(err);
   cr_expect_eq(sh("test \"$(ls -A '%s')\" = simple", path("out2")), 0, "files left in %s", path("out2"));
 }
+
+/* ---- the run-time size checks, the same in every mode ---- */
+
+/* Entries whose sizes go wrong at some N (lang/checks.c): eager mode has
+ * always refused them; compiled code and artifacts ran them, reading out
+ * of bounds or returning -inf (issue 12, items 2 to 5). */
+static const char checks_td[] =
+    "fn last(x: f32[N, 8]) -> f32[] { let v = sum(x, axis = 1); v[-1] }\n"
+    "fn head(w: f32[4], y: f32[N]) -> f32[N] { w[0:N] + y }\n"
+    "fn mid(x: f32[N]) -> f32[N - 2] { exp(x[1:N - 1]) * 2 }\n"
+    "fn top(x: f32[N, 3]) -> f32[3] { max(x, axis = 0) }\n"
+    "fn amin(x: f32[N, 3]) -> i64[3] { argmin(x, axis = 0) }\n"
+    "fn lse(x: f32[N, 3]) -> f32[3] { logsumexp(x, axis = 0) }\n"
+    "fn row(x: f32[N, 8]) -> f32[8] { x[0] * 2 }\n";
+
+static void write_zeros(const char *name, int rank, const int64_t *shape) {
+  td_err err;
+  td_tensor *t = td_tensor_new(TD_F32, rank, shape, &err);
+  cr_assert_not_null(t, "%s", err.msg);
+  cr_assert_eq(td_npy_write(path(name), t, &err), 0, "%s", err.msg);
+  td_tensor_release(t);
+}
+
+/* Runs `cmd` (stderr to err.txt): it must exit 1 with want and where in
+ * its message. */
+static void expect_refusal(const char *mode, const char *cmd, const char *want, const char *where) {
+  int rc = sh("%s 2>'%s' >/dev/null", cmd, path("err.txt"));
+  char *err = read_text(path("err.txt"));
+  cr_expect_eq(rc, 1, "%s: exit %d, stderr: %s", mode, rc, err);
+  cr_expect(strstr(err, want) && strstr(err, where), "%s: wanted '%s' at %s, got: %s", mode, want, where, err);
+  free(err);
+}
+
+Test(build, size_checks_fail_alike_eager_compiled_and_built) {
+  write_file(path("checks.td"), checks_td);
+  write_zeros("x08.npy", 2, (int64_t[]){0, 8});
+  write_zeros("x03.npy", 2, (int64_t[]){0, 3});
+  write_zeros("w4.npy", 1, (int64_t[]){4});
+  write_zeros("y6.npy", 1, (int64_t[]){6});
+  write_zeros("z1.npy", 1, (int64_t[]){1});
+  static const struct { const char *entry, *in, *want, *where; } cases[] = {
+      {"last", "x=x08.npy", "slice out of range: axis 0 of size 0, start -1, step 1, 1 elements", "checks.td:1:60"},
+      {"head", "w=w4.npy y=y6.npy", "slice out of range: axis 0 of size 4, start 0, step 1, 6 elements",
+       "checks.td:2:43"},
+      {"mid", "x=z1.npy", "size N - 2 of axis 0 evaluates to -1", "checks.td:3:39"},
+      {"top", "x=x03.npy", "op 'max' over an empty axis has no value", "checks.td:4:34"},
+      {"amin", "x=x03.npy", "op 'argmin' over an empty axis has no value", "checks.td:5:35"},
+      {"lse", "x=x03.npy", "op 'max' over an empty axis has no value", "checks.td:6:34"},
+      {"row", "x=x08.npy", "slice out of range: axis 0 of size 0, start 0, step 1, 1 elements", "checks.td:7:34"},
+  };
+  int built = !SANITIZED && sh("'%s' build '%s' -o '%s' --exe", TDSL_BIN, path("checks.td"), path("out")) == 0;
+  cr_expect(built || SANITIZED, "tdsl build failed");
+  if (SANITIZED) cr_log_warn("the built artifact is not run: the artifact runtime is built with sanitizers");
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char in[256] = "", cmd[2048];
+    char *ins = strdup(cases[i].in);
+    for (char *tok = strtok(ins, " "); tok; tok = strtok(NULL, " ")) {
+      char *eq = strchr(tok, '=');
+      snprintf(in + strlen(in), sizeof in - strlen(in), " --in %.*s='%s'", (int)(eq - tok), tok, path(eq + 1));
+    }
+    free(ins);
+    const char *modes[] = {"", "--compiled --no-cache"};
+    for (int m = 0; m < 2; m++) {
+      snprintf(cmd, sizeof cmd, "cd '%s' && '%s' run %s checks.td --entry %s%s", dir, TDSL_BIN, modes[m],
+               cases[i].entry, in);
+      expect_refusal(m ? "compiled" : "eager", cmd, cases[i].want, cases[i].where);
+    }
+    if (!built) continue;
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' --entry %s%s", dir, path("out/checks"), cases[i].entry, in);
+    expect_refusal("artifact", cmd, cases[i].want, cases[i].where);
+  }
+}
+
+/* A declared size that wraps int64 (65536^4 + 4 wraps to 4) is refused,
+ * not matched against a 4-element input (issue 13). */
+Test(build, sizes_that_overflow_are_refused_in_every_mode) {
+  write_file(path("ovf.td"), "fn f(x: f32[N], y: f32[N * N * N * N + 4]) -> f32[4] { y[0:4] * 2 }\n");
+  write_zeros("x.npy", 1, (int64_t[]){65536});
+  write_zeros("y.npy", 1, (int64_t[]){4});
+  char cmd[2048];
+  const char *modes[] = {"", "--compiled --no-cache"};
+  for (int m = 0; m < 2; m++) {
+    snprintf(cmd, sizeof cmd, "'%s' run %s '%s' --entry f --in x='%s' --in y='%s'", TDSL_BIN, modes[m], path("ovf.td"),
+             path("x.npy"), path("y.npy"));
+    expect_refusal(m ? "compiled" : "eager", cmd, "does not fit in 64 bits", "argument 'y'");
+  }
+  if (SANITIZED) {
+    cr_log_warn("the built artifact is not run: the artifact runtime is built with sanitizers");
+    return;
+  }
+  cr_assert_eq(sh("'%s' build '%s' -o '%s' --exe", TDSL_BIN, path("ovf.td"), path("out")), 0);
+  snprintf(cmd, sizeof cmd, "'%s' --in x='%s' --in y='%s'", path("out/ovf"), path("x.npy"), path("y.npy"));
+  expect_refusal("artifact", cmd, "does not fit in 64 bits", "argument 1");
+}
