@@ -147,6 +147,15 @@ static void check_graph(const td_graph *g, td_arena *a, td_tensor **inputs, cons
     }
     if (rc == 0) release_all(comp, w->n_outputs);
     td_compiled_free(cg_.c);
+  } else {   /* eager refuses: compiled code must refuse alike, never run on */
+    td_err ce;
+    compiled_graph cg_;
+    compile_graph(g, &cg_, what);
+    int rc = td_compiled_run(cg_.c, inputs, params, 0, &comp, &ce, NULL);
+    cr_expect_eq(rc, -1, "%s: eager failed (%s), compiled ran", what, e.msg);
+    if (rc == 0) release_all(comp, cg_.plan->n_out_nodes);
+    else cr_expect_str_eq(ce.msg, e.msg, "%s: compiled and eager fail differently", what);
+    td_compiled_free(cg_.c);
   }
   release_all(eager, erc == 0 ? w->n_outputs : 0);
   release_all(params, g->n_params);
@@ -291,6 +300,8 @@ Test(symbolic, transformer_serves_every_batch_and_length, .timeout = 120) {
 
 /* ---- kernel kinds on small programs ---- */
 
+static void check_text_at(const char *text, int64_t size);
+
 static void check_text(const char *text) {
   prog P;
   int rc = load(&P, "t.td", text);
@@ -353,6 +364,21 @@ Test(kinds, reductions_without_keepdims_on_equal_sizes) {
              "fn f(s: f32[N, N]) -> f32[N] { squeeze(min(s, axis = 1, keepdims = true), 1) }\n"
              "fn g(s: f32[N, N, N]) -> f32[N, N] { sum(s, axis = 1) }\n"
              "fn h(s: f32[3, 3]) -> f32[3] { sum(s, axis = 1) }\n");
+}
+
+/* Sizes that make a program invalid at some N: eager and compiled code
+ * refuse alike (check_graph compares the messages), at N = 0 and 1. */
+Test(kinds, sizes_invalid_at_run_time_are_refused_alike) {
+  static const char *progs[] = {
+      "fn f(x: f32[N, 8]) -> (f32[], f32[8]) { let v = sum(x, axis = 1); (v[-1], x[0]) }\n",
+      "fn g(w: f32[4], y: f32[N]) -> f32[2] { w[N + 3:N + 5] * 2 }\n",
+      "fn h(x: f32[N]) -> f32[N - 2] { exp(x[1:N - 1]) * 2 }\n",
+      "fn m(x: f32[N, 3]) -> f32[3] { max(x, axis = 0) + min(x, axis = 0) }\n",
+      "fn a(x: f32[N, 3]) -> i64[3] { argmax(x, axis = 0) }\n",
+      "fn s(x: f32[3, N]) -> f32[3] { logsumexp(x, axis = 1) }\n",
+  };
+  for (size_t i = 0; i < sizeof progs / sizeof *progs; i++)
+    for (int64_t n = 0; n <= 1; n++) check_text_at(progs[i], n);
 }
 
 Test(kinds, softmax_and_layer_norm) {
