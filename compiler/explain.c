@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+#include "../lang/checks.h"
+
 /* ---- sizes ------------------------------------------------------------------ */
 
 typedef struct ctx {
@@ -126,6 +128,22 @@ static int64_t prepacked_bytes(const td_plan *p) {
   return total;
 }
 
+/* One run-time size check (lang/checks.h) in words. */
+static const char *check_txt(const ctx *c, const td_check *k, char *b, size_t n) {
+  const td_sizecheck *s = &k->c;
+  char d[128], l[256];
+  loc_txt(c, k->span, l, sizeof l);
+  switch (s->kind) {
+  case TD_SC_SIZE: snprintf(b, n, "%s >= 0 (%s)", s->text, l); break;
+  case TD_SC_NUMEL: snprintf(b, n, "the element count of %s fits in 64 bits (%s)",
+                             td_type_str(c->g, (td_dtype)s->dtype, s->rank, s->dims, d, sizeof d), l); break;
+  case TD_SC_SLICE: snprintf(b, n, "a slice stays inside axis %d of size %s (%s)", s->axis,
+                             dim_txt(c, s->dims[0], d, sizeof d), l); break;
+  default: snprintf(b, n, "%s reduces a non-empty axis (%s)", s->text, l); break;
+  }
+  return b;
+}
+
 static void text_entry(const ctx *c, const td_opt_stats *st) {
   const td_plan *p = c->p;
   char b[128], b2[128], b3[128];
@@ -139,6 +157,13 @@ static void text_entry(const ctx *c, const td_opt_stats *st) {
   fprintf(out, "  peak memory: %s bytes (temporaries %s in %d slot%s, outputs %s)\n",
           dim_txt(c, peak, b, sizeof b), dim_txt(c, p->arena_bytes, b2, sizeof b2), p->n_slots,
           p->n_slots == 1 ? "" : "s", dim_txt(c, p->output_bytes, b3, sizeof b3));
+  const td_graph *g = c->g;
+  if (g->n_checks)   /* none for literal sizes and most symbolic ones */
+    fprintf(out, "  run-time checks: %d (once per set of sizes, as eager mode checks them):\n", g->n_checks);
+  for (int i = 0; i < g->n_checks; i++) {
+    char cb[512];
+    fprintf(out, "    %s\n", check_txt(c, &g->checks[i], cb, sizeof cb));
+  }
   int64_t pw = prepacked_bytes(p);
   if (pw > 0)
     fprintf(out, "  prepacked weights: %lld bytes (compiled code keeps a packed copy of each matmul weight)\n",
@@ -237,7 +262,14 @@ static void json_entry(const ctx *c, const td_opt_stats *st) {
   json_dim(c, "temporary_bytes", p->arena_bytes);
   fputs(", ", out);
   json_dim(c, "output_bytes", p->output_bytes);
-  fprintf(out, ", \"slots\": %d, \"prepacked_weight_bytes\": %lld}}", p->n_slots, (long long)prepacked_bytes(p));
+  fprintf(out, ", \"slots\": %d, \"prepacked_weight_bytes\": %lld}", p->n_slots, (long long)prepacked_bytes(p));
+  fprintf(out, ",\n  \"run_time_checks\": [");
+  for (int i = 0; i < c->g->n_checks; i++) {
+    char cb[512];
+    fputs(i ? ", " : "", out);
+    json_str(out, check_txt(c, &c->g->checks[i], cb, sizeof cb));
+  }
+  fputs("]}", out);
 }
 
 /* ---- DOT ------------------------------------------------------------------------ */

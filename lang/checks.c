@@ -115,26 +115,52 @@ static int first_dim(deriver *v, td_dim d) {
   }
 }
 
-static uint64_t shape_hash(const td_node *n) {
-  uint64_t h = mix((uint64_t)n->dtype * 31 + (uint64_t)n->rank);
-  for (int k = 0; k < n->rank; k++) h = mix(h ^ (uint64_t)n->shape[k]);
+/* The byte count does not depend on the order of the axes, nor on how the
+ * literal sizes split it: a node's key is its element size times its
+ * literal sizes, and its symbolic sizes sorted (a transpose, or a reshape
+ * of [B, T, 4, 16] into [B, T, 64], needs no check of its own). */
+typedef struct shape_key {
+  int rank;
+  uint64_t lit;
+  td_dim d[TD_MAX_RANK];
+} shape_key;
+
+static shape_key key_of(const td_node *n) {
+  shape_key k = {.rank = 0, .lit = td_dtype_size(n->dtype)};
+  for (int i = 0; i < n->rank; i++) {
+    td_dim s = n->shape[i];
+    if (TD_DIM_IS_CONST(s)) {
+      if (__builtin_mul_overflow(k.lit, (uint64_t)s, &k.lit)) k.lit = UINT64_MAX;
+      continue;
+    }
+    int j = k.rank++;
+    while (j > 0 && k.d[j - 1] > s) { k.d[j] = k.d[j - 1]; j--; }
+    k.d[j] = s;
+  }
+  return k;
+}
+
+static uint64_t key_hash(const shape_key *k) {
+  uint64_t h = mix(k->lit * 31 + (uint64_t)k->rank);
+  for (int i = 0; i < k->rank; i++) h = mix(h ^ (uint64_t)k->d[i]);
   return h;
 }
 
-static int same_shape(const td_node *a, const td_node *b) {
-  if (a->dtype != b->dtype || a->rank != b->rank) return 0;
-  for (int k = 0; k < a->rank; k++)
-    if (a->shape[k] != b->shape[k]) return 0;
+static int same_key(const shape_key *a, const shape_key *b) {
+  if (a->lit != b->lit || a->rank != b->rank) return 0;
+  for (int i = 0; i < a->rank; i++)
+    if (a->d[i] != b->d[i]) return 0;
   return 1;
 }
 
-/* 1 when no earlier node had n's dtype and shape. */
+/* 1 when no earlier node had n's element size and sizes. */
 static int first_shape(deriver *v, int id) {
-  const td_node *n = &v->g->nodes[id];
-  for (size_t i = shape_hash(n) & (v->cap - 1);; i = (i + 1) & (v->cap - 1)) {
+  shape_key k = key_of(&v->g->nodes[id]);
+  for (size_t i = key_hash(&k) & (v->cap - 1);; i = (i + 1) & (v->cap - 1)) {
     int s = v->seen_nodes[i];
     if (s < 0) { v->seen_nodes[i] = id; return 1; }
-    if (same_shape(&v->g->nodes[s], n)) return 0;
+    shape_key ks = key_of(&v->g->nodes[s]);
+    if (same_key(&ks, &k)) return 0;
   }
 }
 
