@@ -331,8 +331,11 @@ static int run_kernels(tdrt_model *m, rt_entry *e) {
       memset(s.status, 0, sizeof s.status);
       td_pool_run(run_range, &s, kn->n_ranges);
       for (int t = 0; t < 64; t++)
-        if (s.status[t] > 0) st = s.status[t];
+        if (s.status[t] != 0) st = s.status[t];
     }
+    if (st < 0)   /* built with TDSL_DEBUG=bounds */
+      return fail(m, TDRT_EINDEX, "%s: internal error (TDSL_DEBUG=bounds): kernel %d accessed node %d outside its buffer",
+                  e->name, k, -st - 1);
     if (st > 0) return fail(m, TDRT_EINDEX, "%s: take: an index is out of range", e->name);
   }
   return 0;

@@ -431,6 +431,7 @@ gcc_jit_context *tdc_codegen(const td_plan *p, const char *march, int opt, td_ar
   if (!strcmp(march, "x86-64-v4")) gcc_jit_context_add_command_line_option(c.ctx, "-mprefer-vector-width=512");
   c.isa = !strcmp(march, "x86-64-v4") ? 2 : !strcmp(march, "x86-64-v3") ? 1 : 0;
   init_types(&c);
+  c.bounds = tdc_debug_bounds();
   for (int k = 0; k < p->n_kernels; k++)
     if (emit_kernel(&c, k, &info[k])) {
       gcc_jit_context_release(c.ctx);

@@ -33,6 +33,7 @@
  * propagation of min/max/relu, Python's floor division and modulo, wrap-
  * around integers under -fwrapv, saturating float-to-int casts).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "../runtime/half.h"
@@ -638,15 +639,45 @@ static const cg_ix *child_ix(cg *c, int n, int slot, const cg_ix *ix) {
 
 /* ---- loads, stores, creation ------------------------------------------------------------ */
 
+int tdc_debug_bounds(void) {
+  const char *s = getenv("TDSL_DEBUG");
+  for (; s && *s; s += strcspn(s, ",")) {
+    s += strspn(s, ",");
+    if (!strncmp(s, "bounds", 6) && (s[6] == ',' || s[6] == 0)) return 1;
+  }
+  return 0;
+}
+
+gcc_jit_lvalue *cg_element(cg *c, int n, const cg_ix *ix) {
+  gcc_jit_rvalue *base = cg_bufptr(c, n), *off = cg_offset(c, n, ix);
+  if (!c->bounds) return gcc_jit_context_new_array_access(c->ctx, NULL, base, off);
+  const td_node *nd = ND(c, n);
+  gcc_jit_rvalue *numel = cg_i64(c, 1);
+  for (int k = 0; k < nd->rank; k++) numel = bin(c, GCC_JIT_BINARY_OP_MULT, c->t_i64, numel, cg_dim(c, nd->shape[k]));
+  off = keep(c, off, c->t_i64);
+  gcc_jit_rvalue *bad = keep(c, lor(c, cmp(c, GCC_JIT_COMPARISON_LT, off, cg_i64(c, 0)),
+                                    cmp(c, GCC_JIT_COMPARISON_GE, off, numel)), c->t_bool);
+  gcc_jit_block *t = cg_block(c, "outside"), *j = cg_block(c, "inside");
+  gcc_jit_block_end_with_conditional(c->blk, NULL, bad, t, j);
+  gcc_jit_block_add_assignment(t, NULL, gcc_jit_rvalue_dereference(c->p_status, NULL),
+                               gcc_jit_context_new_rvalue_from_int(c->ctx, c->t_i32, -(n + 1)));
+  gcc_jit_block_end_with_jump(t, NULL, j);
+  c->blk = j;
+  gcc_jit_lvalue *spare = cg_local(c, c->st[nd->dtype], "spare");
+  gcc_jit_type *pt = gcc_jit_type_get_pointer(c->st[nd->dtype]);
+  gcc_jit_rvalue *at = gcc_jit_lvalue_get_address(gcc_jit_context_new_array_access(c->ctx, NULL, base, cg_select(c, bad, cg_i64(c, 0), off, c->t_i64)), NULL);
+  return gcc_jit_rvalue_dereference(cg_select(c, bad, gcc_jit_lvalue_get_address(spare, NULL), at, pt), NULL);
+}
+
 static gcc_jit_rvalue *load(cg *c, int n, const cg_ix *ix) {
-  gcc_jit_lvalue *el = gcc_jit_context_new_array_access(c->ctx, NULL, cg_bufptr(c, n), cg_offset(c, n, ix));
+  gcc_jit_lvalue *el = cg_element(c, n, ix);
   gcc_jit_rvalue *v = as_rv(el);
   if (ND(c, n)->dtype == TD_BOOL) v = cast(c, v, c->t_bool);
   return v;
 }
 
 void cg_store(cg *c, int n, const cg_ix *ix, gcc_jit_rvalue *v) {
-  gcc_jit_lvalue *el = gcc_jit_context_new_array_access(c->ctx, NULL, cg_bufptr(c, n), cg_offset(c, n, ix));
+  gcc_jit_lvalue *el = cg_element(c, n, ix);
   if (ND(c, n)->dtype == TD_BOOL) v = cast(c, v, c->t_u8);
   cg_assign(c, el, v);
 }

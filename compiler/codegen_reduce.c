@@ -637,9 +637,7 @@ static int stored_max(cg *c, racc *head, gcc_jit_lvalue *am, const cg_ix *row) {
 }
 
 /* The root's element at ix (the output row of a stored-exp kernel). */
-static gcc_jit_lvalue *root_at(cg *c, const cg_ix *ix) {
-  return gcc_jit_context_new_array_access(c->ctx, NULL, cg_bufptr(c, c->k->root), cg_offset(c, c->k->root, ix));
-}
+static gcc_jit_lvalue *root_at(cg *c, const cg_ix *ix) { return cg_element(c, c->k->root, ix); }
 
 /* as[l] += the root's element at chunk offset j. */
 static void stored_add(cg *c, gcc_jit_lvalue *as, gcc_jit_rvalue *l, const cg_ix *row, gcc_jit_rvalue *j0,
@@ -891,7 +889,7 @@ int tdc_emit_reduce(cg *c) {
     int ni = cg_nest_open(c, inner, k->space, k->rank, k->red_axes, ix);
     gcc_jit_rvalue *v;
     if (stored) {   /* E was stored where the root goes: read it back */
-      gcc_jit_lvalue *el = gcc_jit_context_new_array_access(c->ctx, NULL, cg_bufptr(c, k->root), cg_offset(c, k->root, ix));
+      gcc_jit_lvalue *el = cg_element(c, k->root, ix);
       v = binv(c, GCC_JIT_BINARY_OP_MULT, c->vt[c->g->nodes[k->root].dtype], rv(el), rv(inv));
     } else {
       v = cg_eval(c, k->root, ix);

@@ -534,12 +534,44 @@ static int same_inputs(const td_compiled *c, td_tensor *const *inputs) {
   return 1;
 }
 
+/* TDSL_DEBUG=bounds: the elements a matmul reads through its operand
+ * views (packed GEMM code addresses them itself, unchecked by cg_element)
+ * lie inside the views' buffers. */
+static int check_views(run *r) {
+  const td_plan *p = r->c->p;
+  for (int k = 0; k < p->n_kernels; k++) {
+    const td_kernel *kn = &p->kernels[k];
+    if (kn->kind != TD_KERN_MATMUL) continue;
+    const td_view *vs[2] = {&kn->a, &kn->b};
+    for (int v = 0; v < 2; v++) {
+      const td_view *w = vs[v];
+      const td_node *base = &r->g->nodes[w->base];
+      int64_t lo = td_dim_eval(r->g, w->offset, r->symvals), hi = lo, numel = 1, empty = 0;
+      for (int d = 0; d < w->rank; d++) {
+        int64_t n = td_dim_eval(r->g, w->shape[d], r->symvals), s = td_dim_eval(r->g, w->stride[d], r->symvals);
+        if (n == 0) empty = 1;
+        else if (s > 0) hi += (n - 1) * s;
+        else lo += (n - 1) * s;
+      }
+      for (int d = 0; d < base->rank; d++) numel *= td_dim_eval(r->g, base->shape[d], r->symvals);
+      if (!empty && (lo < 0 || hi >= numel)) {
+        blame(r, kn->matmul);
+        return td_err_set(r->err, "internal compiler error (TDSL_DEBUG=bounds): kernel %s reads its %s operand at "
+                          "elements %lld..%lld of %%%d, which has %lld", kn->name, v ? "right" : "left",
+                          (long long)lo, (long long)hi, w->base, (long long)numel);
+      }
+    }
+  }
+  return 0;
+}
+
 /* Re-evaluates everything that depends on the sizes only; the layout is
  * marked valid for r->symvals (bound from inputs) on success. */
 static int make_layout(run *r, td_tensor *const *inputs) {
   layout *l = r->l;
   l->valid = 0;
   int rc = td_checks_run_graph(r->g, r->symvals, r->err, r->err_span);
+  if (rc == 0 && tdc_debug_bounds()) rc = check_views(r);
   if (rc == 0) rc = param_shapes(r);
   if (rc == 0) {
     eval_table(r, 0, 1);
@@ -569,7 +601,13 @@ static int call_kernels(run *r) {
     if (s.extent > 0) td_pool_run(run_range, &s, n);
     int32_t status = 0;
     for (int t = 0; t < 64; t++)
-      if (s.status[t] > 0) status = s.status[t];
+      if (s.status[t] != 0) status = s.status[t];
+    if (status < 0) {   /* TDSL_DEBUG=bounds */
+      int bad = -status - 1;
+      blame(r, bad);
+      return td_err_set(r->err, "internal compiler error (TDSL_DEBUG=bounds): kernel %s accessed an element of "
+                        "%%%d (%s) outside its buffer", p->kernels[k].name, bad, td_ops[r->g->nodes[bad].op].name);
+    }
     if (status > 0) {
       int bad = status - 1;
       const td_node *nd = &r->g->nodes[bad];

@@ -11,7 +11,8 @@
  * values of the symbolic sizes the kernels use (cg.dims order, evaluated by
  * compiled.c before each call; random-op streams are in it too); scratch:
  * this thread's work memory (matmul panels); status: set to 1 + the node
- * id of a gather that saw an out-of-range index; rt: the runtime functions
+ * id of a gather that saw an out-of-range index, or under TDSL_DEBUG=bounds
+ * to -(1 + the node id) of an element accessed outside its buffer; rt: the runtime functions
  * generated code calls (tdc_runtime_table: no absolute addresses are baked
  * into the code); [lo, hi): the range of the kernel's parallel loop this
  * call covers (tdc_kinfo), ignored by kernels without one.
@@ -69,6 +70,7 @@ typedef struct cg {
   gcc_jit_block *entry, *blk;        /* entry: hoisted loads; blk: where code goes */
   gcc_jit_rvalue *p_bufs, *p_dv, *p_scratch, *p_status, *p_rt, *p_lo, *p_hi;
   int par_axis;                      /* axis of the kernel space run over [lo, hi), or -1 */
+  int bounds;                        /* TDSL_DEBUG=bounds: element accesses checked (cg_element) */
   gcc_jit_lvalue **bufptr;           /* per plan buffer: typed pointer local, lazily */
   gcc_jit_lvalue **dimloc;           /* per dims entry: local in this function, lazily */
   int n_dimloc;
@@ -111,6 +113,13 @@ typedef struct cg_outline {
 int cg_outline_begin(cg *c, cg_outline *o, const char *suffix);
 /* Ends it and returns to the kernel (after cg_outline_begin's point). */
 gcc_jit_function *cg_outline_end(cg *c, cg_outline *o);
+/* Node n's element at ix in its buffer.  With c->bounds, an offset outside
+ * the buffer sets *status to -(1 + n) and the access goes to a local
+ * instead (TDSL_DEBUG=bounds; ASan does not see into generated code). */
+gcc_jit_lvalue *cg_element(cg *c, int n, const cg_ix *ix);
+/* Whether TDSL_DEBUG (a comma-separated list) asks for "bounds". */
+int tdc_debug_bounds(void);
+
 /* In the kernel: f(bufs, dv, scratch, status, rt, lo, hi). */
 void cg_outline_call(cg *c, const cg_outline *o, gcc_jit_function *f, gcc_jit_rvalue *lo, gcc_jit_rvalue *hi);
 typedef struct cloop {

@@ -1210,3 +1210,61 @@ Test(kinds, packed_matmul_reads_a_in_place_or_packed, .timeout = 120) {
                 "fn g(x: f32[5, N, 16], y: f32[16, N]) -> f32[5, N, N] { x @ y - 1 }\n",
                 67);
 }
+
+/* ---- TDSL_DEBUG=bounds ---- */
+
+/* A plan broken on purpose after planning (a slice moved past its input's
+ * end, a matmul operand view moved past its buffer): plain compiled code
+ * reads outside the buffer unnoticed; under TDSL_DEBUG=bounds the
+ * generated kernel, or the check of the views, reports it. */
+static void run_broken(const char *text, int slice, int64_t shift, int debug, const char *want) {
+  unsetenv("TDSL_DEBUG");   /* this test sets it itself (the suite may run under it) */
+  prog P;
+  cr_assert_eq(load(&P, "t.td", text), 0);
+  td_graph *g = td_program_lower(P.p, "f"), *o;
+  cr_assert_not_null(g);
+  td_err e;
+  cr_assert_eq(td_optimize(g, NULL, &o, NULL, &e), 0, "%s", e.msg);
+  td_plan *p = td_plan_build(o, &e);
+  cr_assert_not_null(p, "%s", e.msg);
+  int moved = 0;
+  for (int i = 0; i < o->n_nodes && slice; i++)
+    if (o->nodes[i].op == TD_IR_SLICE) { o->nodes[i].attr.start[0] += shift; moved = 1; }
+  for (int k = 0; k < p->n_kernels && !slice; k++)
+    if (p->kernels[k].kind == TD_KERN_MATMUL) { p->kernels[k].b.offset += shift; moved = 1; }
+  cr_assert(moved, "nothing to break in %s", text);
+  setenv("TDSL_CACHE", "0", 1);
+  if (debug) setenv("TDSL_DEBUG", "bounds", 1);
+  td_compiled *c = td_compile(p, NULL, &e);
+  unsetenv("TDSL_DEBUG");
+  cr_assert_not_null(c, "%s", e.msg);
+  td_tensor **in = td_calloc((size_t)g->n_inputs + 1, sizeof *in), **outs = NULL;
+  cr_assert_eq(make_inputs(g, 4, 1, in), 0);
+  if (debug) setenv("TDSL_DEBUG", "bounds", 1);
+  int rc = td_compiled_run(c, in, NULL, 0, &outs, &e, NULL);
+  unsetenv("TDSL_DEBUG");
+  if (want) {
+    cr_expect_eq(rc, -1, "%s: the broken plan ran", text);
+    cr_expect(rc == 0 || strstr(e.msg, want), "%s: %s", text, e.msg);
+  } else {
+    cr_expect_eq(rc, 0, "%s: %s", text, e.msg);
+  }
+  if (rc == 0) release_all(outs, p->n_out_nodes);
+  release_all(in, g->n_inputs);
+  td_compiled_free(c);
+  td_arena_free(P.a);
+}
+
+Test(bounds, generated_code_checks_its_accesses_under_tdsl_debug_bounds) {
+  const char *sl = "fn f(x: f32[8, N]) -> f32[4, N] { exp(x[2:6]) * 2 }\n";
+  run_broken(sl, 1, 3, 0, NULL);   /* rows 5..8 of 8: unchecked, it runs */
+  run_broken(sl, 1, 3, 1, "accessed an element of");
+  run_broken(sl, 1, 0, 1, NULL);   /* unbroken: no false alarm */
+}
+
+Test(bounds, matmul_operand_views_are_checked_under_tdsl_debug_bounds) {
+  const char *mm = "fn f(x: f32[N, 8], w: f32[8, 8]) -> f32[N, 8] { x @ w }\n";
+  run_broken(mm, 0, 16, 0, NULL);
+  run_broken(mm, 0, 16, 1, "reads its right operand");
+  run_broken(mm, 0, 0, 1, NULL);
+}
