@@ -614,3 +614,31 @@ Test(gpu_build, half_arguments_under_a_stand_in_driver) {
   td_tensor_release(rh);
   td_tensor_release(x);
 }
+
+/* The run-time size checks (lang/checks.c) refuse a CUDA artifact's call
+ * with the interpreter's message and source line, before any kernel runs. */
+Test(gpu_build, size_checks_refuse_calls_under_a_stand_in_driver) {
+  need_runnable();
+  make_fake_driver();
+  write_file(path("chk.td"), "fn mid(x: f32[N]) -> f32[N - 2] { exp(x[1:N - 1]) * 2 }\n"
+                             "fn top(x: f32[N, 3]) -> f32[3] { max(x, axis = 0) }\n");
+  char modules[4096], env[8192];
+  make_emulated_modules(path("chk.td"), modules, sizeof modules);
+  build(path("chk.td"), "--arch sm_90 --exe");
+  td_err err;
+  int64_t one = 1, none[2] = {0, 3};
+  td_tensor *x = td_tensor_zeros(TD_F32, 1, &one, &err), *y = td_tensor_zeros(TD_F32, 2, none, &err);
+  cr_assert_eq(td_npy_write(path("x.npy"), x, &err), 0);
+  cr_assert_eq(td_npy_write(path("y.npy"), y, &err), 0);
+  fake_env(env, sizeof env, modules, 90);
+  cr_expect_eq(sh("%s '%s' --entry mid --in x='%s' >'%s' 2>&1", env, path("chk"), path("x.npy"), path("gpu.txt")), 1);
+  char *out = read_all(path("gpu.txt"), NULL);
+  cr_expect(strstr(out, "chk.td:1:39: size N - 2 of axis 0 evaluates to -1"), "%s", out);
+  free(out);
+  cr_expect_eq(sh("%s '%s' --entry top --in x='%s' >'%s' 2>&1", env, path("chk"), path("y.npy"), path("gpu.txt")), 1);
+  out = read_all(path("gpu.txt"), NULL);
+  cr_expect(strstr(out, "chk.td:2:34: op 'max' over an empty axis has no value"), "%s", out);
+  free(out);
+  td_tensor_release(x);
+  td_tensor_release(y);
+}
