@@ -16,8 +16,6 @@
 #include "ast.h"
 #include "parser.h"
 
-/* Open brackets remembered with their position (deeper ones are counted). */
-#define TD_LEX_MAX_NEST 64
 
 typedef struct td_lexer {
   td_diags *diags;
@@ -28,8 +26,9 @@ typedef struct td_lexer {
   const char *line_start; /* first byte of the current line */
   int file, line;         /* file id; 1-based line of cur */
   int nest;               /* open ( [ { brackets */
-  char open[TD_LEX_MAX_NEST];      /* their characters, innermost last */
-  td_span open_at[TD_LEX_MAX_NEST];/* and where each was opened */
+  char *open;             /* their characters, innermost last (arena, grown by doubling; */
+  td_span *open_at;       /* the parser's nesting limit ends a deep program) and where each was opened */
+  int cap_open;
   int closing;            /* auto-closing unclosed ( [ before a statement */
   int last;               /* kind of the last token returned (0: none) */
   td_span last_span;      /* its span */

@@ -38,7 +38,7 @@ void td_lexer_init(td_lexer *lx, td_diags *diags, int file_id) {
 }
 
 const td_span *td_lex_open_bracket(const td_lexer *lx, char *which) {
-  if (lx->nest <= 0 || lx->nest > TD_LEX_MAX_NEST) return NULL;
+  if (lx->nest <= 0 || lx->nest > lx->cap_open) return NULL;
   if (which) *which = lx->open[lx->nest - 1];
   return &lx->open_at[lx->nest - 1];
 }
@@ -63,7 +63,7 @@ static td_span after_last(const td_lexer *lx) {
 
 static int innermost(const td_lexer *lx) {
   if (lx->nest == 0) return 0;
-  return lx->nest > TD_LEX_MAX_NEST ? '(' : lx->open[lx->nest - 1];
+  return lx->nest > lx->cap_open ? '(' : lx->open[lx->nest - 1];
 }
 
 static int in_parens(const td_lexer *lx) {
@@ -72,10 +72,24 @@ static int in_parens(const td_lexer *lx) {
 }
 
 static void open_bracket(td_lexer *lx, char c, td_span sp) {
-  if (lx->nest < TD_LEX_MAX_NEST) {
-    lx->open[lx->nest] = c;
-    lx->open_at[lx->nest] = sp;
+  if (lx->nest == lx->cap_open) {
+    int cap = lx->cap_open ? 2 * lx->cap_open : 64;
+    char *o = td_arena_alloc(lx->arena, (size_t)cap);
+    td_span *at = td_arena_alloc(lx->arena, (size_t)cap * sizeof *at);
+    if (!o || !at) {
+      lx->oom = 1;   /* the parse fails with "out of memory" */
+      return;
+    }
+    if (lx->nest) {
+      memcpy(o, lx->open, (size_t)lx->nest);
+      memcpy(at, lx->open_at, (size_t)lx->nest * sizeof *at);
+    }
+    lx->open = o;
+    lx->open_at = at;
+    lx->cap_open = cap;
   }
+  lx->open[lx->nest] = c;
+  lx->open_at[lx->nest] = sp;
   lx->nest++;
 }
 
