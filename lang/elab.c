@@ -111,9 +111,56 @@ el_scope *el_scope_new(el_ctx *c, el_scope *parent) {
   return s;
 }
 
+#define INDEX_FROM 16   /* bindings past which a scope gets a hash index */
+
+static uint32_t name_hash(const char *s) {
+  uint32_t h = 2166136261u;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+  return h;
+}
+
+static void index_put(el_scope *s, int i) {
+  uint32_t m = (uint32_t)s->idx_cap - 1;
+  for (uint32_t k = name_hash(s->b[i].name) & m;; k = (k + 1) & m)
+    if (!s->idx[k]) { s->idx[k] = i + 1; return; }
+}
+
+/* Makes s's index describe its bindings (arena memory; left without one
+ * when memory runs out: lookups then search the bindings one by one). */
+static void index_sync(el_ctx *c, el_scope *s) {
+  int fresh = s->idx && s->idx_b == s->b && s->idx_n <= s->n;
+  if (fresh && 2 * s->n <= s->idx_cap) {
+    for (; s->idx_n < s->n; s->idx_n++) index_put(s, s->idx_n);
+    return;
+  }
+  int cap = 64;
+  while (cap < 4 * s->n) cap *= 2;
+  s->idx = td_arena_alloc(c->arena, (size_t)cap * sizeof *s->idx);
+  s->idx_n = 0;
+  if (!s->idx) return;
+  memset(s->idx, 0, (size_t)cap * sizeof *s->idx);
+  s->idx_cap = cap;
+  s->idx_b = s->b;
+  for (; s->idx_n < s->n; s->idx_n++) index_put(s, s->idx_n);
+}
+
+/* The binding of name in s itself, or NULL. */
+static el_binding *find_in(el_scope *s, const char *name) {
+  if (s->idx && s->idx_b == s->b && s->idx_n == s->n) {
+    uint32_t m = (uint32_t)s->idx_cap - 1;
+    for (uint32_t k = name_hash(name) & m; s->idx[k]; k = (k + 1) & m)
+      if (!strcmp(s->b[s->idx[k] - 1].name, name)) return &s->b[s->idx[k] - 1];
+    return NULL;
+  }
+  for (int i = s->n - 1; i >= 0; i--)
+    if (!strcmp(s->b[i].name, name)) return &s->b[i];
+  return NULL;
+}
+
 int el_bind(el_ctx *c, el_scope *s, const char *name, td_value v) {
-  for (int i = 0; i < s->n; i++)
-    if (!strcmp(s->b[i].name, name)) { s->b[i].v = v; return 0; }
+  if (s->n > INDEX_FROM) index_sync(c, s);
+  el_binding *old = find_in(s, name);
+  if (old) { old->v = v; return 0; }
   if (s->n == s->cap) {
     int cap = s->cap ? 2 * s->cap : 8;
     el_binding *nb = td_arena_alloc(c->arena, (size_t)cap * sizeof *nb);
@@ -125,13 +172,15 @@ int el_bind(el_ctx *c, el_scope *s, const char *name, td_value v) {
   s->b[s->n].name = name;
   s->b[s->n].v = v;
   s->n++;
+  if (s->n > INDEX_FROM) index_sync(c, s);
   return 0;
 }
 
 td_value *el_lookup(el_scope *s, const char *name) {
-  for (; s; s = s->parent)
-    for (int i = s->n - 1; i >= 0; i--)
-      if (!strcmp(s->b[i].name, name)) return &s->b[i].v;
+  for (; s; s = s->parent) {
+    el_binding *b = find_in(s, name);
+    if (b) return &b->v;
+  }
   return NULL;
 }
 

@@ -57,8 +57,15 @@ typedef struct el_binding {
 
 typedef struct el_scope {
   struct el_scope *parent;
-  el_binding *b;
+  el_binding *b;              /* names are unique in a scope */
   int n, cap;
+  /* A hash index of b by name, once a scope has more than a few bindings
+   * (20 000 functions in one file): slot -> binding index + 1 (0: empty).
+   * It describes idx_b[0..idx_n); a scope whose b or n was set back (the
+   * REPL's rollback) is indexed again on its next lookup. */
+  int *idx;
+  int idx_cap, idx_n;
+  el_binding *idx_b;
 } el_scope;
 
 typedef struct el_module {
