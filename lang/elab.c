@@ -265,9 +265,12 @@ static void err_symbolic_branch(el_ctx *c, td_span sp, const char *name) {
                "or write the computation for any %s", name, name, name);
 }
 
+/* d as text, in the arena (no static buffer: programs may be elaborated
+ * on several threads at once). */
 static const char *sym_name(el_ctx *c, td_dim d) {
-  static char buf[128];
-  return td_dim_str(c->g, d, buf, sizeof buf);
+  char buf[256];
+  const char *s = td_arena_strdup(c->arena, td_dim_str(c->g, d, buf, sizeof buf));
+  return s ? s : "a size";
 }
 
 /* ---- compile-time arithmetic ---- */
