@@ -173,37 +173,64 @@ static const char *span_loc(const td_diags *d, td_span sp, char *buf, size_t n) 
   return buf;
 }
 
-/* Loads inputs named by --in, in the entry's argument order. */
-static int load_inputs(const opts *o, const td_graph *g, td_tensor **inputs) {
-  int bad = 0;
-  for (int k = 0; k < o->n_in; k++) {
-    int found = 0;
-    for (int i = 0; i < g->n_inputs; i++)
-      if (!strcmp(g->nodes[g->inputs[i]].name, o->in_name[k])) found = 1;
-    if (!found) {
-      fprintf(stderr, "tdsl: error: %s has no argument named '%s' (arguments:", g->name, o->in_name[k]);
-      for (int i = 0; i < g->n_inputs; i++) fprintf(stderr, " %s", g->nodes[g->inputs[i]].name);
-      fprintf(stderr, ")\n");
-      bad = 1;
-    }
+/* Opens the --in files of g's arguments (files[k] for argument k) and
+ * checks them from their headers alone (runtime/sig.c), so a wrong file is
+ * refused before its data is read.  -1 after the messages. */
+static int open_inputs(const opts *o, const td_graph *g, td_npy_file *files) {
+  td_sig_arg *args = calloc((size_t)g->n_inputs + 1, sizeof *args);
+  int64_t *symvals = calloc((size_t)g->n_syms + 1, sizeof *symvals);
+  td_err err;
+  int rc = -1;
+  if (!args || !symvals) {
+    fprintf(stderr, "tdsl: error: out of memory\n");
+  } else {
+    for (int k = 0; k < g->n_inputs; k++) args[k] = td_node_sig(&g->nodes[g->inputs[k]]);
+    td_sizes s = td_graph_sizes(g);
+    rc = td_sig_open_inputs(&s, g->name, args, g->n_inputs, o->in_name, o->in_path, o->n_in, files, symvals, &err);
+    if (rc) td_sig_print_errors(stderr, "tdsl", err.msg);
   }
-  for (int i = 0; i < g->n_inputs; i++) {
-    const char *name = g->nodes[g->inputs[i]].name, *path = NULL;
-    for (int k = 0; k < o->n_in; k++)
-      if (!strcmp(o->in_name[k], name)) path = o->in_path[k];
-    if (!path) {
-      fprintf(stderr, "tdsl: error: missing input for argument '%s' of %s\nhelp: pass it with --in %s=FILE.npy\n",
-              name, g->name, name);
-      bad = 1;
-      continue;
-    }
-    td_err err;
-    if (td_npy_read(path, &inputs[i], &err)) {
-      fprintf(stderr, "tdsl: error: %s\n", err.msg);
-      bad = 1;
-    }
+  free(args);
+  free(symvals);
+  return rc;
+}
+
+/* Opens --weights and checks its header against g's parameters. */
+static int open_weights(const char *path, const td_graph *g, td_st_file *f) {
+  td_err err;
+  if (td_safetensors_open(path, f, &err)) {
+    fprintf(stderr, "tdsl: error: %s\n", err.msg);
+    return -1;
   }
-  return bad ? -1 : 0;
+  if (td_check_weights(g, path, f->items, f->n, &err)) {
+    fprintf(stderr, "tdsl: error: %s\n", err.msg);
+    td_safetensors_close(f);
+    return -1;
+  }
+  return 0;
+}
+
+/* Every header first (inputs, then weights), then the data: nothing is
+ * read before all the files are known to fit. */
+static int load_files(const opts *o, const td_graph *g, td_tensor **inputs, td_tensor_map *w) {
+  td_npy_file *files = calloc((size_t)g->n_inputs + 1, sizeof *files);
+  td_st_file st;
+  td_err err;
+  int rc = -1;
+  if (!files) {
+    fprintf(stderr, "tdsl: error: out of memory\n");
+    return -1;
+  }
+  if (open_inputs(o, g, files) == 0) {
+    if (!o->weights || open_weights(o->weights, g, &st) == 0) {
+      rc = td_sig_load_inputs(files, g->n_inputs, inputs, &err);
+      if (rc == 0 && o->weights) rc = td_safetensors_load_all(&st, w, &err);
+      if (rc) fprintf(stderr, "tdsl: error: %s\n", err.msg);
+      if (o->weights) td_safetensors_close(&st);
+    }
+    td_sig_close_inputs(files, g->n_inputs);
+  }
+  free(files);
+  return rc;
 }
 
 static int write_outputs(const opts *o, const td_graph *g, td_tensor **outs) {
@@ -259,11 +286,7 @@ static int run_graph(const opts *o, td_diags *d, const td_graph *g) {
   td_err err;
   td_span sp = {-1, 0, 0, 0, 0};
   if (!inputs || !params) { fprintf(stderr, "tdsl: error: out of memory\n"); goto done; }
-  if (load_inputs(o, g, inputs)) goto done;
-  if (o->weights && td_safetensors_read(o->weights, &w, &err)) {
-    fprintf(stderr, "tdsl: error: %s\n", err.msg);
-    goto done;
-  }
+  if (load_files(o, g, inputs, &w)) goto done;
   if (td_make_params(g, o->weights ? &w : NULL, o->seed, params, &err)) {
     if (o->weights) fprintf(stderr, "tdsl: error: %s does not fit %s:\n%s\n", o->weights, g->name, err.msg);
     else fprintf(stderr, "tdsl: error: %s\n", err.msg);

@@ -15,7 +15,8 @@
  *   magic TDRT_MAGIC, abi TDRT_ABI, isa (0 x86-64-v2, 1 v3, 2 v4, -1 any),
  *   n_entries, n_params
  *   per param:  name, dtype, rank, shape[rank], data offset, bytes
- *   per entry:  name, n_syms, n_args, arg symbol ids[n_args],
+ *   per entry:  name, n_syms, symbol names[n_syms], n_args,
+ *               arg symbol ids[n_args],
  *               n_inputs, per input: name, dtype, rank, dims[rank]
  *               n_outputs, per output: buffer, dtype, rank, dims[rank]
  *               n_polys, per poly: n_terms, per term: coef, n, sym[4]

@@ -83,17 +83,7 @@ static int read_checks(tda_rd *r, tda_entry *e) {
 }
 
 int64_t tda_dim_eval_ovf(const tda_entry *e, int64_t d, int *overflow) {
-  if (d >= 0) return d;
-  const int64_t *p = e->polys[-d - 1];
-  int64_t v = 0;
-  for (int64_t i = 0; i < p[0]; i++) {
-    const int64_t *t = &p[1 + 6 * i];
-    int64_t x = t[0];
-    for (int k = 0; k < t[1]; k++)
-      if (__builtin_mul_overflow(x, e->symvals[t[2 + k]], &x)) *overflow = 1;
-    if (__builtin_add_overflow(v, x, &v)) *overflow = 1;
-  }
-  return v;
+  return td_sizes_eval_ovf(&e->sizes, d, e->symvals, overflow);
 }
 
 static int64_t check_eval(const void *ctx, int64_t d, int *overflow) { return tda_dim_eval_ovf(ctx, d, overflow); }
@@ -126,9 +116,38 @@ int tda_check_sizes(const tda_entry *e, char *err, size_t errlen) {
   return check_args(e, err, errlen);
 }
 
+/* The entry's signature as runtime/sig.h checks it: the descriptor's
+ * polynomials as td_polys, its inputs as td_sig_args. */
+static int make_sig(tda_entry *e) {
+  size_t terms = 0;
+  for (int i = 0; i < e->n_polys; i++) terms += (size_t)e->polys[i][0];
+  e->sig_polys = tda_alloc_n((size_t)e->n_polys, sizeof *e->sig_polys);
+  e->sig_monos = tda_alloc_n(terms, sizeof *e->sig_monos);
+  e->sig_in = tda_alloc_n((size_t)e->n_in, sizeof *e->sig_in);
+  if (!e->sig_polys || !e->sig_monos || !e->sig_in) return -1;
+  td_mono *m = e->sig_monos;
+  for (int i = 0; i < e->n_polys; i++) {
+    const int64_t *p = e->polys[i];
+    e->sig_polys[i] = (td_poly){(int)p[0], m};
+    for (int64_t t = 0; t < p[0]; t++, m++) {
+      const int64_t *w = &p[1 + 6 * t];
+      m->coef = w[0];
+      m->n = (int)w[1];
+      for (int k = 0; k < TD_MONO_MAX; k++) m->sym[k] = (int)w[2 + k];
+    }
+  }
+  for (int i = 0; i < e->n_in; i++)
+    e->sig_in[i] = (td_sig_arg){e->in[i].name, (td_dtype)e->in[i].dtype, e->in[i].rank, e->in[i].dims};
+  e->sizes = (td_sizes){(const char *const *)e->sym_names, e->n_syms, e->sig_polys};
+  return 0;
+}
+
 int tda_read_entry(tda_rd *r, tda_entry *e) {
   e->name = tda_str(r);
   e->n_syms = (int)tda_word(r);
+  if (!(e->sym_names = tda_alloc_n((size_t)e->n_syms, sizeof *e->sym_names))) return -1;
+  for (int s = 0; s < e->n_syms; s++)
+    if (!(e->sym_names[s] = tda_str(r))) return -1;
   e->n_args = (int)tda_word(r);
   e->arg_syms = tda_alloc_n((size_t)e->n_args, sizeof(int));
   e->symvals = tda_alloc_n((size_t)e->n_syms, sizeof(int64_t));
@@ -157,7 +176,8 @@ int tda_read_entry(tda_rd *r, tda_entry *e) {
   e->n_dv = (int)tda_word(r);
   e->dvdesc = &r->w[r->at];
   r->at += 2 * (size_t)e->n_dv;
-  return (e->dv = tda_alloc_n((size_t)e->n_dv, sizeof(int64_t))) ? 0 : -1;
+  if (!(e->dv = tda_alloc_n((size_t)e->n_dv, sizeof(int64_t)))) return -1;
+  return make_sig(e);
 }
 
 int tda_read_prints(tda_rd *r, tda_entry *e) {
@@ -179,15 +199,17 @@ int tda_read_prints(tda_rd *r, tda_entry *e) {
 
 void tda_free_entry(tda_entry *e) {
   for (int k = 0; e->in && k < e->n_in; k++) td_free((void *)e->in[k].name);
+  for (int k = 0; e->sym_names && k < e->n_syms; k++) td_free(e->sym_names[k]);
   for (int k = 0; e->prints && k < e->n_prints; k++) {
     for (int j = 0; e->prints[k].parts && j < e->prints[k].n; j++) td_free(e->prints[k].parts[j].text);
     td_free(e->prints[k].parts);
   }
   for (int k = 0; e->checks && k < e->n_checks; k++) td_free((void *)e->checks[k].text);
   for (int k = 0; e->check_where && k < e->n_checks; k++) td_free(e->check_where[k]);
-  void *own[] = {e->name,   e->arg_syms, e->in,     e->out,     e->polys,  e->pslot,
-                 e->bkind,  e->bindex,   e->bbytes, e->bound,   e->prints, e->symvals,
-                 e->dv,     e->checks,   e->check_where};
+  void *own[] = {e->name,   e->arg_syms, e->in,      e->out,        e->polys,     e->pslot,
+                 e->bkind,  e->bindex,   e->bbytes,  e->bound,      e->prints,    e->symvals,
+                 e->dv,     e->sym_names, e->sig_polys, e->sig_monos, e->sig_in, e->checks,
+                 e->check_where};
   for (size_t k = 0; k < sizeof own / sizeof *own; k++) td_free(own[k]);
 }
 
@@ -222,26 +244,27 @@ int tda_slots(const tda_entry *e, size_t *slot, size_t *total) {
 
 /* ---- weights ---- */
 
-int tda_read_weights(const tda_param *p, int n, const char *path, td_tensor_map *w, char *err, size_t errlen) {
+int tda_read_weights(const tda_param *p, int n, const char *what, const char *path, td_tensor_map *w, char *err,
+                     size_t errlen) {
   td_err e;
-  if (td_safetensors_read(path, w, &e)) {
-    set_err(err, errlen, "%s", e.msg);
-    return -1;
+  td_st_file f;
+  td_sig_arg *want = tda_alloc_n((size_t)n, sizeof *want);
+  int rc = -1;
+  if (!want) td_err_set(&e, "out of memory");
+  else if (td_safetensors_open(path, &f, &e) == 0) {
+    for (int i = 0; i < n; i++) want[i] = (td_sig_arg){p[i].name, (td_dtype)p[i].dtype, p[i].rank, p[i].shape};
+    rc = td_sig_check_weights(path, what, want, n, f.items, f.n, &e);
+    if (rc == 0) rc = td_safetensors_load_all(&f, w, &e);
+    td_safetensors_close(&f);
   }
-  for (int i = 0; i < n; i++) {
-    const td_tensor *t = td_tensor_map_get(w, p[i].name);
-    int same = t && (int)t->dtype == p[i].dtype && t->rank == p[i].rank;
-    for (int k = 0; same && k < p[i].rank; k++) same = t->shape[k] == p[i].shape[k];
-    if (!same) {
-      set_err(err, errlen, "%s: weight '%s' is %s", path, p[i].name, t ? "of the wrong dtype or shape" : "missing");
-      return -1;
-    }
-  }
-  if (w->n != n) {
-    set_err(err, errlen, "%s: has %d tensors, the model %d parameters", path, w->n, n);
-    return -1;
-  }
-  return 0;
+  td_free(want);
+  if (rc) set_err(err, errlen, "%s", e.msg);
+  return rc;
+}
+
+void tda_label_add(char *label, size_t n, const char *entry) {
+  size_t len = strlen(label);
+  if (len + 1 < n) snprintf(label + len, n - len, "%s%s", len ? ", " : "", entry);
 }
 
 /* ---- prints ---- */
@@ -316,9 +339,11 @@ int tda_exe_parse(int argc, char **argv, tda_exe_opts *o) {
     else if (!strcmp(a, "--weights")) o->weights = v;
     else if (!strcmp(a, "--bench")) o->bench = strtol(v, NULL, 10);
     else if (!strcmp(a, "--out") && o->n_out < 64) o->out[o->n_out++] = v;
-    else if (!strcmp(a, "--in") && o->n_in < 64 && strchr(v, '=')) {
-      o->in_name[o->n_in] = v;
-      o->in_path[o->n_in++] = strchr(v, '=') + 1;
+    else if (!strcmp(a, "--in") && o->n_in < 64 && strchr(v, '=') > v && strchr(v, '=')[1]) {
+      char *eq = strchr(argv[i], '=');
+      *eq = 0;                 /* NAME=FILE.npy: the name ends here */
+      o->in_name[o->n_in] = argv[i];
+      o->in_path[o->n_in++] = eq + 1;
     } else return exe_usage(argv[0], "bad --in or --out");
   }
   return 0;
@@ -333,7 +358,8 @@ typedef struct exe_run {
   td_tensor *in[64], *out[64];
   int64_t syms[64];
   void *args[128];
-  char err[768];
+  char err[sizeof(td_err)];
+  int problems;              /* err is a list of problems, one per line */
 } exe_run;
 
 static int run_fail(exe_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -348,43 +374,27 @@ static int run_fail(exe_run *r, const char *fmt, ...) {
 /* A failure of the model: its message. */
 static int model_fail(exe_run *r) { return run_fail(r, "%s", r->x->error(r->x->m)); }
 
-/* Binds the entry's symbols from the shapes of the inputs and checks them. */
-static int bind_shapes(exe_run *r) {
-  tda_entry *e = r->e;
-  for (int i = 0; i < e->n_args; i++) r->syms[i] = -1;
-  for (int i = 0; i < e->n_in; i++)
-    for (int k = 0; k < e->in[i].rank; k++) {
-      int64_t d = e->in[i].dims[k];
-      if (d >= 0) continue;
-      const int64_t *p = e->polys[-d - 1];
-      if (p[0] != 1 || p[1] != 1 || p[2] != 1) continue;
-      for (int a = 0; a < e->n_args; a++)
-        if (e->arg_syms[a] == p[3] && r->syms[a] < 0) r->syms[a] = r->in[i]->shape[k];
-    }
-  for (int a = 0; a < e->n_args; a++) {
-    if (r->syms[a] < 0) return run_fail(r, "%s: a size is not bound by the inputs", e->name);
-    e->symvals[e->arg_syms[a]] = r->syms[a];
-  }
-  e->have = 0;
-  for (int i = 0; i < e->n_in; i++) {
-    int ok = (int)r->in[i]->dtype == e->in[i].dtype && r->in[i]->rank == e->in[i].rank;
-    for (int k = 0; ok && k < e->in[i].rank; k++) ok = r->in[i]->shape[k] == tda_dim_eval(e, e->in[i].dims[k]);
-    if (!ok) return run_fail(r, "%s: input '%s' has the wrong dtype or shape", e->name, e->in[i].name);
-  }
-  return 0;
-}
-
+/* The entry's .npy inputs, then the weights, each checked from its header
+ * (runtime/sig.c, as `tdsl run` checks them) before any data is read; the
+ * entry's sizes are bound from the inputs' shapes. */
 static int exe_inputs(exe_run *r) {
   tda_entry *e = r->e;
-  for (int i = 0; i < e->n_in; i++) {
-    const char *path = NULL;
-    size_t n = strlen(e->in[i].name);
-    for (int k = 0; k < r->o->n_in; k++)
-      if (!strncmp(r->o->in_name[k], e->in[i].name, n) && r->o->in_name[k][n] == '=') path = r->o->in_path[k];
-    td_err err;
-    if (!path) return run_fail(r, "missing input for argument '%s' (--in %s=FILE.npy)", e->in[i].name, e->in[i].name);
-    if (td_npy_read(path, &r->in[i], &err)) return run_fail(r, "%s", err.msg);
+  const tda_exe_opts *o = r->o;
+  td_npy_file files[64];
+  td_err err;
+  if (e->n_in > 64) return run_fail(r, "%s has %d inputs, more than the 64 this command line takes", e->name, e->n_in);
+  if (td_sig_open_inputs(&e->sizes, e->name, e->sig_in, e->n_in, o->in_name, o->in_path, o->n_in, files, e->symvals,
+                         &err)) {
+    r->problems = 1;
+    return run_fail(r, "%s", err.msg);
   }
+  e->have = 0;
+  for (int a = 0; a < e->n_args; a++) r->syms[a] = e->symvals[e->arg_syms[a]];
+  if (o->weights && r->x->load_weights(r->x->m, o->weights)) {
+    td_sig_close_inputs(files, e->n_in);
+    return model_fail(r);
+  }
+  if (td_sig_load_inputs(files, e->n_in, r->in, &err)) return run_fail(r, "%s", err.msg);
   return 0;
 }
 
@@ -452,8 +462,7 @@ static int exe_steps(exe_run *r) {
   while (o->entry && r->ei < x->n_entries && strcmp(x->entry(x->m, r->ei)->name, o->entry)) r->ei++;
   if (r->ei == x->n_entries) return run_fail(r, "no entry point '%s'", o->entry);
   tda_entry *e = r->e = x->entry(x->m, r->ei);
-  if (o->weights && x->load_weights(x->m, o->weights)) return model_fail(r);
-  if (exe_inputs(r) || bind_shapes(r)) return -1;
+  if (exe_inputs(r)) return -1;
   if (tda_check_sizes(e, r->err, sizeof r->err)) return -1;   /* before the outputs' shapes are used */
   for (int i = 0; i < e->n_out; i++) {
     int64_t shape[TDA_MAXR];
@@ -478,7 +487,8 @@ int tda_exe_run(const tda_exe_model *x, const tda_exe_opts *o, const char *argv0
   r->x = x;
   r->o = o;
   int rc = exe_steps(r) ? 1 : 0;
-  if (rc) fprintf(stderr, "%s: error: %s\n", argv0, r->err);
+  if (rc && r->problems) td_sig_print_errors(stderr, argv0, r->err);
+  else if (rc) fprintf(stderr, "%s: error: %s\n", argv0, r->err);
   for (int i = 0; i < 64; i++) {
     td_tensor_release(r->in[i]);
     td_tensor_release(r->out[i]);

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "../runtime/io.h"
+#include "../runtime/sig.h"
 #include "../runtime/sizecheck.h"
 #include "../runtime/strbuf.h"
 #include "../runtime/tensor.h"
@@ -62,6 +63,7 @@ typedef struct tda_print {
 #define TDA_ENTRY_FIELDS                                                                        \
   char *name;                                                                                   \
   int n_syms, n_args, *arg_syms;                                                                \
+  char **sym_names;                                                                             \
   int n_in, n_out;                                                                              \
   tda_arg *in, *out;                                                                            \
   int n_polys;                                                                                  \
@@ -80,7 +82,12 @@ typedef struct tda_print {
   int n_prints;                                                                                 \
   tda_print *prints;                                                                            \
   int have;                  /* what depends on the sizes is computed for symvals */            \
-  int64_t *symvals, *dv;
+  int64_t *symvals, *dv;                                                                        \
+  /* the signature as runtime/sig.h checks it: symbols, polynomials, inputs */                 \
+  td_sizes sizes;                                                                               \
+  td_poly *sig_polys;                                                                           \
+  td_mono *sig_monos;                                                                           \
+  td_sig_arg *sig_in;
 
 typedef struct tda_entry {
   TDA_ENTRY_FIELDS
@@ -137,10 +144,16 @@ int tda_read_param(tda_rd *r, tda_param *p);
  * end.  -1 when the sizes make one too large. */
 int tda_slots(const tda_entry *e, size_t *slot, size_t *total);
 
-/* Reads a safetensors file into w (initialised by the caller, freed by
- * the caller) and checks it holds exactly the n parameters p (dtypes and
- * shapes).  0, or -1 with a message in err. */
-int tda_read_weights(const tda_param *p, int n, const char *path, td_tensor_map *w, char *err, size_t errlen);
+/* Checks a safetensors file from its header against the n parameters p
+ * (exactly these names, dtypes and shapes; every problem listed, under
+ * "PATH does not fit WHAT:", as `tdsl run --weights` says it), and only
+ * then reads its tensors into w (initialised and freed by the caller).
+ * 0, or -1 with a message in err. */
+int tda_read_weights(const tda_param *p, int n, const char *what, const char *path, td_tensor_map *w, char *err,
+                     size_t errlen);
+/* Appends an entry's name to a model's label ("Simple.forward",
+ * "MLP.forward, MLP.predict"), which weights messages name. */
+void tda_label_add(char *label, size_t n, const char *entry);
 
 /* The bytes of printed value a: into *data (host memory; td_free it when
  * *owned).  0 or the device's error code (its message set by it). */

@@ -80,7 +80,8 @@ struct tdrt_model {
   uint64_t weights_gen;      /* from 1; load_weights makes every packed copy stale */
   tdrt_print_fn print;
   void *print_ud;
-  char err[512];
+  char label[256];           /* the entry names, for weights messages */
+  char err[sizeof(td_err)];
 };
 
 static void *const rt_table[4] = {(void *)td_rand_uniform, (void *)td_rand_normal, (void *)td_pow_i32,
@@ -169,6 +170,7 @@ tdrt_model *tdrt_create(int abi, const int64_t *desc, const unsigned char *data,
     ok = read_entry(&r, &m->entries[e]) == 0;
     if (ok) {
       rt_entry *en = &m->entries[e];
+      tda_label_add(m->label, sizeof m->label, en->name);
       kernels(e, (void **)en->fns);   /* fns has n_kern + 1 slots */
       memcpy(&en->call_fn, &en->fns[en->n_kern], sizeof en->call_fn);
     }
@@ -214,7 +216,7 @@ void tdrt_set_print(tdrt_model *m, tdrt_print_fn fn, void *ud) {
 int tdrt_load_weights(tdrt_model *m, const char *path, char *err, size_t errlen) {
   td_tensor_map w;
   td_tensor_map_init(&w);
-  int rc = tda_read_weights(m->params, m->n_params, path, &w, m->err, sizeof m->err);
+  int rc = tda_read_weights(m->params, m->n_params, m->label, path, &w, m->err, sizeof m->err);
   for (int i = 0; rc == 0 && i < m->n_params; i++)
     memcpy(m->params[i].data, td_tensor_map_get(&w, m->params[i].name)->data, m->params[i].bytes);
   if (rc == 0) {

@@ -278,6 +278,7 @@ void tdb_put_entry_head(tdb_builder *b, const tdb_entry *e) {
   const td_plan *p = e->plan;
   tdb_put_str(b, e->name);
   tdb_put(b, g->n_syms);
+  for (int s = 0; s < g->n_syms; s++) tdb_put_str(b, g->syms[s]); /* for messages (runtime/sig.c) */
   tdb_put(b, e->n_args);
   for (int i = 0; i < e->n_args; i++) tdb_put(b, e->args[i]);
   tdb_put(b, g->n_inputs);

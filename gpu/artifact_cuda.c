@@ -90,10 +90,11 @@ struct tdcu_model {
   uint64_t calls;
   tdcu_print_fn print;
   void *print_ud;
-  char err[768];
+  char label[256];           /* the entry names, for weights messages */
+  char err[sizeof(td_err)];
 };
 
-static _Thread_local char create_err[768];
+static _Thread_local char create_err[sizeof(td_err)];
 
 static int fail(tdcu_model *m, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(tdcu_model *m, int code, const char *fmt, ...) {
@@ -255,8 +256,10 @@ static int setup(tdcu_model *m, const int64_t *desc, const unsigned char *data) 
   if (!m->params || !m->entries) return fail(m, TDCU_ENOMEM, "out of memory");
   for (int i = 0; i < m->n_params; i++)
     if (tda_read_param(&r, &m->params[i])) return fail(m, TDCU_ENOMEM, "out of memory");
-  for (int e = 0; e < m->n_entries; e++)
+  for (int e = 0; e < m->n_entries; e++) {
     if (read_entry(&r, &m->entries[e])) return fail(m, TDCU_ENOMEM, "out of memory");
+    tda_label_add(m->label, sizeof m->label, m->entries[e].name);
+  }
   int rc = open_device(m);
   for (int e = 0; !rc && e < m->n_entries; e++) rc = load_module(m, &m->entries[e], data);
   if (!rc) rc = alloc_params(m, data);
@@ -329,7 +332,7 @@ int tdcu_load_weights(tdcu_model *m, const char *path, char *err, size_t errlen)
   if (!m) return -1;
   td_tensor_map w;
   td_tensor_map_init(&w);
-  int rc = tda_read_weights(m->params, m->n_params, path, &w, m->err, sizeof m->err);
+  int rc = tda_read_weights(m->params, m->n_params, m->label, path, &w, m->err, sizeof m->err);
   const void **src = rc ? NULL : tda_alloc_n((size_t)m->n_params, sizeof *src);
   if (rc == 0 && !src) rc = fail(m, -1, "out of memory");
   for (int i = 0; rc == 0 && i < m->n_params; i++) src[i] = td_tensor_map_get(&w, m->params[i].name)->data;

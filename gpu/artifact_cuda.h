@@ -14,7 +14,8 @@
  * entry's polynomial table):
  *   magic TDCU_MAGIC, abi TDCU_ABI, arch (90 for sm_90), n_entries, n_params
  *   per param:  name, dtype, rank, shape[rank], data offset, bytes
- *   per entry:  name, n_syms, n_args, arg symbol ids[n_args],
+ *   per entry:  name, n_syms, symbol names[n_syms], n_args,
+ *               arg symbol ids[n_args],
  *               n_inputs, per input: name, dtype, rank, dims[rank]
  *               n_outputs, per output: buffer, dtype, rank, dims[rank]
  *               n_polys, per poly: n_terms, per term: coef, n, sym[4]
@@ -36,7 +37,7 @@
 
 /* Version of the CUDA artifact ABI (descriptor layout, kernel signature of
  * codegen_cuda.h, the C API).  The header passes its version to create. */
-#define TDCU_ABI 1
+#define TDCU_ABI 2
 #define TDCU_MAGIC 0x7464736c63756431ll /* "tdslcud1" */
 
 /* Error codes of calls (the CPU artifact's, plus a failed CUDA call). */

@@ -49,127 +49,20 @@
 #include "../runtime/philox.h"
 #include "kernels.h"
 
-/* ---- binding the inputs ------------------------------------------------- */
-
-/* The symbol of a dim that is exactly one symbol with coefficient 1, or -1. */
-static int single_sym(const td_graph *g, td_dim d) {
-  if (TD_DIM_IS_CONST(d)) return -1;
-  const td_poly *p = &g->dims[-d - 1];
-  if (p->n != 1 || p->t[0].coef != 1 || p->t[0].n != 1) return -1;
-  return p->t[0].sym[0];
-}
-
-/* The first symbol of d not yet bound, or -1. */
-static int unbound_sym(const td_graph *g, td_dim d, const int *bound_arg) {
-  if (TD_DIM_IS_CONST(d)) return -1;
-  const td_poly *p = &g->dims[-d - 1];
-  for (int i = 0; i < p->n; i++)
-    for (int k = 0; k < p->t[i].n; k++)
-      if (bound_arg[p->t[i].sym[k]] < 0) return p->t[i].sym[k];
-  return -1;
-}
-
-static const char *arg_name(const td_node *n, char *buf, size_t len) {
-  if (n->name) return n->name;
-  snprintf(buf, len, "#%lld", (long long)n->attr.i);
-  return buf;
-}
-
-/* "argument 'x': expected f32[N, 4], got f32[3, 5]: " into err, returns -1
- * after appending the reason. */
-static int arg_error(const td_graph *g, const td_node *n, const td_tensor *t, td_err *err,
-                     const char *reason) {
-  char nb[32], want[256], got[256];
-  td_type_str(g, n->dtype, n->rank, n->shape, want, sizeof want);
-  td_shape_str(t->dtype, t->rank, t->shape, got, sizeof got);
-  return td_err_set(err, "argument '%s': expected %s, got %s: %s",
-                    arg_name(n, nb, sizeof nb), want, got, reason);
-}
-
-/* Pass 1: dtype and rank of every argument, and the symbols they bind. */
-static int bind_pass(const td_graph *g, td_tensor *const *inputs, int64_t *symvals,
-                     int *bound_arg, int *bound_dim, td_err *err) {
-  char why[256];
-  for (int k = 0; k < g->n_inputs; k++) {
-    const td_node *n = &g->nodes[g->inputs[k]];
-    const td_tensor *t = inputs[k];
-    char nb[32];
-    if (!t) return td_err_set(err, "argument '%s' is missing", arg_name(n, nb, sizeof nb));
-    if (t->dtype != n->dtype) {
-      snprintf(why, sizeof why, "dtype is %s, expected %s", td_dtype_name(t->dtype),
-               td_dtype_name(n->dtype));
-      return arg_error(g, n, t, err, why);
-    }
-    if (t->rank != n->rank) {
-      snprintf(why, sizeof why, "rank is %d, expected %d", t->rank, n->rank);
-      return arg_error(g, n, t, err, why);
-    }
-    for (int d = 0; d < n->rank; d++) {
-      int s = single_sym(g, n->shape[d]);
-      if (s >= 0 && bound_arg[s] < 0) {
-        symvals[s] = t->shape[d];
-        bound_arg[s] = k;
-        bound_dim[s] = d;
-      }
-    }
-  }
-  return 0;
-}
-
-/* Pass 2: every declared dim against the actual size. */
-static int check_pass(const td_graph *g, td_tensor *const *inputs, const int64_t *symvals,
-                      const int *bound_arg, const int *bound_dim, td_err *err) {
-  char why[512], ds[128], nb[32];
-  for (int k = 0; k < g->n_inputs; k++) {
-    const td_node *n = &g->nodes[g->inputs[k]];
-    const td_tensor *t = inputs[k];
-    for (int d = 0; d < n->rank; d++) {
-      td_dim dim = n->shape[d];
-      int u = unbound_sym(g, dim, bound_arg), ovf = 0;
-      int64_t want = u < 0 ? td_dim_eval_ovf(g, dim, symvals, &ovf) : 0;
-      if (u < 0 && !ovf && want == t->shape[d]) continue; /* the common case: no text */
-      td_dim_str(g, dim, ds, sizeof ds);
-      if (u >= 0) {
-        snprintf(why, sizeof why, "size %s of dimension %d needs %s, which no argument "
-                 "dimension binds on its own", ds, d, g->syms[u]);
-        return arg_error(g, n, t, err, why);
-      }
-      if (ovf) {
-        snprintf(why, sizeof why, "size %s of dimension %d does not fit in 64 bits for these sizes", ds, d);
-        return arg_error(g, n, t, err, why);
-      }
-      int s = single_sym(g, dim);
-      if (TD_DIM_IS_CONST(dim))
-        snprintf(why, sizeof why, "dimension %d is %lld, expected %s", d,
-                 (long long)t->shape[d], ds);
-      else if (s >= 0)
-        snprintf(why, sizeof why, "dimension %d is %lld, expected %s = %lld (from argument "
-                 "'%s', dimension %d)", d, (long long)t->shape[d], ds, (long long)want,
-                 arg_name(&g->nodes[g->inputs[bound_arg[s]]], nb, sizeof nb), bound_dim[s]);
-      else
-        snprintf(why, sizeof why, "dimension %d is %lld, expected %s = %lld", d,
-                 (long long)t->shape[d], ds, (long long)want);
-      return arg_error(g, n, t, err, why);
-    }
-  }
-  return 0;
-}
+/* ---- binding the inputs (runtime/sig.c) -------------------------------- */
 
 int td_bind_inputs(const td_graph *g, td_tensor *const *inputs, int n_inputs,
                    int64_t *symvals, td_err *err) {
   if (n_inputs != g->n_inputs)
     return td_err_set(err, "%s takes %d argument%s, got %d", g->name && *g->name ? g->name : "the graph",
                       g->n_inputs, g->n_inputs == 1 ? "" : "s", n_inputs);
-  int ns = g->n_syms > 0 ? g->n_syms : 1;
-  int *bound = td_malloc(2 * (size_t)ns * sizeof *bound);
-  if (!bound) return td_err_set(err, "out of memory");
-  for (int s = 0; s < g->n_syms; s++) {
-    symvals[s] = 0;
-    bound[s] = -1;
-  }
-  int rc = bind_pass(g, inputs, symvals, bound, bound + ns, err);
-  if (rc == 0) rc = check_pass(g, inputs, symvals, bound, bound + ns, err);
-  td_free(bound);
+  td_sig_arg few[16], *args = few;
+  if (n_inputs > 16 && !(args = td_malloc((size_t)n_inputs * sizeof *args)))
+    return td_err_set(err, "out of memory");
+  for (int k = 0; k < n_inputs; k++) args[k] = td_node_sig(&g->nodes[g->inputs[k]]);
+  td_sizes s = td_graph_sizes(g);
+  int rc = td_sig_bind(&s, args, n_inputs, (const td_tensor *const *)inputs, symvals, err);
+  if (args != few) td_free(args);
   return rc;
 }
 

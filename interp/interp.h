@@ -46,6 +46,13 @@ int td_bind_inputs(const td_graph *g, td_tensor *const *inputs, int n_inputs,
 int td_make_params(const td_graph *g, const td_tensor_map *weights, uint64_t seed,
                    td_tensor **params, td_err *err);
 
+/* Checks what a weights file holds (have: tensors or header-only tensors,
+ * by name) against g's parameters, as td_make_params does: 0, or -1 with
+ * every problem, under "FILE does not fit <g's name>:" when file is not
+ * NULL (runtime/sig.h's td_sig_check_weights). */
+int td_check_weights(const td_graph *g, const char *file, const td_named_tensor *have, int n_have,
+                     td_err *err);
+
 /* Runs the graph.  inputs: one per INPUT node; params: one per PARAM node.
  * On success *outputs is a malloc'd array of g->n_outputs tensors (owned by
  * the caller: release each, then free the array).  On failure returns -1;

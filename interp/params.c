@@ -15,9 +15,9 @@
  *
  * With weights, every problem is collected first - missing names, names
  * that are not parameters, wrong dtypes, wrong shapes - and reported in one
- * message, one line per problem; only a clean match retains the tensors.
+ * message, one line per problem (runtime/sig.c's td_sig_check_weights,
+ * which the artifacts use too); only a clean match retains the tensors.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -78,88 +78,25 @@ static td_tensor *init_param(const td_graph *g, const td_node *n, uint64_t seed,
   return t;
 }
 
-/* ---- checking loaded weights ---- */
+/* ---- checking loaded weights (runtime/sig.c) ---- */
 
-/* Problems collected one per line into a fixed buffer; later ones are
- * counted when the buffer is full. */
-typedef struct problems {
-  char *buf;
-  size_t cap, len;
-  int n, dropped;
-} problems;
-
-static void problem(problems *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void problem(problems *p, const char *fmt, ...) {
-  char line[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  size_t need = strlen(line) + (p->n ? 1 : 0);
-  p->n++;
-  if (p->dropped || p->len + need + 48 >= p->cap) {
-    p->dropped++;
-    return;
-  }
-  p->len += (size_t)snprintf(p->buf + p->len, p->cap - p->len, "%s%s", p->n > 1 ? "\n" : "",
-                             line);
-}
-
-static int param_named(const td_graph *g, const char *name) {
-  for (int k = 0; k < g->n_params; k++) {
-    const char *pn = g->nodes[g->params[k]].name;
-    if (pn && strcmp(pn, name) == 0) return 1;
-  }
-  return 0;
-}
-
-static void check_param(const td_graph *g, const td_node *n, const td_tensor_map *w,
-                        problems *p) {
-  char want[256], got[256];
+int td_check_weights(const td_graph *g, const char *file, const td_named_tensor *have, int n_have,
+                     td_err *err) {
   int64_t shape[TD_MAX_RANK];
-  td_err e;
-  const char *name = n->name ? n->name : "";
-  if (param_shape(g, n, shape, &e) < 0) {
-    problem(p, "%s", e.msg);
-    return;
-  }
-  td_shape_str(n->dtype, n->rank, shape, want, sizeof want);
-  const td_tensor *t = td_tensor_map_get(w, name);
-  if (!t) {
-    problem(p, "missing weight '%s' (%s)", name, want);
-    return;
-  }
-  td_shape_str(t->dtype, t->rank, t->shape, got, sizeof got);
-  int same = t->rank == n->rank;
-  for (int k = 0; same && k < n->rank; k++) same = t->shape[k] == shape[k];
-  if (t->dtype != n->dtype)
-    problem(p, "weight '%s' has dtype %s, expected %s (%s)", name, td_dtype_name(t->dtype),
-            td_dtype_name(n->dtype), want);
-  else if (!same)
-    problem(p, "weight '%s' is %s, expected %s", name, got, want);
-}
-
-static int check_weights(const td_graph *g, const td_tensor_map *w, td_err *err) {
-  char buf[sizeof err->msg];
-  problems p = {buf, sizeof buf, 0, 0, 0};
-  buf[0] = 0;
-  for (int k = 0; k < g->n_params; k++) check_param(g, &g->nodes[g->params[k]], w, &p);
-  for (int i = 0; i < w->n; i++)
-    if (!param_named(g, w->items[i].name))
-      problem(&p, "unexpected weight '%s': the model has no parameter of that name",
-              w->items[i].name);
-  if (p.n == 0) return 0;
-  if (p.dropped)
-    snprintf(buf + p.len, sizeof buf - p.len, "\n(and %d more problem%s)", p.dropped,
-             p.dropped == 1 ? "" : "s");
-  return td_err_set(err, "%s", buf);
+  for (int k = 0; k < g->n_params; k++)
+    if (param_shape(g, &g->nodes[g->params[k]], shape, err) < 0) return -1;
+  td_sig_arg *p = td_malloc((size_t)(g->n_params + 1) * sizeof *p);
+  if (!p) return td_err_set(err, "out of memory");
+  for (int k = 0; k < g->n_params; k++) p[k] = td_node_sig(&g->nodes[g->params[k]]);
+  int rc = td_sig_check_weights(file, g->name, p, g->n_params, have, n_have, err);
+  td_free(p);
+  return rc;
 }
 
 int td_make_params(const td_graph *g, const td_tensor_map *weights, uint64_t seed,
                    td_tensor **params, td_err *err) {
   for (int k = 0; k < g->n_params; k++) params[k] = NULL;
-  if (weights && check_weights(g, weights, err) < 0) return -1;
+  if (weights && td_check_weights(g, NULL, weights->items, weights->n, err) < 0) return -1;
   for (int k = 0; k < g->n_params; k++) {
     const td_node *n = &g->nodes[g->params[k]];
     if (weights) params[k] = td_tensor_retain(td_tensor_map_get(weights, n->name ? n->name : ""));

@@ -18,16 +18,8 @@
 /* ---- evaluating sizes ---------------------------------------------------- */
 
 int64_t td_dim_eval_ovf(const td_graph *g, td_dim d, const int64_t *symvals, int *overflow) {
-  if (TD_DIM_IS_CONST(d)) return d;
-  const td_poly *p = &g->dims[-d - 1];
-  int64_t v = 0;
-  for (int i = 0; i < p->n; i++) {
-    int64_t m = p->t[i].coef;
-    for (int k = 0; k < p->t[i].n; k++)
-      if (__builtin_mul_overflow(m, symvals ? symvals[p->t[i].sym[k]] : 0, &m)) *overflow = 1;
-    if (__builtin_add_overflow(v, m, &v)) *overflow = 1;
-  }
-  return v;
+  td_sizes s = td_graph_sizes(g);
+  return td_sizes_eval_ovf(&s, d, symvals, overflow);
 }
 
 /* ---- proving a condition for every size --------------------------------- */

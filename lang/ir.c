@@ -196,50 +196,31 @@ int td_dim_div(td_graph *g, td_dim a, td_dim b, td_dim *out) {
   return 0;
 }
 
+td_sizes td_graph_sizes(const td_graph *g) {
+  td_sizes s = {g->syms, g->n_syms, g->dims};
+  return s;
+}
+
+td_sig_arg td_node_sig(const td_node *n) {
+  td_sig_arg a = {n->name, n->dtype, n->rank, n->shape};
+  return a;
+}
+
 int64_t td_dim_eval(const td_graph *g, td_dim d, const int64_t *symvals) {
-  if (TD_DIM_IS_CONST(d)) return d;
-  const td_poly *p = &g->dims[-d - 1];
-  int64_t v = 0;
-  for (int i = 0; i < p->n; i++) {
-    int64_t m = p->t[i].coef;
-    for (int k = 0; k < p->t[i].n; k++) m *= symvals ? symvals[p->t[i].sym[k]] : 0;
-    v += m;
-  }
-  return v;
+  if (TD_DIM_IS_CONST(d)) return d; /* the common case, without building a view */
+  td_sizes s = td_graph_sizes(g);
+  return td_sizes_eval(&s, d, symvals);
 }
 
 char *td_dim_str(const td_graph *g, td_dim d, char *buf, size_t n) {
-  if (TD_DIM_IS_CONST(d)) {
-    snprintf(buf, n, "%lld", (long long)d);
-    return buf;
-  }
-  const td_poly *p = &g->dims[-d - 1];
-  size_t w = 0;
-  buf[0] = 0;
-  /* highest-degree terms first reads best: "2*N + 1" */
-  for (int i = p->n - 1; i >= 0 && w < n; i--) {
-    const td_mono *m = &p->t[i];
-    int64_t c = m->coef;
-    if (i != p->n - 1) w += (size_t)snprintf(buf + w, n - w, c < 0 ? " - " : " + ");
-    else if (c < 0) w += (size_t)snprintf(buf + w, n - w, "-");
-    if (w >= n) break;
-    int64_t ac = c < 0 ? -c : c;
-    if (m->n == 0 || ac != 1) w += (size_t)snprintf(buf + w, n - w, "%lld%s", (long long)ac, m->n ? "*" : "");
-    for (int k = 0; k < m->n && w < n; k++)
-      w += (size_t)snprintf(buf + w, n - w, "%s%s", k ? "*" : "", g->syms[m->sym[k]]);
-  }
-  return buf;
+  td_sizes s = td_graph_sizes(g);
+  return td_sizes_dim_str(&s, d, buf, n);
 }
 
 char *td_type_str(const td_graph *g, td_dtype dt, int rank, const td_dim *shape,
                   char *buf, size_t n) {
-  size_t w = (size_t)snprintf(buf, n, "%s[", td_dtype_name(dt));
-  for (int i = 0; i < rank && w < n; i++) {
-    char d[128];
-    w += (size_t)snprintf(buf + w, n - w, "%s%s", i ? ", " : "", td_dim_str(g, shape[i], d, sizeof d));
-  }
-  if (w < n) snprintf(buf + w, n - w, "]");
-  return buf;
+  td_sizes s = td_graph_sizes(g);
+  return td_sizes_type_str(&s, dt, rank, shape, buf, n);
 }
 
 /* ---- building ---- */

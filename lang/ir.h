@@ -20,6 +20,7 @@
 
 #include <stdint.h>
 #include "diag.h"
+#include "../runtime/sig.h"
 #include "../runtime/tensor.h"
 
 typedef enum td_opkind {
@@ -42,21 +43,7 @@ typedef struct td_opinfo {
 } td_opinfo;
 extern const td_opinfo td_ops[TD_IR_OP_COUNT];
 
-/* ---- symbolic sizes ---- */
-typedef int64_t td_dim;      /* >= 0: literal; < 0: -(1 + index into dims) */
-#define TD_DIM_IS_CONST(d) ((d) >= 0)
-
-#define TD_MONO_MAX 4
-typedef struct td_mono {     /* coef * sym[0] * ... * sym[n-1] (sorted) */
-  int64_t coef;
-  int n;
-  int sym[TD_MONO_MAX];
-} td_mono;
-
-typedef struct td_poly {     /* canonical: sorted, no zero coefficients */
-  int n;
-  td_mono *t;
-} td_poly;
+/* ---- symbolic sizes: td_dim, td_mono, td_poly (runtime/sig.h) ---- */
 
 /* A part of a PRINT: either a literal string or input number `input`. */
 typedef struct td_print_part {
@@ -137,6 +124,11 @@ char *td_dim_str(const td_graph *g, td_dim d, char *buf, size_t n);
 /* "f32[N, 4]" into buf. */
 char *td_type_str(const td_graph *g, td_dtype dt, int rank, const td_dim *shape,
                   char *buf, size_t n);
+/* The graph's symbols and polynomials as runtime/sig.h views them (valid
+ * while the graph is not changed). */
+td_sizes td_graph_sizes(const td_graph *g);
+/* An INPUT or PARAM node as an argument or parameter of runtime/sig.h. */
+td_sig_arg td_node_sig(const td_node *n);
 
 /* ---- building ---- */
 /* Appends a node (inputs copied); returns its id, or -1 on OOM. */

@@ -1057,14 +1057,20 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int td_session_time(td_session *s, const char *text, int first_line, int reps,
+int td_session_time(td_session *s, const char *text, int first_line, int reps, int warmup,
                     td_session_timing *t) {
   lowering L;
+  td_err err;
   memset(t, 0, sizeof *t);
   double t0 = now_s();
   int rc = listing_graph(s, &L, text, first_line, ":time");
   t->build_s = now_s() - t0;
   if (rc == 0) t->n_ops = L.run->n_nodes;
+  if (rc == 0 && !L.params && make_params(s, &L, &err)) { /* not part of any run */
+    td_error(&s->diags, no_span(), "%s", err.msg);
+    rc = -1;
+  }
+  for (int i = 0; rc == 0 && i < warmup; i++) rc = run_once(s, &L, 1);
   double total = 0;
   for (int i = 0; rc == 0 && (reps > 0 ? i < reps : i < 1000 && (i == 0 || total < 0.5)); i++) {
     double r0 = now_s();

@@ -93,17 +93,19 @@ int td_session_ir(td_session *s, const char *text, int first_line, FILE *out);
  * nothing. */
 int td_session_explain(td_session *s, const char *text, int first_line, FILE *out);
 
-/* Eager timing of `text`: building its graph once, then running it `reps`
- * times (0: as many times as fit in about half a second, at most 1000).
- * Binds nothing. */
+/* Timing of `text` with the session's runner: building its graph once,
+ * making its parameters, running it `warmup` times untimed (1 for a runner
+ * that compiles on its first call: the compile is never a timing sample),
+ * then `reps` timed runs (0: as many as fit in about half a second, at
+ * most 1000).  Binds nothing. */
 typedef struct td_session_timing {
   double build_s;           /* elaboration: building the graph */
-  double run_best_s;        /* fastest run */
-  double run_mean_s;        /* mean run */
-  int reps;                 /* runs made */
+  double run_best_s;        /* fastest timed run */
+  double run_mean_s;        /* mean timed run */
+  int reps;                 /* timed runs made */
   int n_ops;                /* ops in the graph */
 } td_session_timing;
-int td_session_time(td_session *s, const char *text, int first_line, int reps,
+int td_session_time(td_session *s, const char *text, int first_line, int reps, int warmup,
                     td_session_timing *t);
 
 /* How the session runs a graph.  By default the interpreter; `tdsl repl`

@@ -14,6 +14,24 @@
 /* .npy version 1.0/2.0/3.0, C order, dtypes <f4 <f8 <i4 <i8 |b1 (also |u1 as
  * bool is NOT accepted).  Fortran order or other dtypes -> clear error. */
 int td_npy_read(const char *path, td_tensor **out, td_err *err);
+
+/* A .npy file whose header has been read and checked - dtype, order, and
+ * that the file holds exactly the data the shape needs - but none of its
+ * data: a caller can refuse a wrong file before reading (or allocating)
+ * its data.  td_npy_read is td_npy_open, td_npy_load, td_npy_close. */
+typedef struct td_npy_file {
+  const char *path;  /* as given to td_npy_open (not copied) */
+  int fd;            /* -1 when closed */
+  td_tensor head;    /* dtype, rank, shape and numel; data NULL (never
+                        retain or release it) */
+  uint64_t data_off; /* where the data starts */
+} td_npy_file;
+
+/* 0, or -1 with err filled and nothing left open. */
+int td_npy_open(const char *path, td_npy_file *f, td_err *err);
+/* Reads the data into a new tensor (bools checked to be 0 or 1). */
+int td_npy_load(const td_npy_file *f, td_tensor **out, td_err *err);
+void td_npy_close(td_npy_file *f); /* also on a closed one */
 int td_npy_write(const char *path, const td_tensor *t, td_err *err);
 
 /* A list of named tensors, as in a safetensors file or a state_dict. */
@@ -34,9 +52,37 @@ int td_tensor_map_put(td_tensor_map *m, const char *name, td_tensor *t, td_err *
 td_tensor *td_tensor_map_get(const td_tensor_map *m, const char *name);
 
 /* safetensors: 8-byte little-endian header length, JSON header, data.
- * Supported dtypes: F32 F64 I32 I64 BOOL; others are reported by name.
- * "__metadata__" is accepted and ignored. */
+ * Supported dtypes: F32 F64 F16 BF16 I32 I64 BOOL; others are reported by
+ * name.  "__metadata__" is accepted and ignored.  The tensors' data_offsets
+ * must tile the data area exactly (no overlap, no gap, nothing after the
+ * last tensor), as the format requires.  Adds every tensor to out (names
+ * must be new there); on failure out is unchanged. */
 int td_safetensors_read(const char *path, td_tensor_map *out, td_err *err);
+
+/* A safetensors file whose header has been read and checked (every entry
+ * and the tiling), but none of its data: names, dtypes and shapes come
+ * from the header alone, so a caller can refuse a file that does not fit
+ * before reading any data. */
+typedef struct td_st_file {
+  const char *path;          /* as given to td_safetensors_open (not copied) */
+  int fd;                    /* -1 when closed */
+  int n;                     /* tensors, without "__metadata__" */
+  td_named_tensor *items;    /* per tensor, in header order: its name and a
+                                header-only tensor (data NULL; never retain
+                                or release it) */
+  td_tensor *heads;          /* what items[i].tensor points to */
+  uint64_t *offs;            /* tensor i's data_offsets: offs[2i], offs[2i + 1] */
+  uint64_t data_start;       /* file offset of the data area */
+} td_st_file;
+
+/* 0, or -1 with err filled and nothing left open. */
+int td_safetensors_open(const char *path, td_st_file *f, td_err *err);
+/* Reads tensor i's data into a new tensor (bools checked). */
+int td_safetensors_load(const td_st_file *f, int i, td_tensor **out, td_err *err);
+/* Reads every tensor of f into out (names must be new there); on failure
+ * out is unchanged. */
+int td_safetensors_load_all(const td_st_file *f, td_tensor_map *out, td_err *err);
+void td_safetensors_close(td_st_file *f); /* also on a closed one */
 int td_safetensors_write(const char *path, const td_tensor_map *m, td_err *err);
 
 #endif

@@ -5,7 +5,8 @@
  *   {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
  * padded with spaces and a newline, then the raw C-order data.
  * The reader checks every length against the file size before allocating,
- * and requires the data to be exactly numel * itemsize bytes.
+ * and requires the data to be exactly numel * itemsize bytes; opening a
+ * file checks all of that from the header alone, loading reads the data.
  * f16 is '<f2'.  bf16 has no NumPy dtype, so writing one is an error that
  * points to safetensors (which has BF16) or to an f32 cast.
  */
@@ -314,9 +315,9 @@ static int check_bools(const char *path, const td_tensor *t, td_err *err) {
   return 0;
 }
 
-static int read_data(int fd, uint64_t size, uint64_t off, const char *path,
-                     const npy_header *h, td_dtype dt, td_tensor **out,
-                     td_err *err) {
+/* Checks that the file holds exactly the data h describes. */
+static int check_data_size(uint64_t size, uint64_t off, const char *path,
+                           const npy_header *h, td_dtype dt, td_err *err) {
   char sbuf[200];
   uint64_t want;
   if (data_bytes(h, td_dtype_size(dt), &want) < 0)
@@ -331,15 +332,51 @@ static int read_data(int fd, uint64_t size, uint64_t off, const char *path,
     return td_err_set(err, "%s: file has %llu bytes of data, expected %llu "
                       "(trailing garbage)", path, (unsigned long long)found,
                       (unsigned long long)want);
-  td_err terr;
-  td_tensor *t = td_tensor_new(dt, h->rank, h->shape, &terr);
-  if (!t)
-    return td_err_set(err, "%s: %s", path, terr.msg);
-  if (want && td_io_pread(fd, t->data, (size_t)want, off) < 0) {
-    td_tensor_release(t);
-    return td_err_set(err, "%s: read error", path);
+  return 0;
+}
+
+int td_npy_open(const char *path, td_npy_file *f, td_err *err) {
+  uint64_t size;
+  npy_header h;
+  td_dtype dt = TD_F32;
+  memset(f, 0, sizeof *f);
+  f->path = path;
+  f->fd = -1;
+  if (td_io_open(path, &f->fd, &size, err) < 0)
+    return -1;
+  int rc = read_header(f->fd, size, path, &h, &f->data_off, err);
+  if (rc == 0)
+    rc = descr_dtype(path, h.descr, &dt, err);
+  if (rc == 0 && h.fortran)
+    rc = td_err_set(err, "%s: Fortran-order arrays are not supported; save with "
+                    "np.ascontiguousarray", path);
+  if (rc == 0)
+    rc = check_data_size(size, f->data_off, path, &h, dt, err);
+  if (rc) {
+    td_npy_close(f);
+    return rc;
   }
-  if (dt == TD_BOOL && check_bools(path, t, err) < 0) {
+  f->head.dtype = dt;
+  f->head.rank = h.rank;
+  f->head.numel = 1;
+  for (int i = 0; i < h.rank; i++)
+    f->head.numel *= f->head.shape[i] = h.shape[i];
+  f->head.refcount = 1;
+  return 0;
+}
+
+int td_npy_load(const td_npy_file *f, td_tensor **out, td_err *err) {
+  const td_tensor *h = &f->head;
+  td_err terr;
+  td_tensor *t = td_tensor_new(h->dtype, h->rank, h->shape, &terr);
+  if (!t)
+    return td_err_set(err, "%s: %s", f->path, terr.msg);
+  size_t bytes = (size_t)t->numel * td_dtype_size(t->dtype);
+  if (bytes && td_io_pread(f->fd, t->data, bytes, f->data_off) < 0) {
+    td_tensor_release(t);
+    return td_err_set(err, "%s: read error", f->path);
+  }
+  if (t->dtype == TD_BOOL && check_bools(f->path, t, err) < 0) {
     td_tensor_release(t);
     return -1;
   }
@@ -347,23 +384,18 @@ static int read_data(int fd, uint64_t size, uint64_t off, const char *path,
   return 0;
 }
 
+void td_npy_close(td_npy_file *f) {
+  td_io_close(f->fd);
+  f->fd = -1;
+}
+
 int td_npy_read(const char *path, td_tensor **out, td_err *err) {
-  int fd;
-  uint64_t size, off = 0;
-  npy_header h;
-  td_dtype dt = TD_F32;
+  td_npy_file f;
   *out = NULL;
-  if (td_io_open(path, &fd, &size, err) < 0)
+  if (td_npy_open(path, &f, err) < 0)
     return -1;
-  int rc = read_header(fd, size, path, &h, &off, err);
-  if (rc == 0)
-    rc = descr_dtype(path, h.descr, &dt, err);
-  if (rc == 0 && h.fortran)
-    rc = td_err_set(err, "%s: Fortran-order arrays are not supported; save with "
-                    "np.ascontiguousarray", path);
-  if (rc == 0)
-    rc = read_data(fd, size, off, path, &h, dt, out, err);
-  td_io_close(fd);
+  int rc = td_npy_load(&f, out, err);
+  td_npy_close(&f);
   return rc;
 }
 

@@ -3,9 +3,11 @@
  * Layout: u64 LE header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [b, e]}, ...}
  * (optionally "__metadata__": {...}), then the data area; offsets are
- * relative to the start of the data area.  The reader validates each entry
- * against the data area's size before allocating and reads each tensor with
- * pread.  The writer sorts tensors by name, packs them without gaps, and pads
+ * relative to the start of the data area.  Opening a file validates the
+ * whole header - each entry against the data area's size, and that the
+ * entries' ranges tile the data area exactly (sorted by offset, each begins
+ * where the one before ended, the last ends where the file does) - before
+ * any tensor data is read or allocated; loading reads one tensor with pread.  The writer sorts tensors by name, packs them without gaps, and pads
  * the header with spaces to a multiple of 8 bytes.
  */
 #include <stdio.h>
@@ -84,14 +86,6 @@ static const char *st_dtype_name(td_dtype dt) {
 
 /* ---- reading ------------------------------------------------------------ */
 
-/* What one header entry says, after validation. */
-typedef struct st_entry {
-  td_dtype dt;
-  int rank;
-  int64_t shape[TD_MAX_RANK];
-  uint64_t begin, end;
-} st_entry;
-
 typedef struct st_reader {
   const char *path;
   int fd;
@@ -99,14 +93,14 @@ typedef struct st_reader {
   td_err *err;
 } st_reader;
 
-static int entry_dtype(st_reader *r, const char *name, const td_json *e, st_entry *out) {
+static int entry_dtype(st_reader *r, const char *name, const td_json *e, td_tensor *h) {
   const td_json *d = td_json_get(e, "dtype");
   if (!d || d->kind != TD_JSON_STRING)
     return td_err_set(r->err, "%s: tensor '%s': missing or non-string \"dtype\"",
                       r->path, name);
   for (int i = 0; i < ST_NTYPES; i++) {
     if (strcmp(d->text, st_types[i].name) == 0) {
-      out->dt = st_types[i].dt;
+      h->dtype = st_types[i].dt;
       return 0;
     }
   }
@@ -114,9 +108,10 @@ static int entry_dtype(st_reader *r, const char *name, const td_json *e, st_entr
                     "(supported: F32 F64 F16 BF16 I32 I64 BOOL)", r->path, name, d->text);
 }
 
-/* Shape entries, and the byte size they need (overflow checked). */
+/* Shape entries into h (numel too), and the byte size they need (overflow
+ * checked). */
 static int entry_shape(st_reader *r, const char *name, const td_json *e,
-                       st_entry *out, uint64_t *bytes) {
+                       td_tensor *h, uint64_t *bytes) {
   const td_json *s = td_json_get(e, "shape");
   if (!s || s->kind != TD_JSON_ARRAY)
     return td_err_set(r->err, "%s: tensor '%s': missing or non-array \"shape\"",
@@ -124,15 +119,15 @@ static int entry_shape(st_reader *r, const char *name, const td_json *e,
   if (s->n > TD_MAX_RANK)
     return td_err_set(r->err, "%s: tensor '%s': rank %d is above the maximum %d",
                       r->path, name, s->n, TD_MAX_RANK);
-  uint64_t n = td_dtype_size(out->dt);
+  uint64_t n = td_dtype_size(h->dtype);
   int zero = 0;
-  out->rank = s->n;
+  h->rank = s->n;
   for (int i = 0; i < s->n; i++) {
     uint64_t d;
     if (td_json_uint64(s->items[i], &d) < 0 || d > (uint64_t)INT64_MAX)
       return td_err_set(r->err, "%s: tensor '%s': shape entry %d is not a "
                         "non-negative integer", r->path, name, i);
-    out->shape[i] = (int64_t)d;
+    h->shape[i] = (int64_t)d;
     if (d == 0)
       zero = 1;
     else if (n > (uint64_t)INT64_MAX / d)
@@ -141,86 +136,144 @@ static int entry_shape(st_reader *r, const char *name, const td_json *e,
       n *= d;
   }
   *bytes = zero ? 0 : n;
+  h->numel = (int64_t)(*bytes / td_dtype_size(h->dtype));
   return 0;
 }
 
 static int entry_offsets(st_reader *r, const char *name, const td_json *e,
-                         st_entry *out, uint64_t bytes) {
+                         const td_tensor *h, uint64_t bytes, uint64_t *off) {
   const td_json *o = td_json_get(e, "data_offsets");
   if (!o || o->kind != TD_JSON_ARRAY || o->n != 2 ||
-      td_json_uint64(o->items[0], &out->begin) < 0 ||
-      td_json_uint64(o->items[1], &out->end) < 0)
+      td_json_uint64(o->items[0], &off[0]) < 0 ||
+      td_json_uint64(o->items[1], &off[1]) < 0)
     return td_err_set(r->err, "%s: tensor '%s': \"data_offsets\" must be "
                       "[begin, end] with non-negative integers", r->path, name);
-  if (out->begin > out->end || out->end > r->data_size)
+  unsigned long long b = off[0], e2 = off[1];
+  if (b > e2)
+    return td_err_set(r->err, "%s: tensor '%s': data_offsets [%llu, %llu] are "
+                      "reversed (begin %llu > end %llu)", r->path, name, b, e2, b, e2);
+  if (e2 > r->data_size)
     return td_err_set(r->err, "%s: tensor '%s': data_offsets [%llu, %llu] out of "
-                      "range (data is %llu bytes)", r->path, name,
-                      (unsigned long long)out->begin, (unsigned long long)out->end,
+                      "range (data is %llu bytes)", r->path, name, b, e2,
                       (unsigned long long)r->data_size);
-  if (out->end - out->begin != bytes) {
+  if (e2 - b != bytes) {
     char sbuf[256];
     return td_err_set(r->err, "%s: tensor '%s': data_offsets [%llu, %llu] hold "
-                      "%llu bytes but %s needs %llu", r->path, name,
-                      (unsigned long long)out->begin, (unsigned long long)out->end,
-                      (unsigned long long)(out->end - out->begin),
-                      td_shape_str(out->dt, out->rank, out->shape, sbuf, sizeof sbuf),
+                      "%llu bytes but %s needs %llu", r->path, name, b, e2, e2 - b,
+                      td_shape_str(h->dtype, h->rank, h->shape, sbuf, sizeof sbuf),
                       (unsigned long long)bytes);
   }
   return 0;
 }
 
-/* Validates one entry, then allocates and reads its tensor. */
-static int read_entry(st_reader *r, const char *name, const td_json *e,
-                      td_tensor **out) {
-  st_entry se;
-  uint64_t bytes = 0;
+/* Checks one entry of the header into f's next slot. */
+static int add_entry(st_reader *r, const char *name, const td_json *e, td_st_file *f) {
+  td_tensor *h = &f->heads[f->n];
+  uint64_t bytes = 0, *off = &f->offs[2 * f->n];
+  memset(h, 0, sizeof *h);
+  h->refcount = 1;
+  td_tensor_map seen = {f->n, f->n, f->items};
+  if (map_find(&seen, name) >= 0)
+    return td_err_set(r->err, "%s: duplicate tensor name '%s'", r->path, name);
   if (e->kind != TD_JSON_OBJECT)
     return td_err_set(r->err, "%s: tensor '%s': entry is not an object", r->path, name);
-  if (entry_dtype(r, name, e, &se) < 0 || entry_shape(r, name, e, &se, &bytes) < 0 ||
-      entry_offsets(r, name, e, &se, bytes) < 0)
+  if (entry_dtype(r, name, e, h) < 0 || entry_shape(r, name, e, h, &bytes) < 0 ||
+      entry_offsets(r, name, e, h, bytes, off) < 0)
     return -1;
-  td_err terr;
-  td_tensor *t = td_tensor_new(se.dt, se.rank, se.shape, &terr);
-  if (!t)
-    return td_err_set(r->err, "%s: tensor '%s': %s", r->path, name, terr.msg);
-  if (bytes && td_io_pread(r->fd, t->data, (size_t)bytes, r->data_start + se.begin) < 0) {
-    td_tensor_release(t);
-    return td_err_set(r->err, "%s: tensor '%s': read error", r->path, name);
-  }
-  const unsigned char *b = t->data;
-  for (int64_t i = 0; se.dt == TD_BOOL && i < t->numel; i++) {
-    if (b[i] > 1) {
-      td_err_set(r->err, "%s: tensor '%s': bool element %lld has byte value %d "
-                 "(must be 0 or 1)", r->path, name, (long long)i, b[i]);
-      td_tensor_release(t);
-      return -1;
-    }
-  }
-  *out = t;
+  if (!(f->items[f->n].name = td_strdup(name)))
+    return td_err_set(r->err, "%s: out of memory", r->path);
+  f->items[f->n++].tensor = h;
   return 0;
 }
 
-/* Reads every entry of the parsed header into m. */
-static int read_entries(st_reader *r, const td_json *root, td_tensor_map *m) {
+/* Checks every entry of the parsed header into f. */
+static int add_entries(st_reader *r, const td_json *root, td_st_file *f) {
   if (root->kind != TD_JSON_OBJECT)
     return td_err_set(r->err, "%s: header is not a JSON object", r->path);
+  size_t cap = (size_t)root->n + 1;
+  f->items = td_calloc(cap, sizeof *f->items);
+  f->heads = td_calloc(cap, sizeof *f->heads);
+  f->offs = td_calloc(2 * cap, sizeof *f->offs);
+  if (!f->items || !f->heads || !f->offs)
+    return td_err_set(r->err, "%s: out of memory", r->path);
   for (int i = 0; i < root->n; i++) {
     const char *name = root->keys[i];
     if (strlen(name) != root->key_lens[i])
       return td_err_set(r->err, "%s: tensor name with a NUL character", r->path);
-    if (strcmp(name, "__metadata__") == 0)
-      continue;
-    td_tensor *t = NULL;
-    if (read_entry(r, name, root->items[i], &t) < 0)
+    if (strcmp(name, "__metadata__") != 0 && add_entry(r, name, root->items[i], f) < 0)
       return -1;
-    td_err terr;
-    int rc = td_tensor_map_put(m, name, t, &terr);
-    td_tensor_release(t);
-    if (rc < 0)
-      return td_err_set(r->err, "%s: %s", r->path, terr.msg);
   }
   return 0;
 }
+
+/* ---- the tiling of the data area ---- */
+
+typedef struct st_range {
+  uint64_t begin, end;
+  int i;
+} st_range;
+
+static int cmp_range(const void *a, const void *b) {
+  const st_range *x = a, *y = b;
+  if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+  if (x->end != y->end) return x->end < y->end ? -1 : 1;
+  return (x->i > y->i) - (x->i < y->i);
+}
+
+#define ST_TILE_RULE "the tensors' data_offsets must tile the data area exactly"
+
+/* The first problem of ranges s[0..n) (sorted) tiling [0, size): an
+ * overlap, a gap, or bytes after the last tensor; 0 when there is none. */
+static int tiling_problem(const st_reader *r, const td_st_file *f, const st_range *s,
+                          int n) {
+  uint64_t pos = 0;
+  const st_range *prev = NULL;
+  for (int k = 0; k < n; k++) {
+    const st_range *c = &s[k];
+    const char *cn = f->items[c->i].name;
+    unsigned long long cb = c->begin, ce = c->end;
+    if (prev && c->begin < pos)
+      return td_err_set(r->err, "%s: tensors '%s' [%llu, %llu] and '%s' [%llu, %llu] "
+                        "overlap (" ST_TILE_RULE ")", r->path, f->items[prev->i].name,
+                        (unsigned long long)prev->begin, (unsigned long long)prev->end,
+                        cn, cb, ce);
+    if (c->begin > pos && prev)
+      return td_err_set(r->err, "%s: a gap of %llu bytes between tensors '%s' [%llu, %llu] "
+                        "and '%s' [%llu, %llu] (" ST_TILE_RULE ")", r->path,
+                        (unsigned long long)(c->begin - pos), f->items[prev->i].name,
+                        (unsigned long long)prev->begin, (unsigned long long)prev->end,
+                        cn, cb, ce);
+    if (c->begin > pos)
+      return td_err_set(r->err, "%s: a gap of %llu bytes before the first tensor '%s' "
+                        "[%llu, %llu] (" ST_TILE_RULE ")", r->path, cb, cn, cb, ce);
+    pos = c->end;
+    prev = c;
+  }
+  if (pos == r->data_size)
+    return 0;
+  unsigned long long left = r->data_size - pos;
+  if (!prev)
+    return td_err_set(r->err, "%s: %llu bytes of data, but the header names no tensors "
+                      "(" ST_TILE_RULE ")", r->path, left);
+  return td_err_set(r->err, "%s: %llu trailing bytes after the last tensor '%s' "
+                    "[%llu, %llu] (the data area is %llu bytes; " ST_TILE_RULE ")",
+                    r->path, left, f->items[prev->i].name, (unsigned long long)prev->begin,
+                    (unsigned long long)prev->end, (unsigned long long)r->data_size);
+}
+
+static int check_tiling(const st_reader *r, const td_st_file *f) {
+  st_range *s = td_malloc((size_t)(f->n + 1) * sizeof *s);
+  if (!s)
+    return td_err_set(r->err, "%s: out of memory", r->path);
+  for (int i = 0; i < f->n; i++)
+    s[i] = (st_range){f->offs[2 * i], f->offs[2 * i + 1], i};
+  qsort(s, (size_t)f->n, sizeof *s, cmp_range);
+  int rc = tiling_problem(r, f, s, f->n);
+  td_free(s);
+  return rc;
+}
+
+/* ---- opening and loading ---- */
 
 /* Reads the length prefix and the header text (NUL-terminated, td_malloc'd). */
 static int read_header(st_reader *r, uint64_t size, char **text, uint64_t *len) {
@@ -253,6 +306,84 @@ static int read_header(st_reader *r, uint64_t size, char **text, uint64_t *len) 
   return 0;
 }
 
+/* Parses the header text and checks its entries into f. */
+static int parse_entries(st_reader *r, const char *text, uint64_t len, td_st_file *f) {
+  td_arena *a = td_arena_new();
+  if (!a)
+    return td_err_set(r->err, "%s: out of memory", r->path);
+  td_json *root;
+  size_t off;
+  const char *msg;
+  int rc;
+  if (td_json_parse(a, text, (size_t)len, &root, &off, &msg) < 0)
+    rc = td_err_set(r->err, "%s: invalid JSON header at byte %zu: %s", r->path,
+                    (size_t)8 + off, msg);
+  else
+    rc = add_entries(r, root, f);
+  td_arena_free(a);
+  return rc;
+}
+
+int td_safetensors_open(const char *path, td_st_file *f, td_err *err) {
+  st_reader r = {path, -1, 0, 0, err};
+  uint64_t size, hlen = 0;
+  char *text = NULL;
+  memset(f, 0, sizeof *f);
+  f->path = path;
+  f->fd = -1;
+  if (td_io_open(path, &r.fd, &size, err) < 0)
+    return -1;
+  f->fd = r.fd;
+  int rc = read_header(&r, size, &text, &hlen);
+  if (rc == 0)
+    rc = parse_entries(&r, text, hlen, f);
+  if (rc == 0)
+    rc = check_tiling(&r, f);
+  td_free(text);
+  f->data_start = r.data_start;
+  if (rc)
+    td_safetensors_close(f);
+  return rc;
+}
+
+int td_safetensors_load(const td_st_file *f, int i, td_tensor **out, td_err *err) {
+  const td_tensor *h = &f->heads[i];
+  const char *name = f->items[i].name;
+  size_t bytes = (size_t)(f->offs[2 * i + 1] - f->offs[2 * i]);
+  td_err terr;
+  td_tensor *t = td_tensor_new(h->dtype, h->rank, h->shape, &terr);
+  if (!t)
+    return td_err_set(err, "%s: tensor '%s': %s", f->path, name, terr.msg);
+  if (bytes && td_io_pread(f->fd, t->data, bytes, f->data_start + f->offs[2 * i]) < 0) {
+    td_tensor_release(t);
+    return td_err_set(err, "%s: tensor '%s': read error", f->path, name);
+  }
+  const unsigned char *b = t->data;
+  for (int64_t k = 0; h->dtype == TD_BOOL && k < t->numel; k++) {
+    if (b[k] > 1) {
+      td_err_set(err, "%s: tensor '%s': bool element %lld has byte value %d "
+                 "(must be 0 or 1)", f->path, name, (long long)k, b[k]);
+      td_tensor_release(t);
+      return -1;
+    }
+  }
+  *out = t;
+  return 0;
+}
+
+void td_safetensors_close(td_st_file *f) {
+  for (int i = 0; f->items && i < f->n; i++)
+    td_free(f->items[i].name);
+  td_free(f->items);
+  td_free(f->heads);
+  td_free(f->offs);
+  td_io_close(f->fd);
+  const char *path = f->path;
+  memset(f, 0, sizeof *f);
+  f->path = path;
+  f->fd = -1;
+}
+
 /* Moves every item of src to the end of dst (names must be new there). */
 static int map_move(td_tensor_map *dst, td_tensor_map *src, const char *path,
                     td_err *err) {
@@ -275,34 +406,30 @@ static int map_move(td_tensor_map *dst, td_tensor_map *src, const char *path,
   return 0;
 }
 
-int td_safetensors_read(const char *path, td_tensor_map *out, td_err *err) {
-  st_reader r = {path, -1, 0, 0, err};
-  uint64_t size, hlen = 0;
-  char *text = NULL;
-  if (td_io_open(path, &r.fd, &size, err) < 0)
-    return -1;
-  int rc = read_header(&r, size, &text, &hlen);
-  td_arena *a = NULL;
+int td_safetensors_load_all(const td_st_file *f, td_tensor_map *out, td_err *err) {
   td_tensor_map m;
   td_tensor_map_init(&m);
-  if (rc == 0 && !(a = td_arena_new()))
-    rc = td_err_set(err, "%s: out of memory", path);
-  if (rc == 0) {
-    td_json *root;
-    size_t off;
-    const char *msg;
-    if (td_json_parse(a, text, (size_t)hlen, &root, &off, &msg) < 0)
-      rc = td_err_set(err, "%s: invalid JSON header at byte %zu: %s", path,
-                      (size_t)8 + off, msg);
-    else
-      rc = read_entries(&r, root, &m);
+  int rc = 0;
+  for (int i = 0; i < f->n && rc == 0; i++) {
+    td_tensor *t = NULL;
+    td_err terr;
+    rc = td_safetensors_load(f, i, &t, err);
+    if (rc == 0 && td_tensor_map_put(&m, f->items[i].name, t, &terr) < 0)
+      rc = td_err_set(err, "%s: %s", f->path, terr.msg);
+    td_tensor_release(t);
   }
   if (rc == 0)
-    rc = map_move(out, &m, path, err);
+    rc = map_move(out, &m, f->path, err);
   td_tensor_map_free(&m);
-  td_arena_free(a);
-  td_free(text);
-  td_io_close(r.fd);
+  return rc;
+}
+
+int td_safetensors_read(const char *path, td_tensor_map *out, td_err *err) {
+  td_st_file f;
+  if (td_safetensors_open(path, &f, err) < 0)
+    return -1;
+  int rc = td_safetensors_load_all(&f, out, err);
+  td_safetensors_close(&f);
   return rc;
 }
 

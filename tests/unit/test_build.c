@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "io.h"
@@ -192,6 +193,117 @@ Test(build, exe_bench_prints_latency) {
   cr_assert_not_null(at, "%s", text);
   cr_expect_gt(atol(at + 7), 0);
   free(text);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Runs the shell command cmd (its stderr to err.txt) with no tensor of
+ * more than 1 MiB allowed, expecting exit status 1, in well under a second
+ * (files of gigabytes must be refused from their headers, before their
+ * data is read or allocated); returns stderr (free it). */
+static char *refused(const char *cmd) {
+  setenv("TDSL_MAX_TENSOR_BYTES", "1048576", 1);
+  double t0 = now_s();
+  int st = sh("%s 2> '%s'", cmd, path("err.txt"));
+  double dt = now_s() - t0;
+  unsetenv("TDSL_MAX_TENSOR_BYTES");
+  char *err = read_text(path("err.txt"));
+  cr_expect_eq(st, 1, "%s: exit status %d: %s", cmd, st, err);
+  cr_expect_lt(dt, 1.0, "%s took %.2f s: %s", cmd, dt, err);
+  return err;
+}
+
+/* `--exe` and PREFIX_load_weights say what `tdsl run` says: the same
+ * argument message, every weights problem, the same --in messages; and
+ * they check files from their headers (2 GiB sparse files). */
+Test(build, exe_and_load_weights_messages_match_tdsl_run) {
+  skip_if_sanitized();
+  build("examples/seed/simple.td", "--exe");
+  const char *src = TDSL_SRCDIR "/examples/seed/simple.td";
+  char run[1024], exe[1024], exe_name[1024], want[2048];
+  snprintf(run, sizeof run, "'%s' run '%s' --entry Simple.forward", TDSL_BIN, src);
+  snprintf(exe, sizeof exe, "'%s'", path("simple"));
+  snprintf(exe_name, sizeof exe_name, "%s", path("simple"));
+  const char *progs[2] = {run, exe}, *names[2] = {"tdsl", exe_name};
+  /* the wrong shape, then a 2 GiB input of the wrong shape */
+  write_x("x5.npy", 2, 5);
+  sparse_npy("big.npy", "<f4", "(107374182, 5)", 2147483640ull);
+  static const char *in_cases[][2] = {
+      {"x5.npy", "argument 'x': expected f32[N, 4], got f32[2, 5]: dimension 1 is 5, expected 4\n"},
+      {"big.npy", "argument 'x': expected f32[N, 4], got f32[107374182, 5]: dimension 1 is 5, expected 4\n"},
+  };
+  for (int c = 0; c < 2; c++)
+    for (int p = 0; p < 2; p++) {
+      char cmd[2048];
+      snprintf(cmd, sizeof cmd, "%s --in x='%s'", progs[p], path(in_cases[c][0]));
+      char *err = refused(cmd);
+      snprintf(want, sizeof want, "%s: error: %s", names[p], in_cases[c][1]);
+      cr_expect_str_eq(err, want);
+      free(err);
+    }
+  /* every problem of a weights file: a wrong shape, a missing and an extra
+   * tensor; then an extra 2 GiB tensor */
+  write_x("x.npy", 1, 4);
+  const char *bad = "{\"fc.extra\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[32,40]},"
+                    "\"fc.weight\":{\"dtype\":\"F32\",\"shape\":[4,2],\"data_offsets\":[0,32]}}";
+  const char *big = "{\"fc.bias\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                    "\"fc.weight\":{\"dtype\":\"F32\",\"shape\":[2,4],\"data_offsets\":[8,40]},"
+                    "\"big\":{\"dtype\":\"F32\",\"shape\":[536870912],\"data_offsets\":[40,2147483688]}}";
+  float zeros[10] = {0};
+  sparse_safetensors("bad.safetensors", bad, zeros, 40, 40);
+  sparse_safetensors("big.safetensors", big, zeros, 40, 2147483688ull);
+  static const char *w_cases[][2] = {
+      {"bad.safetensors", "weight 'fc.weight' is f32[4, 2], expected f32[2, 4]\n"
+                          "missing weight 'fc.bias' (f32[2])\n"
+                          "unexpected weight 'fc.extra': the model has no parameter of that name\n"},
+      {"big.safetensors", "unexpected weight 'big': the model has no parameter of that name\n"},
+  };
+  for (int c = 0; c < 2; c++)
+    for (int p = 0; p < 2; p++) {
+      char cmd[2048];
+      snprintf(cmd, sizeof cmd, "%s --in x='%s' --weights '%s'", progs[p], path("x.npy"), path(w_cases[c][0]));
+      char *err = refused(cmd);
+      snprintf(want, sizeof want, "%s: error: %s does not fit Simple.forward:\n%s", names[p], path(w_cases[c][0]),
+               w_cases[c][1]);
+      cr_expect_str_eq(err, want);
+      free(err);
+    }
+  /* --in names that are no argument, and a missing input */
+  for (int p = 0; p < 2; p++) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s --in y='%s'", progs[p], path("x.npy"));
+    char *err = refused(cmd);
+    snprintf(want, sizeof want, "%s: error: Simple.forward has no argument named 'y' (arguments: x)\n"
+             "%s: error: missing input for argument 'x' of Simple.forward\nhelp: pass it with --in x=FILE.npy\n",
+             names[p], names[p]);
+    cr_expect_str_eq(err, want);
+    free(err);
+  }
+  /* the C API: the message, from the header alone */
+  write_file(path("load.c"), "#include <stdio.h>\n#include \"simple.h\"\n"
+             "int main(int argc, char **argv) {\n"
+             "  simple_model *m = simple_create();\n"
+             "  char err[1024];\n"
+             "  if (!m || argc < 2 || simple_load_weights(m, argv[1], err, sizeof err) == 0) return 2;\n"
+             "  fprintf(stderr, \"%s\\n\", err);\n"
+             "  int same = !strcmp(err, simple_error(m));\n"
+             "  simple_free(m);\n"
+             "  return same ? 1 : 3;\n}\n");
+  cr_assert_eq(sh("cc -include string.h -I'%s' '%s' '%s/simple.so' -Wl,-rpath,'%s' -o '%s'", dir, path("load.c"), dir,
+                  dir, path("load")),
+               0);
+  for (int c = 0; c < 2; c++) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' '%s'", path("load"), path(w_cases[c][0]));
+    char *err = refused(cmd);
+    snprintf(want, sizeof want, "%s does not fit Simple.forward:\n%s", path(w_cases[c][0]), w_cases[c][1]);
+    cr_expect_str_eq(err, want);
+    free(err);
+  }
 }
 
 /* A program of its own: the ABI check, the version, a bad size. */
@@ -614,5 +726,5 @@ Test(build, sizes_that_overflow_are_refused_in_every_mode) {
   }
   cr_assert_eq(sh("'%s' build '%s' -o '%s' --exe", TDSL_BIN, path("ovf.td"), path("out")), 0);
   snprintf(cmd, sizeof cmd, "'%s' --in x='%s' --in y='%s'", path("out/ovf"), path("x.npy"), path("y.npy"));
-  expect_refusal("artifact", cmd, "does not fit in 64 bits", "argument 1");
+  expect_refusal("artifact", cmd, "does not fit in 64 bits", "argument 'y'");
 }

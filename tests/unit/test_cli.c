@@ -239,6 +239,72 @@ Test(cli, truncated_and_wrong_shaped_inputs_are_rejected_at_entry) {
   drop(&r);
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Runs `tdsl run m.td --entry M.forward ARGS... --out y.npy` expecting
+ * exit status 1 with `want` in stderr, in well under a second (the files
+ * are gigabytes: reading them takes seconds), and no output.  No tensor of
+ * more than 1 MiB may be allocated (TDSL_MAX_TENSOR_BYTES), so a reader
+ * that allocates before checking fails with another message. */
+static void refused_fast(const char *want, const char *const *args) {
+  const char *argv[16] = {"run", path("m.td"), "--entry", "M.forward", "--out", path("y.npy")};
+  int n = 6;
+  while (*args && n < 15) argv[n++] = *args++;
+  argv[n] = NULL;
+  setenv("TDSL_MAX_TENSOR_BYTES", "1048576", 1);
+  double t0 = now_s();
+  result r = tdsl(argv);
+  double dt = now_s() - t0;
+  unsetenv("TDSL_MAX_TENSOR_BYTES");
+  cr_expect_eq(r.status, 1, "%s", r.err);
+  cr_expect(strstr(r.err, want) != NULL, "expected \"%s\" in: %s", want, r.err);
+  cr_expect_lt(dt, 1.0, "took %.2f s: the data was read before the header was checked (%s)", dt, want);
+  cr_expect_eq(access(path("y.npy"), F_OK), -1);
+  drop(&r);
+}
+
+/* A 2 GiB input of the wrong rank, dtype or shape, and a weights file with
+ * an extra 2 GiB tensor, are refused from their headers alone, with the
+ * messages small files get (sparse files: no disk is used). */
+Test(cli, wrong_big_files_are_refused_from_their_headers) {
+  write_text("m.td", MODEL);
+  char x[600], big[600];
+  snprintf(x, sizeof x, "x=%s", path("x.npy"));
+  snprintf(big, sizeof big, "x=%s", path("big.npy"));
+  sparse_npy("big.npy", "<f4", "(536870912,)", 2147483648ull);
+  refused_fast("argument 'x': expected f32[N, 3], got f32[536870912]: rank is 1, expected 2",
+               (const char *[]){"--in", big, NULL});
+  refused_fast("argument 'x': expected f32[N, 3], got f32[536870912]: rank is 1, expected 2",
+               (const char *[]){"--in", big, "--compiled", NULL});
+  sparse_npy("big.npy", "<i8", "(89478485, 3)", 2147483640ull);
+  refused_fast("argument 'x': expected f32[N, 3], got i64[89478485, 3]: dtype is i64, expected f32",
+               (const char *[]){"--in", big, NULL});
+  sparse_npy("big.npy", "<f4", "(178956970, 4)", 2863311520ull);
+  refused_fast("argument 'x': expected f32[N, 3], got f32[178956970, 4]: dimension 1 is 4, expected 3",
+               (const char *[]){"--in", big, NULL});
+  /* fc.weight f32[2, 3] and fc.bias f32[2] as the model wants, then 2 GiB more */
+  const char *json = "{\"fc.weight\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]},"
+                     "\"fc.bias\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[24,32]},"
+                     "\"big\":{\"dtype\":\"F32\",\"shape\":[536870912],\"data_offsets\":[32,2147483680]}}";
+  float wb[8] = {1, 2, 3, -1, 0, 2, 0.5f, -1};
+  sparse_safetensors("w.safetensors", json, wb, sizeof wb, 2147483680ull);
+  int64_t xs[2] = {1, 3};
+  double xv[3] = {1, 2, 3};
+  write_npy("x.npy", TD_F32, 2, xs, xv);
+  char want[700];
+  snprintf(want, sizeof want, "%s does not fit M.forward:\nunexpected weight 'big': the model has no parameter "
+           "of that name\n", path("w.safetensors"));
+  refused_fast(want, (const char *[]){"--in", x, "--weights", path("w.safetensors"), NULL});
+  refused_fast(want, (const char *[]){"--in", x, "--weights", path("w.safetensors"), "--compiled", NULL});
+  /* a big valid input with weights that do not fit: neither is read */
+  sparse_npy("big.npy", "<f4", "(178956970, 3)", 2147483640ull);
+  refused_fast(want, (const char *[]){"--in", big, "--weights", path("w.safetensors"), NULL});
+}
+
 Test(cli, missing_and_unknown_arguments) {
   write_text("m.td", MODEL);
   result r = tdsl((const char *[]){"run", path("m.td"), "--entry", "M.forward", NULL});

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "io.h"
@@ -110,6 +111,20 @@ static void put_le(bytes *b, uint64_t v, int nbytes) {
     unsigned char c = (unsigned char)(v >> (8 * i));
     put(b, &c, 1);
   }
+}
+
+/* b's bytes, then a hole up to size bytes (a sparse file: no disk used). */
+static const char *sparse_file(const char *name, const bytes *b, uint64_t size) {
+  const char *p = tmp(name);
+  write_file(p, b->d, b->n);
+  cr_assert_eq(truncate(p, (off_t)size), 0);
+  return p;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* A .npy file as NumPy writes it: magic, version, header length, the dict,
@@ -442,6 +457,32 @@ Test(npy, limit_from_environment) {
   unsetenv("TDSL_MAX_TENSOR_BYTES");
 }
 
+/* Opening reads and checks the header alone: a 2 GiB array (a sparse
+ * file) is described at once; its data is read only when loaded. */
+Test(npy, open_reads_only_the_header) {
+  bytes f = npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (65536, 8192), }", NULL, 0);
+  const char *p = sparse_file("big.npy", &f, f.n + 2147483648ull);
+  td_npy_file nf;
+  td_err e;
+  double t0 = now_s();
+  cr_assert_eq(td_npy_open(p, &nf, &e), 0, "%s", e.msg);
+  cr_expect_lt(now_s() - t0, 0.5, "the header alone is read");
+  cr_assert_eq(nf.head.dtype, TD_F32);
+  cr_assert_eq(nf.head.rank, 2);
+  cr_assert_eq(nf.head.shape[0], 65536);
+  cr_assert_eq(nf.head.shape[1], 8192);
+  cr_assert_eq(nf.head.numel, 536870912);
+  cr_assert_null(nf.head.data);
+  cr_assert_eq(nf.data_off, f.n);
+  td_npy_close(&nf);
+  cr_assert_eq(nf.fd, -1);
+  /* what td_npy_read refuses, opening refuses too */
+  cr_assert_eq(truncate(p, (off_t)(f.n + 2147483647ull)), 0);
+  cr_assert_eq(td_npy_open(p, &nf, &e), -1);
+  cr_assert(strstr(e.msg, "file is truncated: expected 2147483648 bytes of data, found 2147483647"), "%s", e.msg);
+  cr_assert_eq(nf.fd, -1);
+}
+
 Test(npy, failed_write_leaves_nothing) {
   td_err e;
   int64_t shape[] = {4};
@@ -525,6 +566,14 @@ static bytes st_file(const char *json, const void *data, size_t n) {
   if (n)
     put(&b, data, n);
   return b;
+}
+
+/* Writes f to the file `name` and reads it into m (which keeps what it
+ * held). */
+static void st_read_ok(const char *name, const bytes *f, td_tensor_map *m) {
+  td_err e;
+  write_file(tmp(name), f->d, f->n);
+  cr_assert_eq(td_safetensors_read(tmp(name), m, &e), 0, "%s", e.msg);
 }
 
 static const char *st_fail(const char *path) {
@@ -619,11 +668,9 @@ Test(st, reads_hand_built_file) {
   memcpy(data + 8, bias, 8);
   memcpy(data + 16, "\1\0\1", 3);
   bytes f = st_file(json, data, sizeof data);
-  write_file(tmp("h.safetensors"), f.d, f.n);
   td_tensor_map m;
-  td_err e;
   td_tensor_map_init(&m);
-  cr_assert_eq(td_safetensors_read(tmp("h.safetensors"), &m, &e), 0, "%s", e.msg);
+  st_read_ok("h.safetensors", &f, &m);
   cr_assert_eq(m.n, 4);
   td_tensor *tw = td_tensor_map_get(&m, "fc.weight"), *tb = td_tensor_map_get(&m, "fc.bias");
   td_tensor *tm = td_tensor_map_get(&m, "mask"), *te = td_tensor_map_get(&m, "empty");
@@ -709,7 +756,7 @@ Test(st, bad_entries) {
        "w.safetensors: tensor 'fc.weight': data_offsets [0, 99] out of range "
        "(data is 64 bytes)"},
       {"{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}",
-       "data_offsets [8, 0] out of range"},
+       "tensor 'x': data_offsets [8, 0] are reversed (begin 8 > end 0)"},
       {"{\"x\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}",
        "tensor 'x': data_offsets [0, 8] hold 8 bytes but f32[3] needs 12"},
       {"{\"x\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,2]}}",
@@ -739,8 +786,8 @@ Test(st, bad_entries) {
       {"{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
        "\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
        "duplicate tensor name 'x'"},
-      {"{\"b\":{\"dtype\":\"BOOL\",\"shape\":[4],\"data_offsets\":[60,64]}}",
-       "tensor 'b': bool element 3 has byte value 7"},
+      {"{\"b\":{\"dtype\":\"BOOL\",\"shape\":[64],\"data_offsets\":[0,64]}}",
+       "tensor 'b': bool element 63 has byte value 7"},
       {"{\"a\\u0000b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
        "NUL character"},
   };
@@ -750,6 +797,91 @@ Test(st, bad_entries) {
     bytes f = st_file(cases[c].json, data, sizeof data);
     st_expect_error(&f, cases[c].needle);
   }
+}
+
+/* The format requires the tensors' byte ranges to tile the data area:
+ * sorted by offset, each starts where the previous one ended, and the last
+ * ends at the end of the file.  Each way of breaking that is refused with
+ * the tensors involved named (ranges in offset order, whatever the order
+ * of the header). */
+Test(st, data_offsets_must_tile_the_data_area) {
+  static const struct {
+    const char *json;
+    size_t data;
+    const char *needle;
+  } cases[] = {
+      {"{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+       "\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[8,24]}}",
+       24, "w.safetensors: tensors 'a' [0, 16] and 'b' [8, 24] overlap"},
+      {"{\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[8,24]},"
+       "\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}",
+       24, "tensors 'a' [0, 16] and 'b' [8, 24] overlap"},
+      {"{\"a\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+       "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+       8, "tensors 'a' [0, 8] and 'b' [0, 8] overlap"},
+      {"{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+       "\"z\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[8,8]}}",
+       16, "tensors 'a' [0, 16] and 'z' [8, 8] overlap"},
+      {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+       "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[12,20]}}",
+       20, "a gap of 4 bytes between tensors 'a' [0, 8] and 'b' [12, 20]"},
+      {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
+       12, "a gap of 4 bytes before the first tensor 'a' [4, 12]"},
+      {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+       12, "4 trailing bytes after the last tensor 'a' [0, 8] (the data area is 12 bytes"},
+      {"{\"__metadata__\":{\"k\":\"v\"}}", 3, "3 bytes of data, but the header names no tensors"},
+  };
+  unsigned char data[32] = {0};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    bytes f = st_file(cases[c].json, data, cases[c].data);
+    st_expect_error(&f, cases[c].needle);
+    st_expect_error(&f, "the tensors' data_offsets must tile the data area exactly");
+  }
+  /* empty tensors where a range ends (twice at one offset) tile nothing,
+   * and an empty file of no tensors is fine */
+  const char *ok =
+      "{\"e0\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]},"
+      "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+      "\"e1\":{\"dtype\":\"BOOL\",\"shape\":[0,3],\"data_offsets\":[8,8]},"
+      "\"e2\":{\"dtype\":\"I64\",\"shape\":[0],\"data_offsets\":[8,8]}}";
+  bytes f = st_file(ok, data, 8), none = st_file("{}", NULL, 0);
+  td_tensor_map m;
+  td_tensor_map_init(&m);
+  st_read_ok("ok.safetensors", &f, &m);
+  cr_assert_eq(m.n, 4);
+  st_read_ok("none.safetensors", &none, &m);
+  cr_assert_eq(m.n, 4);
+  td_tensor_map_free(&m);
+}
+
+/* Opening reads the header alone: a 2 GiB tensor (a sparse file, no disk
+ * used) is described at once, before any of its data is read. */
+Test(st, open_reads_only_the_header) {
+  const char *json = "{\"big\":{\"dtype\":\"F32\",\"shape\":[536870912],\"data_offsets\":[8,2147483656]},"
+                     "\"w\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+  int32_t w[2] = {5, -6};
+  bytes f = st_file(json, w, sizeof w);
+  const char *p = sparse_file("big.safetensors", &f, f.n - 8 + 2147483656ull);
+  td_st_file sf;
+  td_err e;
+  double t0 = now_s();
+  cr_assert_eq(td_safetensors_open(p, &sf, &e), 0, "%s", e.msg);
+  cr_expect_lt(now_s() - t0, 0.5, "the header alone is read");
+  cr_assert_eq(sf.n, 2);
+  cr_assert_str_eq(sf.items[0].name, "big");
+  cr_assert_eq(sf.items[0].tensor->dtype, TD_F32);
+  cr_assert_eq(sf.items[0].tensor->rank, 1);
+  cr_assert_eq(sf.items[0].tensor->shape[0], 536870912);
+  cr_assert_null(sf.items[0].tensor->data);
+  cr_assert_str_eq(sf.items[1].name, "w");
+  td_tensor *t = NULL;
+  cr_assert_eq(td_safetensors_load(&sf, 1, &t, &e), 0, "%s", e.msg);
+  cr_assert_eq(td_tensor_get(t, 0), 5.0);
+  cr_assert_eq(td_tensor_get(t, 1), -6.0);
+  td_tensor_release(t);
+  td_safetensors_close(&sf);
+  cr_assert_eq(sf.fd, -1);
+  td_safetensors_close(&sf); /* closing twice is fine */
 }
 
 Test(st, read_into_map_with_same_name_fails_cleanly) {

@@ -379,6 +379,50 @@ Test(repl, reload_sees_changes) {
   cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/* "12.3 us" (as :time writes durations) in seconds; -1 when unreadable. */
+static double seconds(double v, const char *unit) {
+  static const struct {
+    const char *unit;
+    double scale;
+  } units[] = {{"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1}};
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+    if (!strcmp(unit, units[i].unit)) return v * units[i].scale;
+  return -1;
+}
+
+/* :time's compiled row never counts the run that compiled: with a graph
+ * that takes libgccjit about a second (twelve unrolled softmax layers,
+ * the compile cache off), the best and the mean run stay far below the
+ * compile time (before, the compile was the one and only sample). */
+Test(repl, time_never_counts_the_compile) {
+  setenv("TDSL_CACHE", "0", 1);
+  int st;
+  char *out = repl_output("import nn\n"
+                          "let x = randn([8, 64], seed = 1)\n"
+                          "let w = randn([64, 64], seed = 2)\n"
+                          "fn f(h) { let a = h; for i in 0..12 { a = nn.softmax(a @ w, axis = -1) * h + sum(a, axis = 0) }; a }\n"
+                          ":time f(x)\n",
+                          &st);
+  cr_assert_eq(st, 0, "%s", out);
+  const char *row = strstr(out, "\ncompiled ");
+  cr_assert_not_null(row, "%s", out);
+  double b, best, mean, comp;
+  char ub[8], ubest[8], umean[8], ucomp[8];
+  int runs;
+  cr_assert_eq(sscanf(row + 1, "compiled %lf %7s %lf %7s %lf %7s %d (compile %lf %7[a-z])", &b, ub, &best, ubest, &mean,
+                      umean, &runs, &comp, ucomp),
+               9, "%s", out);
+  best = seconds(best, ubest);
+  mean = seconds(mean, umean);
+  comp = seconds(comp, ucomp);
+  cr_assert(best > 0 && mean > 0 && comp > 0, "%s", out);
+  cr_expect_lt(best, comp / 4, "the best run includes the compile:\n%s", out);
+  cr_expect_lt(mean, comp / 4, "the mean includes the compile:\n%s", out);
+  cr_expect_geq(mean, best, "%s", out);
+  cr_expect_geq(runs, 1, "%s", out);
+  free(out);
+}
+
 /* Bad command lines. */
 Test(repl, usage) {
   buf out = {0};

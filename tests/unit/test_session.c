@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "elab_impl.h"
 #include "session.h"
@@ -338,13 +339,57 @@ Test(session, type_ir_and_time_bind_nothing) {
   cr_assert(strstr(buf, "= mul f32[2, 3] %0, %1"), "%s", buf);
   cr_assert(strstr(buf, "return %2"), "%s", buf);
   td_session_timing tm;
-  cr_assert_eq(td_session_time(s, "let w = 1\nx + 1\n", 1, 3, &tm), 0);
+  cr_assert_eq(td_session_time(s, "let w = 1\nx + 1\n", 1, 3, 0, &tm), 0);
   cr_assert_eq(tm.reps, 3);
   cr_assert_eq(tm.n_ops, 3);
   cr_assert_geq(tm.run_mean_s, tm.run_best_s);
   eval_fails(s, "z\n");
   eval_fails(s, "w\n");
   cr_assert_eq(td_session_tensor_count(s), 1);
+  td_session_free(s);
+}
+
+/* A runner that, like the REPL's compiler, is slow on its first call
+ * (0.3 s) and fast afterwards; it counts its calls. */
+static int slow_first_calls;
+
+static int slow_first_runner(void *ud, const td_graph *g, const td_diags *d, td_tensor *const *inputs,
+                             td_tensor *const *params, const td_interp_opts *io, td_tensor ***outs, td_err *err,
+                             td_span *sp) {
+  (void)ud;
+  (void)d;
+  if (slow_first_calls++ == 0) {
+    struct timespec ts = {0, 300000000};
+    nanosleep(&ts, NULL);
+  }
+  return td_interp_run(g, inputs, params, io, outs, err, sp);
+}
+
+/* A warm-up run (the compile of :time's compiled row) is never a timing
+ * sample: not the best, not in the mean, not counted, with a fixed number
+ * of runs or with as many as fit in half a second. */
+Test(session, time_leaves_the_warm_up_run_out) {
+  td_session *s = open_session();
+  eval_ok(s, "let x = ones([2, 3])\n");
+  td_session_set_runner(s, slow_first_runner, NULL);
+  td_session_timing tm;
+  slow_first_calls = 0;
+  cr_assert_eq(td_session_time(s, "x + 1\n", 1, 3, 1, &tm), 0);
+  cr_expect_eq(slow_first_calls, 4);
+  cr_expect_eq(tm.reps, 3);
+  cr_expect_lt(tm.run_best_s, 0.1);
+  cr_expect_lt(tm.run_mean_s, 0.1);
+  slow_first_calls = 0;
+  cr_assert_eq(td_session_time(s, "x + 1\n", 1, 0, 1, &tm), 0);
+  cr_expect_eq(slow_first_calls, tm.reps + 1);
+  cr_expect_gt(tm.reps, 1, "the warm-up's 0.3 s used up the half second");
+  cr_expect_lt(tm.run_best_s, 0.1);
+  cr_expect_lt(tm.run_mean_s, 0.1);
+  /* without a warm-up the first run is timed: the runner is seen to be slow */
+  slow_first_calls = 0;
+  cr_assert_eq(td_session_time(s, "x + 1\n", 1, 2, 0, &tm), 0);
+  cr_expect_eq(tm.reps, 2);
+  cr_expect_gt(tm.run_mean_s, 0.1);
   td_session_free(s);
 }
 
