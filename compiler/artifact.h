@@ -18,7 +18,8 @@
  *   per entry:  name, n_syms, n_args, arg symbol ids[n_args],
  *               n_inputs, per input: name, dtype, rank, dims[rank]
  *               n_outputs, per output: buffer, dtype, rank, dims[rank]
- *               n_polys, per poly: n_terms, per term: coef, n, sym[4]
+ *               n_polys, per poly: n_terms, per term: coef, n, sym[16]
+ *                 (TDA_MONO_MAX symbols, the first n used, the rest 0)
  *               n_param_slots, model param index per slot
  *               n_bufs, per buffer: kind (td_bkind), index, bytes dim
  *               n_slots, slot bytes dims
@@ -40,7 +41,7 @@
 /* Version of the artifact ABI: the descriptor layout, the kernel calling
  * convention (jit_impl.h's tdc_kernel_fn and runtime table) and the C API.
  * The header a program compiles against passes its version to create. */
-#define TDRT_ABI 2
+#define TDRT_ABI 3
 #define TDRT_MAGIC 0x7464736c61727431ll /* "tdslart1" */
 
 /* Error codes of an entry call. */

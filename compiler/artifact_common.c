@@ -81,7 +81,7 @@ int tda_read_entry(tda_rd *r, tda_entry *e) {
   if (!(e->polys = tda_alloc_n((size_t)e->n_polys, sizeof *e->polys))) return -1;
   for (int i = 0; i < e->n_polys; i++) {
     e->polys[i] = &r->w[r->at];
-    r->at += 1 + 6 * (size_t)r->w[r->at];
+    r->at += 1 + TDA_TERM_WORDS * (size_t)r->w[r->at];
   }
   e->n_pslots = (int)tda_word(r);
   if (!(e->pslot = tda_alloc_n((size_t)e->n_pslots, sizeof(int)))) return -1;

@@ -17,7 +17,8 @@
  *   per entry:  name, n_syms, n_args, arg symbol ids[n_args],
  *               n_inputs, per input: name, dtype, rank, dims[rank]
  *               n_outputs, per output: buffer, dtype, rank, dims[rank]
- *               n_polys, per poly: n_terms, per term: coef, n, sym[4]
+ *               n_polys, per poly: n_terms, per term: coef, n, sym[16]
+ *                 (TDA_MONO_MAX symbols, the first n used, the rest 0)
  *               n_param_slots, model param index per slot
  *               n_bufs, per buffer: kind (td_bkind), index, bytes dim
  *               n_slots, slot bytes dims
@@ -36,7 +37,7 @@
 
 /* Version of the CUDA artifact ABI (descriptor layout, kernel signature of
  * codegen_cuda.h, the C API).  The header passes its version to create. */
-#define TDCU_ABI 1
+#define TDCU_ABI 2
 #define TDCU_MAGIC 0x7464736c63756431ll /* "tdslcud1" */
 
 /* Error codes of calls (the CPU artifact's, plus a failed CUDA call). */

@@ -43,10 +43,19 @@ typedef struct td_opinfo {
 extern const td_opinfo td_ops[TD_IR_OP_COUNT];
 
 /* ---- symbolic sizes ---- */
-typedef int64_t td_dim;      /* >= 0: literal; < 0: -(1 + index into dims) */
+typedef int64_t td_dim;      /* >= 0: literal; TD_DIM_BAD; else -(1 + index into dims) */
 #define TD_DIM_IS_CONST(d) ((d) >= 0)
+/* What size arithmetic gives when its exact result cannot be represented:
+ * a coefficient outside int64, a term of more than TD_MONO_MAX symbols, a
+ * polynomial of more than TD_POLY_MAX terms, or memory running out.  Every
+ * td_dim_* operation given it returns it again, so it reaches whoever
+ * looks; the elaborator reports it at the operation that produced it (so
+ * no checked graph, plan or artifact holds it).  Never a legal size. */
+#define TD_DIM_BAD INT64_MIN
+#define TD_DIM_IS_BAD(d) ((d) == TD_DIM_BAD)
 
-#define TD_MONO_MAX 4
+#define TD_MONO_MAX 16       /* symbols in one term, repeats counted (N*N is 2) */
+#define TD_POLY_MAX 256      /* terms in one polynomial */
 typedef struct td_mono {     /* coef * sym[0] * ... * sym[n-1] (sorted) */
   int64_t coef;
   int n;
@@ -119,16 +128,23 @@ td_graph *td_graph_new(td_arena *a, const char *name);
 /* ---- dims ---- */
 int td_sym_new(td_graph *g, const char *name);           /* new symbol id */
 td_dim td_dim_sym(td_graph *g, int sym);
+/* The size arithmetic below is exact or gives TD_DIM_BAD (never a wrong
+ * size, never undefined behaviour), for any operands. */
+/* The integer v as a td_dim: the literal when v >= 0, else an interned
+ * negative constant (which no shape holds, but sizes in the making can). */
+td_dim td_dim_const(td_graph *g, int64_t v);
 td_dim td_dim_add(td_graph *g, td_dim a, td_dim b);
 td_dim td_dim_sub(td_graph *g, td_dim a, td_dim b);
 td_dim td_dim_mul(td_graph *g, td_dim a, td_dim b);
-/* a / b when exact for every value of the symbols (b literal and dividing
- * every coefficient, or a == b * q structurally); returns 0 and sets *out,
- * or -1 when not provably exact. */
+/* a / b when exact for every value of the symbols: a == b * q with q a
+ * polynomial with integer coefficients (polynomial division, so also
+ * (K*K - 2*K + 1) / (K - 1) == K - 1).  Returns 0 and sets *out (to
+ * TD_DIM_BAD when an operand is, or the division overflows), or -1 when
+ * not exact (b == 0 included). */
 int td_dim_div(td_graph *g, td_dim a, td_dim b, td_dim *out);
 /* Value of d given symbol values (indexed by symbol id). */
 int64_t td_dim_eval(const td_graph *g, td_dim d, const int64_t *symvals);
-/* "N", "2*N + 1", "16" into buf; returns buf. */
+/* "N", "2*N + 1", "16" into buf ("?" for TD_DIM_BAD); returns buf. */
 char *td_dim_str(const td_graph *g, td_dim d, char *buf, size_t n);
 /* "f32[N, 4]" into buf. */
 char *td_type_str(const td_graph *g, td_dtype dt, int rank, const td_dim *shape,

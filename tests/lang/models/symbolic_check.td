@@ -43,3 +43,13 @@ fn matmuls(a: f32[B, M, K], b: f32[K, P], v: f32[K]) -> (f32[B, M, P], f32[B, M]
 fn halves(y: f32[D], x: f32[N, 2 * D]) -> (f32[N, D], f32[N, D]) {
   (x[:, :D] + y, x[:, D:])
 }
+
+# many symbols in a term: the byte counts of f32[A, B, C, D, E] (issue 12),
+# a rank-8 shape and the FLOPs of a rank-8 matmul (2*K per element)
+fn five(x: f32[A, B, C, D, E], w: f32[E, F]) -> f32[A, B, C, D, F] {
+  let y = exp(x) * 2.0
+  tanh(y @ w) + sum(y, axis = 4, keepdims = true)
+}
+fn rank8(x: f32[A, B, C, D, E, F, M, K], w: f32[K, P]) -> f32[A, B, C, D, E, F, M, P] {
+  x @ w + sum(x, axis = -1, keepdims = true)
+}
