@@ -356,7 +356,7 @@ static td_value b_arange(el_ctx *c, td_value *a, td_span sp) {
   memset(&at, 0, sizeof at);
   td_dim n;
   if (lo.k == V_INT && st.k == V_INT && st.i == 1 && hi.k == V_SIZE) {
-    n = lo.i == 0 ? hi.dim : td_dim_sub(c->g, hi.dim, lo.i);
+    n = td_dim_sub(c->g, hi.dim, td_dim_const(c->g, lo.i));
   } else {
     for (int i = 0; i < 3; i++) {
       td_value *v = i == 0 ? &lo : i == 1 ? &hi : &st;
@@ -463,6 +463,10 @@ static td_value b_reshape(el_ctx *c, td_value *a, td_span sp) {
     }
     if (el_size_arg(c, &sv->items[i], &shape[i], "a dimension")) return el_err();
     known = td_dim_mul(c->g, known, shape[i]);
+  }
+  if (infer >= 0 && TD_DIM_IS_BAD(known)) {
+    el_err_overflow(c, sp, "the product of the sizes given to reshape does not fit");
+    return el_err();
   }
   if (infer >= 0) {
     const td_node *n = el_node(c, &a[0]);

@@ -44,6 +44,9 @@ fn halves(y: f32[D], x: f32[N, 2 * D]) -> (f32[N, D], f32[N, D]) {
   (x[:, :D] + y, x[:, D:])
 }
 
+# arange from a negative literal to a symbolic size has N + 2 elements
+fn aranges(x: f32[N]) -> (i64[N + 2], i64[N - 1]) { (arange(-2, N), arange(1, N)) }
+
 # many symbols in a term: the byte counts of f32[A, B, C, D, E] (issue 12),
 # a rank-8 shape and the FLOPs of a rank-8 matmul (2*K per element)
 fn five(x: f32[A, B, C, D, E], w: f32[E, F]) -> f32[A, B, C, D, F] {
