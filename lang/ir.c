@@ -296,6 +296,36 @@ int td_dim_div(td_graph *g, td_dim a, td_dim b, td_dim *out) {
   return rc > 0 ? -1 : 0;
 }
 
+/* ceil(c / m) for any int64 c and 1 <= m <= 2^63, without overflow. */
+static int64_t ceil_div_i(int64_t c, uint64_t m) {
+  if (c > 0) return (int64_t)(((uint64_t)c - 1) / m + 1);
+  uint64_t f = (0 - (uint64_t)c) / m;   /* floor(-c / m), at most 2^63 */
+  return (int64_t)(0 - f);              /* -f; 2^63 wraps to INT64_MIN, which it is */
+}
+
+int td_dim_ceil_div(td_graph *g, td_dim a, uint64_t m, td_dim *out) {
+  if (m == 0 || m > (uint64_t)1 << 63) return -1;
+  if (TD_DIM_IS_BAD(a)) { *out = TD_DIM_BAD; return 0; }
+  td_mono sa;
+  td_poly pa = poly_of(g, a, &sa);
+  pbuf r;
+  r.n = 0;
+  for (int i = 0; i < pa.n; i++) {
+    td_mono t = pa.t[i];
+    if (t.n == 0) t.coef = ceil_div_i(t.coef, m);
+    else if (m > INT64_MAX) { /* m == 2^63 divides only INT64_MIN */
+      if (t.coef != INT64_MIN) return -1;
+      t.coef = -1;
+    } else {
+      if (t.coef % (int64_t)m) return -1;
+      t.coef /= (int64_t)m;
+    }
+    if (t.coef) r.t[r.n++] = t;
+  }
+  *out = intern_buf(g, &r);
+  return 0;
+}
+
 int64_t td_dim_eval(const td_graph *g, td_dim d, const int64_t *symvals) {
   if (TD_DIM_IS_CONST(d)) return d;
   const td_poly *p = &g->dims[-d - 1];

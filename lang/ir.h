@@ -142,6 +142,10 @@ td_dim td_dim_mul(td_graph *g, td_dim a, td_dim b);
  * TD_DIM_BAD when an operand is, or the division overflows), or -1 when
  * not exact (b == 0 included). */
 int td_dim_div(td_graph *g, td_dim a, td_dim b, td_dim *out);
+/* ceil(a / m) for m >= 1 (at most 2^63) when that is a polynomial for
+ * every value of the symbols: every non-constant coefficient of a is a
+ * multiple of m.  0 and *out (TD_DIM_BAD when a is), or -1. */
+int td_dim_ceil_div(td_graph *g, td_dim a, uint64_t m, td_dim *out);
 /* Value of d given symbol values (indexed by symbol id). */
 int64_t td_dim_eval(const td_graph *g, td_dim d, const int64_t *symvals);
 /* "N", "2*N + 1", "16" into buf ("?" for TD_DIM_BAD); returns buf. */

@@ -639,7 +639,7 @@ td_value el_apply_index(el_ctx *c, int in, const int *kind, const td_value *lo,
     if (step[i].k == V_INT) st = step[i].i;
     else if (step[i].k != V_NONE) { td_error(c->diags, step[i].span, "a slice step must be a literal integer"); return el_err(); }
     if (st == 0) { td_error(c->diags, step[i].span, "a slice step cannot be zero"); return el_err(); }
-    td_dim a, b = 0;
+    td_dim a, b = 0, cnt;
     int to_front = 0; /* negative step without a stop: down to index 0 */
     if (st > 0) {
       if (lo[i].k == V_NONE) a = 0;
@@ -647,17 +647,13 @@ td_value el_apply_index(el_ctx *c, int in, const int *kind, const td_value *lo,
       if (hi[i].k == V_NONE) b = len;
       else if (index_pos(c, &hi[i], len, &b)) return el_err();
     } else {
-      /* negative step on literal sizes only */
-      if (!TD_DIM_IS_CONST(len) && (lo[i].k == V_NONE || hi[i].k == V_NONE)) {
-        td_error(c->diags, sp, "a negative slice step needs explicit bounds on a symbolic dimension");
-        return el_err();
-      }
       if (lo[i].k == V_NONE) a = td_dim_sub(c->g, len, 1);
       else if (index_pos(c, &lo[i], len, &a)) return el_err();
       if (hi[i].k == V_NONE) to_front = 1;
       else if (index_pos(c, &hi[i], len, &b)) return el_err();
     }
-    td_dim cnt;
+    /* |st| as unsigned: -INT64_MIN does not fit in an int64 */
+    uint64_t m = st > 0 ? (uint64_t)st : 0 - (uint64_t)st;
     int64_t A = 0, B = 0;
     if (TD_DIM_IS_CONST(len) && lit_value(c, a, &A) && (to_front || lit_value(c, b, &B))) {
       /* Python's clamping on literal sizes (bounds past either end) */
@@ -665,22 +661,30 @@ td_value el_apply_index(el_ctx *c, int in, const int *kind, const td_value *lo,
       if (st > 0) {
         A = A < 0 ? 0 : A > L ? L : A;
         B = B < 0 ? 0 : B > L ? L : B;
-        cnt = B > A ? (B - A + st - 1) / st : 0;
+        cnt = B > A ? (td_dim)(1 + (uint64_t)(B - A - 1) / m) : 0;
       } else {
         A = A < -1 ? -1 : A > L - 1 ? L - 1 : A;
         B = to_front ? -1 : B < -1 ? -1 : B > L - 1 ? L - 1 : B;
-        cnt = A > B ? (A - B + (-st) - 1) / (-st) : 0;
+        cnt = A > B ? (td_dim)(1 + (uint64_t)(A - B - 1) / m) : 0;
       }
       a = cnt > 0 ? A : 0;
     } else {
-      if (st < 0) { td_error(c->diags, sp, "a negative slice step needs literal sizes"); return el_err(); }
-      td_dim span = td_dim_sub(c->g, b, a);
+      /* symbolic: no clamping; ceil(span / |step|) elements from a */
+      td_dim span = st > 0 ? td_dim_sub(c->g, b, a) : to_front ? td_dim_add(c->g, a, 1) : td_dim_sub(c->g, a, b);
+      if (TD_DIM_IS_BAD(span)) {
+        el_err_overflow(c, sp, "the slice's bounds do not fit");
+        return el_err();
+      }
       if (neg_literal(c, span)) { td_error(c->diags, sp, "this slice is empty for every size (stop before start)"); return el_err(); }
-      if (st == 1) cnt = span;
-      else if (td_dim_div(c->g, span, st, &cnt)) {
-        char d[64];
-        td_error(c->diags, sp, "slice of %s elements with step %lld: the count must be exact for symbolic sizes",
-                 td_dim_str(c->g, span, d, sizeof d), (long long)st);
+      if (td_dim_ceil_div(c->g, span, m, &cnt)) {
+        char d[128];
+        td_dim_str(c->g, span, d, sizeof d);
+        int paren = strchr(d, ' ') != NULL;
+        td_diag *g = td_error(c->diags, sp, "slice of %s elements with step %lld: the count ceil(%s%s%s / %llu) "
+                              "is not a polynomial in the symbolic sizes", d, (long long)st, paren ? "(" : "", d,
+                              paren ? ")" : "", (unsigned long long)m);
+        td_diag_help(c->diags, g, "a count is a polynomial when every coefficient of the span except the "
+                     "constant is a multiple of the step (e.g. 2*N elements with step 2)");
         return el_err();
       }
     }

@@ -164,6 +164,9 @@ Test(dims, bad_propagates_through_every_operation) {
   q = 0;
   cr_expect_eq(td_dim_div(G, N, B, &q), 0);
   cr_expect(TD_DIM_IS_BAD(q));
+  q = 0;
+  cr_expect_eq(td_dim_ceil_div(G, B, 2, &q), 0);
+  cr_expect(TD_DIM_IS_BAD(q));
   char b[16];
   cr_expect_str_eq(td_dim_str(G, B, b, sizeof b), "?");
 }
@@ -237,6 +240,47 @@ Test(dims, division_is_polynomial_division) {
     if (!TD_DIM_IS_CONST(p[1]) && G->dims[-p[1] - 1].t[G->dims[-p[1] - 1].n - 1].n > 0)
       cr_expect_eq(td_dim_div(G, td_dim_add(G, prod, 1), p[1], &q), -1);
   }
+}
+
+/* ceil(v / m) in plain C, for m > 0. */
+static int64_t ceil_ref(int64_t v, int64_t m) { return v >= 0 ? (v + m - 1) / m : -((-v) / m); }
+
+Test(dims, ceil_division_counts_slices) {
+  int n = td_sym_new(G, "N"), t = td_sym_new(G, "T");
+  td_dim N = td_dim_sym(G, n), T = td_dim_sym(G, t), q;
+  struct { td_dim span; int64_t m; } ok[] = {
+    {td_dim_sub(G, td_dim_mul(G, 2, N), 1), 2},                 /* y[1::2] of 2*N rows: N */
+    {td_dim_mul(G, 2, N), 2},
+    {td_dim_add(G, td_dim_mul(G, 2, N), 1), 2},
+    {td_dim_sub(G, td_dim_mul(G, 3, N), 5), 3},
+    {td_dim_sub(G, td_dim_mul(G, 4, td_dim_mul(G, N, T)), 3), 4},
+    {N, 1},
+  };
+  for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+    cr_assert_eq(td_dim_ceil_div(G, ok[i].span, (uint64_t)ok[i].m, &q), 0, "case %zu", i);
+    for (int64_t x = 0; x < 20; x++) {
+      int64_t vals[2] = {x, 20 - x};
+      int64_t sv = td_dim_eval(G, ok[i].span, vals);
+      cr_expect_eq(td_dim_eval(G, q, vals), ceil_ref(sv, ok[i].m), "case %zu at N=%lld", i, (long long)x);
+    }
+  }
+  cr_expect_eq(td_dim_ceil_div(G, N, 2, &q), -1, "ceil(N / 2) is no polynomial");
+  cr_expect_eq(td_dim_ceil_div(G, td_dim_add(G, td_dim_mul(G, 2, N), T), 2, &q), -1);
+  cr_expect_eq(td_dim_ceil_div(G, N, 0, &q), -1);
+  cr_assert_eq(td_dim_ceil_div(G, 5, 2, &q), 0);
+  cr_expect_eq(q, 3);
+  cr_assert_eq(td_dim_ceil_div(G, td_dim_const(G, -5), 2, &q), 0);
+  cr_expect_eq(td_dim_eval(G, q, NULL), -2);
+  /* steps of 2^63 (|INT64_MIN|) and counts of -2^63 */
+  uint64_t m63 = (uint64_t)1 << 63;
+  cr_assert_eq(td_dim_ceil_div(G, td_dim_mul(G, td_dim_const(G, INT64_MIN), N), m63, &q), 0);
+  cr_expect_eq(q, td_dim_sub(G, 0, N));
+  cr_expect_eq(td_dim_ceil_div(G, td_dim_mul(G, td_dim_const(G, INT64_MAX), N), m63, &q), -1);
+  cr_assert_eq(td_dim_ceil_div(G, INT64_MAX, m63, &q), 0);
+  cr_expect_eq(q, 1);
+  cr_assert_eq(td_dim_ceil_div(G, td_dim_const(G, INT64_MIN), 1, &q), 0);
+  cr_expect_eq(td_dim_eval(G, q, NULL), INT64_MIN);
+  cr_expect_eq(td_dim_ceil_div(G, 1, m63 + 1, &q), -1);
 }
 
 /* ---- graphs ---- */
