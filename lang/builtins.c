@@ -698,6 +698,10 @@ static td_value b_other(el_ctx *c, const builtin *b, td_value *a, td_span sp) {
   case 1: { /* clamp(x, lo, hi) = minimum(maximum(x, lo), hi) */
     td_value r = a[0];
     if (want_tensor(c, &r, "clamp")) return el_err();
+    if (el_node(c, &r)->dtype == TD_BOOL) { /* as el_unary_op says for every other elementwise op */
+      td_error(c->diags, sp, "clamp on bool values; convert with f32(x) first");
+      return el_err();
+    }
     if (a[1].k != V_NONE) r = el_binary_ir(c, TD_IR_MAX, &r, &a[1], sp);
     if (r.k != V_ERR && a[2].k != V_NONE) r = el_binary_ir(c, TD_IR_MIN, &r, &a[2], sp);
     return r;
