@@ -19,7 +19,8 @@
  *               arg symbol ids[n_args],
  *               n_inputs, per input: name, dtype, rank, dims[rank]
  *               n_outputs, per output: buffer, dtype, rank, dims[rank]
- *               n_polys, per poly: n_terms, per term: coef, n, sym[4]
+ *               n_polys, per poly: n_terms, per term: coef, n, sym[16]
+ *                 (TDA_MONO_MAX symbols, the first n used, the rest 0)
  *               n_param_slots, model param index per slot
  *               n_bufs, per buffer: kind (td_bkind), index, bytes dim
  *               n_slots, slot bytes dims

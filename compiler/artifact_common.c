@@ -130,7 +130,7 @@ static int make_sig(tda_entry *e) {
     const int64_t *p = e->polys[i];
     e->sig_polys[i] = (td_poly){(int)p[0], m};
     for (int64_t t = 0; t < p[0]; t++, m++) {
-      const int64_t *w = &p[1 + 6 * t];
+      const int64_t *w = &p[1 + TDA_TERM_WORDS * t];
       m->coef = w[0];
       m->n = (int)w[1];
       for (int k = 0; k < TD_MONO_MAX; k++) m->sym[k] = (int)w[2 + k];
@@ -163,7 +163,7 @@ int tda_read_entry(tda_rd *r, tda_entry *e) {
   if (!(e->polys = tda_alloc_n((size_t)e->n_polys, sizeof *e->polys))) return -1;
   for (int i = 0; i < e->n_polys; i++) {
     e->polys[i] = &r->w[r->at];
-    r->at += 1 + 6 * (size_t)r->w[r->at];
+    r->at += 1 + TDA_TERM_WORDS * (size_t)r->w[r->at];
   }
   e->n_pslots = (int)tda_word(r);
   if (!(e->pslot = tda_alloc_n((size_t)e->n_pslots, sizeof(int)))) return -1;

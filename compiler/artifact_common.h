@@ -29,6 +29,10 @@
 #include "../runtime/tensor.h"
 
 #define TDA_MAXR 8
+/* Symbols per term of a descriptor polynomial: lang/ir.h's TD_MONO_MAX
+ * (build_common.c checks that they agree); a term is coef, n, sym[]. */
+#define TDA_MONO_MAX 16
+#define TDA_TERM_WORDS (2 + TDA_MONO_MAX)
 /* Buffer kinds (td_bkind). */
 enum { TDA_BK_INPUT, TDA_BK_PARAM, TDA_BK_OUTPUT, TDA_BK_TEMP };
 
@@ -67,7 +71,7 @@ typedef struct tda_print {
   int n_in, n_out;                                                                              \
   tda_arg *in, *out;                                                                            \
   int n_polys;                                                                                  \
-  const int64_t **polys;     /* per poly: n_terms, then terms of 6 words (coef, n, sym[4]) */   \
+  const int64_t **polys;     /* per poly: n_terms, then TDA_TERM_WORDS per term */             \
   int n_pslots, *pslot;                                                                         \
   int n_bufs;                                                                                   \
   int64_t *bkind, *bindex, *bbytes;                                                             \
@@ -111,7 +115,7 @@ static inline int64_t tda_dim_eval(const tda_entry *e, int64_t d) {
   const int64_t *p = e->polys[-d - 1];
   uint64_t v = 0;
   for (int64_t i = 0; i < p[0]; i++) {
-    const int64_t *t = &p[1 + 6 * i];
+    const int64_t *t = &p[1 + TDA_TERM_WORDS * i];
     uint64_t x = (uint64_t)t[0];
     for (int k = 0; k < t[1]; k++) x *= (uint64_t)e->symvals[t[2 + k]];
     v += x;

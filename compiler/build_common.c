@@ -15,6 +15,9 @@
 
 #include "../lang/checks.h"
 #include "../lang/mem.h"
+#include "artifact_common.h"
+
+_Static_assert(TD_MONO_MAX == TDA_MONO_MAX, "the descriptor's terms hold TD_MONO_MAX symbols");
 
 /* ---- setup and outputs ---- */
 

@@ -41,8 +41,14 @@ gcc_jit_rvalue *cg_i64(cg *c, int64_t v) {
   return gcc_jit_context_new_rvalue_from_long(c->ctx, c->t_i64, (long)v);
 }
 
-/* Index of a dims-table entry, added when new. */
+/* Index of a dims-table entry, added when new; -1 when memory runs out
+ * or d is TD_DIM_BAD (which the checker and the planner keep out, so a
+ * kernel that needs one fails instead of reading a wrong size). */
 static int dim_entry(cg *c, td_dim d, int rand_node) {
+  if (rand_node < 0 && TD_DIM_IS_BAD(d)) {
+    td_err_set(c->err, "size arithmetic overflows in kernel %s", c->k ? c->k->name : "?");
+    return -1;
+  }
   for (int i = 0; i < c->n_dims; i++)
     if (c->dims[i].rand_node == rand_node && (rand_node >= 0 || c->dims[i].dim == d)) return i;
   if (c->n_dims == c->cap_dims) {
@@ -64,7 +70,10 @@ static int dim_entry(cg *c, td_dim d, int rand_node) {
 }
 
 static gcc_jit_rvalue *dim_local(cg *c, int j) {
-  if (j < 0) { td_err_set(c->err, "out of memory"); return cg_i64(c, 0); }
+  if (j < 0) {
+    if (!c->err->msg[0]) td_err_set(c->err, "out of memory");
+    return cg_i64(c, 0);
+  }
   if (!c->dimloc[j]) {
     gcc_jit_lvalue *l = cg_local(c, c->t_i64, "d");
     gcc_jit_rvalue *e = gcc_jit_lvalue_as_rvalue(
@@ -345,6 +354,7 @@ static int prepack_info(cg *c, const td_kernel *k, tdc_kinfo *info) {
   c->par_axis = m->rank - 2;
   info->parallel = 1;
   info->extent = td_dim_mul(c->g, m->shape[m->rank - 2], info->cols);
+  if (TD_DIM_IS_BAD(info->extent)) return td_err_set(c->err, "size arithmetic overflows in kernel %s", k->name);
   return 0;
 }
 

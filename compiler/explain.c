@@ -38,7 +38,7 @@ static void ctx_init(ctx *c, const td_graph *g, const td_plan *p, const td_expla
 
 /* A size as text: a number when all symbols are bound, else symbolic. */
 static const char *dim_txt(const ctx *c, td_dim d, char *buf, size_t n) {
-  if (c->all_bound || TD_DIM_IS_CONST(d)) {
+  if ((c->all_bound && !TD_DIM_IS_BAD(d)) || TD_DIM_IS_CONST(d)) {
     snprintf(buf, n, "%lld", (long long)td_dim_eval(c->g, d, c->vals));
     return buf;
   }

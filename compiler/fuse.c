@@ -284,10 +284,6 @@ static void join(fuser *f, int n, int k) {
 
 /* ---- matmul operands as strided views ------------------------------------------- */
 
-td_dim td_dim_const(td_graph *g, int64_t v) {
-  return v >= 0 ? v : td_dim_sub(g, 0, -v);
-}
-
 static void view_contig(fuser *f, int base, td_view *v) {
   const td_node *n = N(f, base);
   memset(v, 0, sizeof *v);

@@ -46,6 +46,7 @@ td_dim td_node_bytes(td_graph *g, const td_node *n) {
 int td_dim_le(td_graph *g, td_dim a, td_dim b) {
   if (TD_DIM_IS_CONST(a) && TD_DIM_IS_CONST(b)) return a <= b;
   td_dim d = td_dim_sub(g, b, a);
+  if (TD_DIM_IS_BAD(d)) return 0;
   if (TD_DIM_IS_CONST(d)) return 1;
   const td_poly *p = &g->dims[-d - 1];
   for (int i = 0; i < p->n; i++)
@@ -213,6 +214,38 @@ static void kernel_costs(td_plan *p, td_kernel *k) {
     k->flops = td_dim_add(g, k->flops, node_flops(g, k->nodes[i]));
 }
 
+/* ---- sizes that overflowed -------------------------------------------------------------- */
+
+/* The checker refuses every graph whose shapes, byte counts or FLOPs
+ * overflow (lang/shapes.c), but sums over many buffers or kernels, and
+ * the strides of views, are made here: a plan holding TD_DIM_BAD is
+ * refused rather than run with a wrong size.  0, or -1 with err. */
+static int any_bad(const td_dim *d, int n) {
+  for (int i = 0; i < n; i++)
+    if (TD_DIM_IS_BAD(d[i])) return 1;
+  return 0;
+}
+
+static int view_bad(const td_view *v) {
+  return any_bad(v->shape, v->rank) || any_bad(v->stride, v->rank) || TD_DIM_IS_BAD(v->offset);
+}
+
+static int check_sizes(const td_plan *p, td_err *err) {
+  int bad = TD_DIM_IS_BAD(p->arena_bytes) || TD_DIM_IS_BAD(p->output_bytes) || any_bad(p->slot_bytes, p->n_slots);
+  for (int i = 0; i < p->n_bufs; i++) bad |= TD_DIM_IS_BAD(p->bufs[i].bytes) || TD_DIM_IS_BAD(p->bufs[i].offset);
+  if (bad)
+    return td_err_set(err, "size arithmetic overflows in the plan of %s: its byte counts do not fit in 64 bits",
+                      p->g->name);
+  for (int k = 0; k < p->n_kernels; k++) {
+    const td_kernel *kn = &p->kernels[k];
+    if (TD_DIM_IS_BAD(kn->bytes_read) || TD_DIM_IS_BAD(kn->bytes_written) || TD_DIM_IS_BAD(kn->flops) ||
+        any_bad(kn->space, kn->rank) || (kn->kind == TD_KERN_MATMUL && (view_bad(&kn->a) || view_bad(&kn->b))))
+      return td_err_set(err, "size arithmetic overflows in the plan of %s (kernel %s): its byte counts, "
+                        "FLOPs or strides do not fit in 64 bits", p->g->name, kn->name);
+  }
+  return 0;
+}
+
 /* ---- building ------------------------------------------------------------------------- */
 
 td_plan *td_plan_build(td_graph *g, td_err *err) {
@@ -227,7 +260,7 @@ td_plan *td_plan_build(td_graph *g, td_err *err) {
     if (name_kernel(p, k, err)) return NULL;
   if (collect_outputs(p, err) || make_buffers(p, err) || plan_memory(p, err)) return NULL;
   for (int k = 0; k < p->n_kernels; k++) kernel_costs(p, &p->kernels[k]);
-  return p;
+  return check_sizes(p, err) ? NULL : p;
 }
 
 /* ---- printing (--dump=fused) ----------------------------------------------------------- */

@@ -159,9 +159,6 @@ td_dim td_node_bytes(td_graph *g, const td_node *n);
  * coefficients of b - a: a sufficient test, exact for literals. */
 int td_dim_le(td_graph *g, td_dim a, td_dim b);
 
-/* A td_dim of any integer (negative literals become polynomials). */
-td_dim td_dim_const(td_graph *g, int64_t v);
-
 /* Writes the plan as text (the --dump=fused format). */
 void td_plan_print(const td_plan *p, const td_diags *d, FILE *out);
 

@@ -210,7 +210,14 @@ static const char *lit(cx *c, td_dtype dt, double f, int64_t i) {
   return td_dtype_is_float(dt) ? flit(c, dt, f) : ilit(c, dt, i);
 }
 
+/* Index of a dims-table entry, added when new; 0 after a failure (out of
+ * memory, or d is TD_DIM_BAD, which the checker and planner keep out). */
 static int dim_entry(cx *c, td_dim d, int rand_node) {
+  if (rand_node < 0 && TD_DIM_IS_BAD(d)) {
+    if (!c->failed) td_err_set(c->err, "size arithmetic overflows in a CUDA kernel");
+    c->failed = 1;
+    return 0;
+  }
   for (int i = 0; i < c->n_dims; i++)
     if (c->dims[i].rand_node == rand_node && (rand_node >= 0 || c->dims[i].dim == d)) return i;
   if (c->n_dims == c->cap_dims) {
@@ -235,6 +242,7 @@ static int dim_entry(cx *c, td_dim d, int rand_node) {
 static const char *dim(cx *c, td_dim d) {
   if (TD_DIM_IS_CONST(d)) return S(c, "%lldLL", (long long)d);
   int i = dim_entry(c, d, -1);
+  if (i >= c->n_dims) return "0";   /* after a failure: the kernel is dropped */
   c->dim_used[i] = 1;
   return S(c, "d%d", i);
 }
@@ -409,7 +417,7 @@ static void store(cx *c, int n, const cx_ix *ix, const char *v) {
 static const char *random_value(cx *c, int n, const cx_ix *ix) {
   const td_node *nd = ND(c, n);
   int e = dim_entry(c, 0, n);
-  c->dim_used[e] = 1;
+  if (e < c->n_dims) c->dim_used[e] = 1;
   return S(c, "((%s)td_rand_%s(%lluULL, (uint64_t)d%d, (uint64_t)(%s)))", vtn[nd->dtype],
            nd->op == TD_IR_RANDN ? "normal" : "uniform", (unsigned long long)nd->attr.seed, e, offset(c, n, ix));
 }
@@ -1242,6 +1250,7 @@ static int emit_kernel(cx *c, int ki, sbuf *out, td_cuda_kernel *info) {
   if (k->kind == TD_KERN_POINTWISE) info->work = extent(c, k->space, k->rank, ~0u);
   else if (k->kind == TD_KERN_REDUCE) info->work = extent(c, k->space, k->rank, ~k->red_axes);
   else matmul_info(c, k, info);
+  if (TD_DIM_IS_BAD(info->work)) return td_err_set(c->err, "size arithmetic overflows in kernel %s", k->name);
   sb_add(out, "\n/* %s (%s): ", k->name, td_kkind_name(k->kind));
   for (int i = 0; i < k->n_nodes; i++) {
     const td_node *nd = ND(c, k->nodes[i]);

@@ -356,7 +356,7 @@ static td_value b_arange(el_ctx *c, td_value *a, td_span sp) {
   memset(&at, 0, sizeof at);
   td_dim n;
   if (lo.k == V_INT && st.k == V_INT && st.i == 1 && hi.k == V_SIZE) {
-    n = lo.i == 0 ? hi.dim : td_dim_sub(c->g, hi.dim, lo.i);
+    n = td_dim_sub(c->g, hi.dim, td_dim_const(c->g, lo.i));
   } else {
     for (int i = 0; i < 3; i++) {
       td_value *v = i == 0 ? &lo : i == 1 ? &hi : &st;
@@ -463,6 +463,10 @@ static td_value b_reshape(el_ctx *c, td_value *a, td_span sp) {
     }
     if (el_size_arg(c, &sv->items[i], &shape[i], "a dimension")) return el_err();
     known = td_dim_mul(c->g, known, shape[i]);
+  }
+  if (infer >= 0 && TD_DIM_IS_BAD(known)) {
+    el_err_overflow(c, sp, "the product of the sizes given to reshape does not fit");
+    return el_err();
   }
   if (infer >= 0) {
     const td_node *n = el_node(c, &a[0]);
@@ -694,6 +698,10 @@ static td_value b_other(el_ctx *c, const builtin *b, td_value *a, td_span sp) {
   case 1: { /* clamp(x, lo, hi) = minimum(maximum(x, lo), hi) */
     td_value r = a[0];
     if (want_tensor(c, &r, "clamp")) return el_err();
+    if (el_node(c, &r)->dtype == TD_BOOL) { /* as el_unary_op says for every other elementwise op */
+      td_error(c->diags, sp, "clamp on bool values; convert with f32(x) first");
+      return el_err();
+    }
     if (a[1].k != V_NONE) r = el_binary_ir(c, TD_IR_MAX, &r, &a[1], sp);
     if (r.k != V_ERR && a[2].k != V_NONE) r = el_binary_ir(c, TD_IR_MIN, &r, &a[2], sp);
     return r;

@@ -66,7 +66,10 @@ td_value el_bool(int b, td_span sp) {
 }
 
 td_value el_size(el_ctx *c, td_dim d, td_span sp) {
-  (void)c;
+  if (TD_DIM_IS_BAD(d)) {
+    el_err_overflow(c, sp, "this size does not fit");
+    return el_err();
+  }
   if (TD_DIM_IS_CONST(d)) return el_int(d, sp);
   td_value v = el_none(sp);
   v.k = V_SIZE;
@@ -275,6 +278,18 @@ static const char *sym_name(el_ctx *c, td_dim d) {
 
 /* ---- compile-time arithmetic ---- */
 
+/* Compile-time integers are 64-bit and exact: an operation whose result
+ * does not fit is an error (sizes are made of them). */
+static td_value int_overflow(el_ctx *c, int op, int64_t i, int64_t j, td_span sp) {
+  td_diag *g = td_error(c->diags, sp, "integer overflow in a compile-time expression: %lld %s %lld %s",
+                        (long long)i, td_binop_str(op), (long long)j,
+                        op == TD_OP_MOD ? "overflows (its quotient, 2^63, does not fit in 64 bits)"
+                                        : "does not fit in 64 bits");
+  td_diag_help(c->diags, g, "compile-time integers are 64-bit (-2^63 .. 2^63 - 1); "
+               "for a large number use a float, e.g. 2.0 ** 64");
+  return el_err();
+}
+
 static int is_num(const td_value *v) { return v->k == V_INT || v->k == V_FLOAT || v->k == V_BOOL || v->k == V_SIZE; }
 static double num_f(const td_value *v) { return v->k == V_FLOAT ? v->f : (double)v->i; }
 
@@ -286,17 +301,30 @@ static td_value const_arith(el_ctx *c, int op, const td_value *a, const td_value
       td_error(c->diags, sp, "a symbolic size can only be combined with integers and sizes");
       return el_err();
     }
-    da = a->k == V_SIZE ? a->dim : a->i;
-    db = b->k == V_SIZE ? b->dim : b->i;
-    if (a->k == V_INT && a->i < 0) da = td_dim_sub(c->g, 0, -a->i);
-    if (b->k == V_INT && b->i < 0) db = td_dim_sub(c->g, 0, -b->i);
-    td_dim r;
+    da = a->k == V_SIZE ? a->dim : td_dim_const(c->g, a->i);
+    db = b->k == V_SIZE ? b->dim : td_dim_const(c->g, b->i);
+    td_dim r = 0;
+    int arith = 1, inexact = 0;
     switch (op) {
-    case TD_OP_ADD: return el_size(c, td_dim_add(c->g, da, db), sp);
-    case TD_OP_SUB: return el_size(c, td_dim_sub(c->g, da, db), sp);
-    case TD_OP_MUL: return el_size(c, td_dim_mul(c->g, da, db), sp);
+    case TD_OP_ADD: r = td_dim_add(c->g, da, db); break;
+    case TD_OP_SUB: r = td_dim_sub(c->g, da, db); break;
+    case TD_OP_MUL: r = td_dim_mul(c->g, da, db); break;
+    case TD_OP_DIV: inexact = td_dim_div(c->g, da, db, &r) != 0; break;
+    default: arith = 0; break;
+    }
+    if (arith && (TD_DIM_IS_BAD(r) || TD_DIM_IS_BAD(da) || TD_DIM_IS_BAD(db))) {
+      static const char *const what[] = {"sum", "difference", "product", "quotient"};
+      char s1[128], s2[128];
+      td_dim_str(c->g, da, s1, sizeof s1);
+      td_dim_str(c->g, db, s2, sizeof s2);
+      if (strlen(s1) + strlen(s2) < 80) el_err_overflow(c, sp, "%s %s %s does not fit", s1, td_binop_str(op), s2);
+      else el_err_overflow(c, sp, "this %s of sizes does not fit", what[op == TD_OP_ADD ? 0 : op == TD_OP_SUB ? 1 : op == TD_OP_MUL ? 2 : 3]);
+      return el_err();
+    }
+    switch (op) {
+    case TD_OP_ADD: case TD_OP_SUB: case TD_OP_MUL: return el_size(c, r, sp);
     case TD_OP_DIV:
-      if (td_dim_div(c->g, da, db, &r) == 0) return el_size(c, r, sp);
+      if (!inexact) return el_size(c, r, sp);
       {
         char s1[64], s2[64];
         td_diag *g = td_error(c->diags, sp, "%s / %s is not a whole size for every value of the symbols",
@@ -336,10 +364,17 @@ static td_value const_arith(el_ctx *c, int op, const td_value *a, const td_value
     td_error(c->diags, sp, "arithmetic on bools");
     return el_err();
   }
+  int64_t r;
   switch (op) {
-  case TD_OP_ADD: return fl ? el_float(x + y, sp) : el_int((int64_t)((uint64_t)i + (uint64_t)j), sp);
-  case TD_OP_SUB: return fl ? el_float(x - y, sp) : el_int((int64_t)((uint64_t)i - (uint64_t)j), sp);
-  case TD_OP_MUL: return fl ? el_float(x * y, sp) : el_int((int64_t)((uint64_t)i * (uint64_t)j), sp);
+  case TD_OP_ADD:
+    if (fl) return el_float(x + y, sp);
+    return __builtin_add_overflow(i, j, &r) ? int_overflow(c, op, i, j, sp) : el_int(r, sp);
+  case TD_OP_SUB:
+    if (fl) return el_float(x - y, sp);
+    return __builtin_sub_overflow(i, j, &r) ? int_overflow(c, op, i, j, sp) : el_int(r, sp);
+  case TD_OP_MUL:
+    if (fl) return el_float(x * y, sp);
+    return __builtin_mul_overflow(i, j, &r) ? int_overflow(c, op, i, j, sp) : el_int(r, sp);
   case TD_OP_DIV:
     if (!fl && j != 0 && !(i == INT64_MIN && j == -1) && i % j == 0) return el_int(i / j, sp);
     if (y == 0) { td_error(c->diags, sp, "division by zero in a compile-time expression"); return el_err(); }
@@ -347,19 +382,20 @@ static td_value const_arith(el_ctx *c, int op, const td_value *a, const td_value
   case TD_OP_MOD:
     if (fl) {
       if (y == 0) { td_error(c->diags, sp, "modulo by zero"); return el_err(); }
-      double r = x - y * __builtin_floor(x / y);
-      return el_float(r, sp);
+      return el_float(x - y * __builtin_floor(x / y), sp);
     }
-    if (j == 0 || (i == INT64_MIN && j == -1)) { td_error(c->diags, sp, "modulo by zero"); return el_err(); }
-    {
-      int64_t r = i % j;
-      if (r && ((r < 0) != (j < 0))) r += j;
-      return el_int(r, sp);
-    }
+    if (j == 0) { td_error(c->diags, sp, "modulo by zero"); return el_err(); }
+    if (i == INT64_MIN && j == -1) return int_overflow(c, op, i, j, sp); /* C's % would trap */
+    r = i % j;
+    if (r && ((r < 0) != (j < 0))) r += j;
+    return el_int(r, sp);
   case TD_OP_POW:
-    if (!fl && j >= 0 && j < 63) {
-      int64_t r = 1;
-      for (int64_t k = 0; k < j; k++) r = (int64_t)((uint64_t)r * (uint64_t)i);
+    if (!fl && j >= 0) { /* exact; |i| >= 2 overflows within 63 steps */
+      if (i == 0 || i == 1) return el_int(j == 0 ? 1 : i, sp);
+      if (i == -1) return el_int(j & 1 ? -1 : 1, sp);
+      r = 1;
+      for (int64_t k = 0; k < j; k++)
+        if (__builtin_mul_overflow(r, i, &r)) return int_overflow(c, op, i, j, sp);
       return el_int(r, sp);
     }
     return el_float(__builtin_pow(x, y), sp);
@@ -1131,6 +1167,12 @@ static td_value eval_unary(el_ctx *c, el_scope *s, const td_ast *e) {
     return el_bool(!a.i, e->span);
   }
   td_value zero = el_int(0, e->span);
+  if (a.k == V_INT && a.i == INT64_MIN) {
+    td_diag *g = td_error(c->diags, e->span, "integer overflow in a compile-time expression: "
+                          "-(-9223372036854775808) does not fit in 64 bits");
+    td_diag_help(c->diags, g, "compile-time integers are 64-bit (-2^63 .. 2^63 - 1)");
+    return el_err();
+  }
   if (a.k == V_INT || a.k == V_FLOAT || a.k == V_SIZE) return const_arith(c, TD_OP_SUB, &zero, &a, e->span);
   td_error(c->diags, e->span, "cannot negate %s", el_kind_name(&a));
   return el_err();

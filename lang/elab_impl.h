@@ -158,6 +158,12 @@ int el_size_arg(el_ctx *c, const td_value *v, td_dim *out, const char *what);
 int el_axis(el_ctx *c, const td_value *v, int rank, int *out);
 /* Teaching error: a tensor used where a compile-time value is needed. */
 void el_err_host_read(el_ctx *c, const td_value *v, const char *what);
+/* Reports size arithmetic at sp that gave TD_DIM_BAD:
+ * "size arithmetic overflows: WHAT", with the limits as help.  -1. */
+int el_err_overflow(el_ctx *c, td_span sp, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The element count of a shape (TD_DIM_BAD when it overflows), multiplied
+ * left to right as the compiler's planner does. */
+td_dim el_numel(el_ctx *c, int rank, const td_dim *shape);
 
 /* ---- builtins (builtins.c) ---- */
 int el_builtin_find(const char *name);

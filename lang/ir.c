@@ -4,6 +4,9 @@
  * symbols, kept canonical (monomials sorted by their symbol lists, no zero
  * coefficients) and interned, so equality of sizes is equality of td_dim
  * values.  A polynomial that is a constant is stored as the literal itself.
+ * The arithmetic is exact or gives TD_DIM_BAD: coefficients are checked
+ * for int64 overflow, terms hold at most TD_MONO_MAX symbols and
+ * polynomials at most TD_POLY_MAX terms.
  */
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +28,11 @@ td_graph *td_graph_new(td_arena *a, const char *name) {
 
 /* ---- polynomials ---- */
 
+/* The monomial order: by degree, then by the sorted symbol lists.  It is a
+ * total order, a well-order and kept by multiplication (m1 < m2 implies
+ * m1*m3 < m2*m3), so a canonical polynomial's last term is its leading
+ * term and the products of a sorted polynomial with one monomial come out
+ * sorted: what polynomial division needs. */
 static int mono_cmp(const td_mono *a, const td_mono *b) {
   if (a->n != b->n) return a->n - b->n;
   for (int i = 0; i < a->n; i++)
@@ -32,24 +40,43 @@ static int mono_cmp(const td_mono *a, const td_mono *b) {
   return 0;
 }
 
-/* Sorts, merges equal monomials and drops zeros, in place. */
-static void poly_canon(td_poly *p) {
-  for (int i = 1; i < p->n; i++) { /* insertion sort: polys are tiny */
-    td_mono m = p->t[i];
-    int j = i - 1;
-    while (j >= 0 && mono_cmp(&p->t[j], &m) > 0) { p->t[j + 1] = p->t[j]; j--; }
-    p->t[j + 1] = m;
-  }
-  int k = 0;
-  for (int i = 0; i < p->n; i++) {
-    if (k > 0 && mono_cmp(&p->t[k - 1], &p->t[i]) == 0) p->t[k - 1].coef += p->t[i].coef;
-    else p->t[k++] = p->t[i];
-  }
-  int w = 0;
-  for (int i = 0; i < k; i++)
-    if (p->t[i].coef != 0) p->t[w++] = p->t[i];
-  p->n = w;
+/* x * y into *m (symbols merged in order); -1 when the coefficient
+ * overflows or the term would have more than TD_MONO_MAX symbols. */
+static int mono_mul(const td_mono *x, const td_mono *y, td_mono *m) {
+  if (x->n + y->n > TD_MONO_MAX || __builtin_mul_overflow(x->coef, y->coef, &m->coef)) return -1;
+  int i = 0, j = 0;
+  m->n = x->n + y->n;
+  for (int k = 0; k < m->n; k++)
+    m->sym[k] = j == y->n || (i < x->n && x->sym[i] <= y->sym[j]) ? x->sym[i++] : y->sym[j++];
+  return 0;
 }
+
+/* y / x into *m when x divides y (its symbols are among y's and its
+ * coefficient divides y's): 0; 1 when it does not; -1 when the quotient's
+ * coefficient overflows (INT64_MIN / -1). */
+static int mono_div(const td_mono *y, const td_mono *x, td_mono *m) {
+  if (x->coef == -1) {
+    if (y->coef == INT64_MIN) return -1;
+    m->coef = -y->coef;
+  } else {
+    if (y->coef % x->coef) return 1;
+    m->coef = y->coef / x->coef;
+  }
+  int i = 0;
+  m->n = 0;
+  for (int j = 0; j < y->n; j++) {
+    if (i < x->n && x->sym[i] == y->sym[j]) { i++; continue; }
+    if (i < x->n && x->sym[i] < y->sym[j]) return 1; /* x has a symbol y lacks */
+    m->sym[m->n++] = y->sym[j];
+  }
+  return i == x->n ? 0 : 1;
+}
+
+/* Scratch room for one polynomial. */
+typedef struct pbuf {
+  int n;
+  td_mono t[TD_POLY_MAX];
+} pbuf;
 
 static int poly_eq(const td_poly *a, const td_poly *b) {
   if (a->n != b->n) return 0;
@@ -58,7 +85,8 @@ static int poly_eq(const td_poly *a, const td_poly *b) {
   return 1;
 }
 
-/* The polynomial of d in scratch storage (one monomial for literals). */
+/* The polynomial of d (not TD_DIM_BAD) in scratch storage (one monomial
+ * for literals). */
 static td_poly poly_of(const td_graph *g, td_dim d, td_mono *scratch) {
   td_poly p;
   if (TD_DIM_IS_CONST(d)) {
@@ -73,8 +101,9 @@ static td_poly poly_of(const td_graph *g, td_dim d, td_mono *scratch) {
 
 /* Interns a canonical polynomial; constants become literals.  A negative
  * constant cannot be a size: it is interned as a polynomial so the checker
- * can still print it, but td_dim_is_const is false for it. */
-static td_dim intern(td_graph *g, td_poly *p) {
+ * can still print it, but TD_DIM_IS_CONST is false for it.  TD_DIM_BAD
+ * when memory runs out. */
+static td_dim intern(td_graph *g, const td_poly *p) {
   if (p->n == 0) return 0;
   if (p->n == 1 && p->t[0].n == 0 && p->t[0].coef > 0) return p->t[0].coef;
   for (int i = 0; i < g->n_dims; i++)
@@ -82,17 +111,22 @@ static td_dim intern(td_graph *g, td_poly *p) {
   if (g->n_dims == g->cap_dims) {
     int cap = g->cap_dims ? 2 * g->cap_dims : 16;
     td_poly *nd = td_arena_alloc(g->arena, (size_t)cap * sizeof *nd);
-    if (!nd) return 0;
+    if (!nd) return TD_DIM_BAD;
     if (g->n_dims) memcpy(nd, g->dims, (size_t)g->n_dims * sizeof *nd);
     g->dims = nd;
     g->cap_dims = cap;
   }
   td_mono *t = td_arena_alloc(g->arena, (size_t)p->n * sizeof *t);
-  if (!t) return 0;
+  if (!t) return TD_DIM_BAD;
   memcpy(t, p->t, (size_t)p->n * sizeof *t);
   g->dims[g->n_dims].n = p->n;
   g->dims[g->n_dims].t = t;
   return -(td_dim)(g->n_dims++) - 1;
+}
+
+static td_dim intern_buf(td_graph *g, pbuf *b) {
+  td_poly p = {b->n, b->t};
+  return intern(g, &p);
 }
 
 int td_sym_new(td_graph *g, const char *name) {
@@ -109,28 +143,50 @@ int td_sym_new(td_graph *g, const char *name) {
 }
 
 td_dim td_dim_sym(td_graph *g, int sym) {
-  td_mono m = {1, 1, {sym, 0, 0, 0}};
+  if (sym < 0) return TD_DIM_BAD;
+  td_mono m = {.coef = 1, .n = 1, .sym = {sym}};
   td_poly p = {1, &m};
   return intern(g, &p);
 }
 
+td_dim td_dim_const(td_graph *g, int64_t v) {
+  if (v >= 0) return v;
+  td_mono m = {.coef = v, .n = 0};
+  td_poly p = {1, &m};
+  return intern(g, &p);
+}
+
+/* a + s * b into r, s = 1 or -1, a and b canonical: a merge of two sorted
+ * lists.  -1 when a coefficient overflows or r would overflow. */
+static int merge_scaled(const td_poly *a, const td_poly *b, int64_t s, pbuf *r) {
+  int i = 0, j = 0;
+  r->n = 0;
+  while (i < a->n || j < b->n) {
+    int c = i == a->n ? 1 : j == b->n ? -1 : mono_cmp(&a->t[i], &b->t[j]);
+    td_mono m = c < 0 ? a->t[i] : b->t[j];
+    if (c >= 0 && __builtin_mul_overflow(b->t[j].coef, s, &m.coef)) return -1;
+    if (c == 0 && __builtin_add_overflow(a->t[i].coef, m.coef, &m.coef)) return -1;
+    i += c <= 0;
+    j += c >= 0;
+    if (m.coef == 0) continue;
+    if (r->n == TD_POLY_MAX) return -1;
+    r->t[r->n++] = m;
+  }
+  return 0;
+}
+
 static td_dim add_scaled(td_graph *g, td_dim a, td_dim b, int64_t s) {
+  if (TD_DIM_IS_BAD(a) || TD_DIM_IS_BAD(b)) return TD_DIM_BAD;
   td_mono sa, sb;
   td_poly pa = poly_of(g, a, &sa), pb = poly_of(g, b, &sb);
-  td_mono t[64];
-  if (pa.n + pb.n > 64) return 0;
-  memcpy(t, pa.t, (size_t)pa.n * sizeof *t);
-  for (int i = 0; i < pb.n; i++) {
-    t[pa.n + i] = pb.t[i];
-    t[pa.n + i].coef *= s;
-  }
-  td_poly r = {pa.n + pb.n, t};
-  poly_canon(&r);
-  return intern(g, &r);
+  pbuf r;
+  if (merge_scaled(&pa, &pb, s, &r)) return TD_DIM_BAD;
+  return intern_buf(g, &r);
 }
 
 td_dim td_dim_add(td_graph *g, td_dim a, td_dim b) {
-  if (TD_DIM_IS_CONST(a) && TD_DIM_IS_CONST(b)) return a + b;
+  td_dim r;
+  if (TD_DIM_IS_CONST(a) && TD_DIM_IS_CONST(b)) return __builtin_add_overflow(a, b, &r) ? TD_DIM_BAD : r;
   return add_scaled(g, a, b, 1);
 }
 
@@ -139,31 +195,90 @@ td_dim td_dim_sub(td_graph *g, td_dim a, td_dim b) {
   return add_scaled(g, a, b, -1);
 }
 
+/* Adds m into r, merging it with an equal term; -1 on overflow. */
+static int acc_term(pbuf *r, const td_mono *m) {
+  for (int k = 0; k < r->n; k++)
+    if (!mono_cmp(&r->t[k], m)) return __builtin_add_overflow(r->t[k].coef, m->coef, &r->t[k].coef) ? -1 : 0;
+  if (r->n == TD_POLY_MAX) { /* terms that cancelled free their places */
+    int w = 0;
+    for (int k = 0; k < r->n; k++)
+      if (r->t[k].coef) r->t[w++] = r->t[k];
+    r->n = w;
+    if (w == TD_POLY_MAX) return -1;
+  }
+  r->t[r->n++] = *m;
+  return 0;
+}
+
+/* Sorts r and drops zero coefficients (r's terms are distinct). */
+static void canon(pbuf *r) {
+  int w = 0;
+  for (int k = 0; k < r->n; k++)
+    if (r->t[k].coef) r->t[w++] = r->t[k];
+  r->n = w;
+  for (int i = 1; i < r->n; i++) { /* insertion sort: polys are tiny */
+    td_mono m = r->t[i];
+    int j = i - 1;
+    while (j >= 0 && mono_cmp(&r->t[j], &m) > 0) { r->t[j + 1] = r->t[j]; j--; }
+    r->t[j + 1] = m;
+  }
+}
+
 td_dim td_dim_mul(td_graph *g, td_dim a, td_dim b) {
-  if (TD_DIM_IS_CONST(a) && TD_DIM_IS_CONST(b)) return a * b;
+  if (TD_DIM_IS_BAD(a) || TD_DIM_IS_BAD(b)) return TD_DIM_BAD;
+  td_dim c;
+  if (TD_DIM_IS_CONST(a) && TD_DIM_IS_CONST(b)) return __builtin_mul_overflow(a, b, &c) ? TD_DIM_BAD : c;
   td_mono sa, sb;
   td_poly pa = poly_of(g, a, &sa), pb = poly_of(g, b, &sb);
-  td_mono t[64];
-  int n = 0;
+  pbuf r;
+  r.n = 0;
   for (int i = 0; i < pa.n; i++)
     for (int j = 0; j < pb.n; j++) {
-      if (n == 64 || pa.t[i].n + pb.t[j].n > TD_MONO_MAX) return 0;
-      td_mono m = pa.t[i];
-      m.coef *= pb.t[j].coef;
-      for (int k = 0; k < pb.t[j].n; k++) { /* insert keeping symbols sorted */
-        int s = pb.t[j].sym[k], w = m.n++;
-        while (w > 0 && m.sym[w - 1] > s) { m.sym[w] = m.sym[w - 1]; w--; }
-        m.sym[w] = s;
-      }
-      t[n++] = m;
+      td_mono m;
+      if (mono_mul(&pa.t[i], &pb.t[j], &m) || acc_term(&r, &m)) return TD_DIM_BAD;
     }
-  td_poly r = {n, t};
-  poly_canon(&r);
-  return intern(g, &r);
+  canon(&r);
+  return intern_buf(g, &r);
+}
+
+/* Exact division of canonical polynomials by the division algorithm: the
+ * leading term of the remainder must be a multiple of b's, else b does not
+ * divide a (with one divisor, an exact division leaves remainder 0 in any
+ * monomial order).  Each step removes the remainder's leading term and
+ * adds only smaller ones, so it ends.  0 with the quotient in s[0]; 1 when
+ * not exact; -1 on overflow.  s: four scratch buffers. */
+static int poly_div(const td_poly *a, const td_poly *b, pbuf *s) {
+  pbuf *q = &s[0], *r = &s[1], *t = &s[2], *u = &s[3];
+  const td_mono *lb = &b->t[b->n - 1];
+  memcpy(r->t, a->t, (size_t)a->n * sizeof *a->t);
+  r->n = a->n;
+  q->n = 0;
+  while (r->n > 0) {
+    td_mono m;
+    int rc = mono_div(&r->t[r->n - 1], lb, &m);
+    if (rc) return rc;
+    if (q->n == TD_POLY_MAX) return -1;
+    q->t[q->n++] = m;
+    t->n = b->n;                    /* m * b, sorted as b is */
+    for (int k = 0; k < b->n; k++)
+      if (mono_mul(&m, &b->t[k], &t->t[k])) return -1;
+    td_poly pr = {r->n, r->t}, pt = {t->n, t->t};
+    if (merge_scaled(&pr, &pt, -1, u)) return -1;
+    pbuf *w = r;
+    r = u;
+    u = w;
+  }
+  for (int i = 0, j = q->n - 1; i < j; i++, j--) { /* found largest first */
+    td_mono m = q->t[i];
+    q->t[i] = q->t[j];
+    q->t[j] = m;
+  }
+  return 0;
 }
 
 int td_dim_div(td_graph *g, td_dim a, td_dim b, td_dim *out) {
   if (b == 0) return -1;
+  if (TD_DIM_IS_BAD(a) || TD_DIM_IS_BAD(b)) { *out = TD_DIM_BAD; return 0; }
   if (TD_DIM_IS_CONST(a) && TD_DIM_IS_CONST(b)) {
     if (a % b) return -1;
     *out = a / b;
@@ -172,27 +287,42 @@ int td_dim_div(td_graph *g, td_dim a, td_dim b, td_dim *out) {
   if (a == b) { *out = 1; return 0; }
   td_mono sa, sb;
   td_poly pa = poly_of(g, a, &sa), pb = poly_of(g, b, &sb);
-  if (pb.n != 1) return -1;
-  /* divide every monomial of a by the single monomial of b */
-  td_mono t[64];
-  if (pa.n > 64) return -1;
+  if (pa.n == 0) { *out = 0; return 0; }
+  pbuf *s = td_malloc(4 * sizeof *s);
+  if (!s) { *out = TD_DIM_BAD; return 0; }
+  int rc = poly_div(&pa, &pb, s);
+  if (rc <= 0) *out = rc ? TD_DIM_BAD : intern_buf(g, &s[0]);
+  td_free(s);
+  return rc > 0 ? -1 : 0;
+}
+
+/* ceil(c / m) for any int64 c and 1 <= m <= 2^63, without overflow. */
+static int64_t ceil_div_i(int64_t c, uint64_t m) {
+  if (c > 0) return (int64_t)(((uint64_t)c - 1) / m + 1);
+  uint64_t f = (0 - (uint64_t)c) / m;   /* floor(-c / m), at most 2^63 */
+  return (int64_t)(0 - f);              /* -f; 2^63 wraps to INT64_MIN, which it is */
+}
+
+int td_dim_ceil_div(td_graph *g, td_dim a, uint64_t m, td_dim *out) {
+  if (m == 0 || m > (uint64_t)1 << 63) return -1;
+  if (TD_DIM_IS_BAD(a)) { *out = TD_DIM_BAD; return 0; }
+  td_mono sa;
+  td_poly pa = poly_of(g, a, &sa);
+  pbuf r;
+  r.n = 0;
   for (int i = 0; i < pa.n; i++) {
-    td_mono m = pa.t[i];
-    if (m.coef % pb.t[0].coef) return -1;
-    m.coef /= pb.t[0].coef;
-    for (int k = 0; k < pb.t[0].n; k++) {
-      int s = pb.t[0].sym[k], found = -1;
-      for (int q = 0; q < m.n; q++)
-        if (m.sym[q] == s) { found = q; break; }
-      if (found < 0) return -1;
-      for (int q = found; q + 1 < m.n; q++) m.sym[q] = m.sym[q + 1];
-      m.n--;
+    td_mono t = pa.t[i];
+    if (t.n == 0) t.coef = ceil_div_i(t.coef, m);
+    else if (m > INT64_MAX) { /* m == 2^63 divides only INT64_MIN */
+      if (t.coef != INT64_MIN) return -1;
+      t.coef = -1;
+    } else {
+      if (t.coef % (int64_t)m) return -1;
+      t.coef /= (int64_t)m;
     }
-    t[i] = m;
+    if (t.coef) r.t[r.n++] = t;
   }
-  td_poly r = {pa.n, t};
-  poly_canon(&r);
-  *out = intern(g, &r);
+  *out = intern_buf(g, &r);
   return 0;
 }
 
@@ -338,8 +468,14 @@ static int verify_node(const td_graph *g, int id, td_err *err) {
   if (arity >= 0 && n->n_in != arity) VFAIL("has %d inputs, expected %d", n->n_in, arity);
   for (int k = 0; k < n->n_in; k++)
     if (n->in[k] < 0 || n->in[k] >= id) VFAIL("input %d refers to %%%d", k, n->in[k]);
-  for (int i = 0; i < n->rank; i++)
-    if (!TD_DIM_IS_CONST(n->shape[i]) && (-n->shape[i] - 1) >= g->n_dims) VFAIL("bad dim");
+  for (int i = 0; i < n->rank; i++) {
+    td_dim d = n->shape[i], s = n->op == TD_IR_SLICE ? n->attr.start[i] : 0;
+    if (TD_DIM_IS_BAD(d) || TD_DIM_IS_BAD(s)) VFAIL("size arithmetic overflowed in dimension %d", i);
+    if ((!TD_DIM_IS_CONST(d) && (-d - 1) >= g->n_dims) || (!TD_DIM_IS_CONST(s) && (-s - 1) >= g->n_dims))
+      VFAIL("bad dim");
+  }
+  if (n->op == TD_IR_DIM && (TD_DIM_IS_BAD(n->attr.dim) || (!TD_DIM_IS_CONST(n->attr.dim) && -n->attr.dim - 1 >= g->n_dims)))
+    VFAIL("bad dim");
   switch (td_ops[n->op].kind) {
   case TD_K_UNARY: case TD_K_BINARY: case TD_K_COMPARE: case TD_K_TERNARY:
     return verify_elementwise(g, id, err);

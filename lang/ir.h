@@ -110,16 +110,27 @@ td_graph *td_graph_new(td_arena *a, const char *name);
 /* ---- dims ---- */
 int td_sym_new(td_graph *g, const char *name);           /* new symbol id */
 td_dim td_dim_sym(td_graph *g, int sym);
+/* The size arithmetic below is exact or gives TD_DIM_BAD (never a wrong
+ * size, never undefined behaviour), for any operands. */
+/* The integer v as a td_dim: the literal when v >= 0, else an interned
+ * negative constant (which no shape holds, but sizes in the making can). */
+td_dim td_dim_const(td_graph *g, int64_t v);
 td_dim td_dim_add(td_graph *g, td_dim a, td_dim b);
 td_dim td_dim_sub(td_graph *g, td_dim a, td_dim b);
 td_dim td_dim_mul(td_graph *g, td_dim a, td_dim b);
-/* a / b when exact for every value of the symbols (b literal and dividing
- * every coefficient, or a == b * q structurally); returns 0 and sets *out,
- * or -1 when not provably exact. */
+/* a / b when exact for every value of the symbols: a == b * q with q a
+ * polynomial with integer coefficients (polynomial division, so also
+ * (K*K - 2*K + 1) / (K - 1) == K - 1).  Returns 0 and sets *out (to
+ * TD_DIM_BAD when an operand is, or the division overflows), or -1 when
+ * not exact (b == 0 included). */
 int td_dim_div(td_graph *g, td_dim a, td_dim b, td_dim *out);
+/* ceil(a / m) for m >= 1 (at most 2^63) when that is a polynomial for
+ * every value of the symbols: every non-constant coefficient of a is a
+ * multiple of m.  0 and *out (TD_DIM_BAD when a is), or -1. */
+int td_dim_ceil_div(td_graph *g, td_dim a, uint64_t m, td_dim *out);
 /* Value of d given symbol values (indexed by symbol id). */
 int64_t td_dim_eval(const td_graph *g, td_dim d, const int64_t *symvals);
-/* "N", "2*N + 1", "16" into buf; returns buf. */
+/* "N", "2*N + 1", "16" into buf ("?" for TD_DIM_BAD); returns buf. */
 char *td_dim_str(const td_graph *g, td_dim d, char *buf, size_t n);
 /* "f32[N, 4]" into buf. */
 char *td_type_str(const td_graph *g, td_dtype dt, int rank, const td_dim *shape,

@@ -9,14 +9,62 @@
  * dtype, reductions keep dims, matmul sees operands of rank >= 2.
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include "elab_impl.h"
 
 const td_node *el_node(el_ctx *c, const td_value *v) { return &c->g->nodes[v->node]; }
 
+/* ---- size arithmetic that overflows ---- */
+
+int el_err_overflow(el_ctx *c, td_span sp, const char *fmt, ...) {
+  char what[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  td_diag *g = td_error(c->diags, sp, "size arithmetic overflows: %s", what);
+  td_diag_help(c->diags, g, "sizes are kept exactly, as polynomials in the symbolic sizes with 64-bit "
+               "integer coefficients (at most %d symbols in a term, %d terms, and every tensor's "
+               "byte count must fit too); use smaller sizes", TD_MONO_MAX, TD_POLY_MAX);
+  return -1;
+}
+
+td_dim el_numel(el_ctx *c, int rank, const td_dim *shape) {
+  td_dim n = 1;
+  for (int i = 0; i < rank; i++) n = td_dim_mul(c->g, n, shape[i]);
+  return n;
+}
+
+/* Whether what the later stages derive from a node of this shape can be
+ * represented: its dims, its slice starts, its bytes in the widest dtype
+ * (so casts and the half-precision rewrite stay in range too) and, for a
+ * matmul, its FLOPs (2*K per output element), computed as the planner
+ * does.  0, or -1 with a diagnostic at sp. */
+static int check_sizes(el_ctx *c, td_op op, td_dtype dt, int rank, const td_dim *shape,
+                       const int *in, const td_attr *attr, td_span sp) {
+  for (int i = 0; i < rank; i++)
+    if (TD_DIM_IS_BAD(shape[i]) || (op == TD_IR_SLICE && TD_DIM_IS_BAD(attr->start[i])))
+      return el_err_overflow(c, sp, "dimension %d of the result does not fit", i);
+  td_dim n = el_numel(c, rank, shape);
+  if (TD_DIM_IS_BAD(td_dim_mul(c->g, n, 8))) {
+    char t[256];
+    return el_err_overflow(c, sp, "the element count of %s times 8 (the widest dtype's bytes) "
+                           "does not fit", td_type_str(c->g, dt, rank, shape, t, sizeof t));
+  }
+  if (op == TD_IR_MATMUL) {
+    const td_node *a = &c->g->nodes[in[0]];
+    if (TD_DIM_IS_BAD(td_dim_mul(c->g, td_dim_mul(c->g, 2, a->shape[a->rank - 1]), n)))
+      return el_err_overflow(c, sp, "the FLOP count of this matmul does not fit");
+  }
+  return 0;
+}
+
 int el_emit(el_ctx *c, td_op op, td_dtype dt, int rank, const td_dim *shape,
             const int *in, int n_in, const td_attr *attr, td_span sp) {
+  if (rank >= 0 && rank <= TD_MAX_RANK && check_sizes(c, op, dt, rank, shape, in, attr, sp)) return -1;
   if (c->g->n_nodes >= c->node_limit) {
     if (c->g->n_nodes == c->node_limit)
       td_error(c->diags, sp, "the graph grew past %d operations", c->node_limit);
@@ -303,18 +351,19 @@ int el_axis(el_ctx *c, const td_value *v, int rank, int *out) {
 
 /* ---- movement ---- */
 
-static td_dim numel_dim(el_ctx *c, int rank, const td_dim *shape) {
-  td_dim n = 1;
-  for (int i = 0; i < rank; i++) n = td_dim_mul(c->g, n, shape[i]);
-  return n;
-}
-
 td_value el_reshape(el_ctx *c, const td_value *x, int rank, const td_dim *shape, td_span sp) {
   int in = el_as_tensor(c, x, x->k == V_TENSOR ? el_node(c, x)->dtype : TD_F32, x->span);
   if (in < 0) return el_err();
   const td_node *n = &c->g->nodes[in];
   if (n->rank == rank && !memcmp(n->shape, shape, (size_t)rank * sizeof *shape)) return el_tensor(in, sp);
-  if (numel_dim(c, n->rank, n->shape) != numel_dim(c, rank, shape)) {
+  td_dim from = el_numel(c, n->rank, n->shape), to = el_numel(c, rank, shape);
+  if (TD_DIM_IS_BAD(to) || TD_DIM_IS_BAD(from)) {
+    char t2[256];
+    el_err_overflow(c, sp, "the element count of %s does not fit",
+                    td_type_str(c->g, n->dtype, rank, shape, t2, sizeof t2));
+    return el_err();
+  }
+  if (from != to) {
     char t1[256], t2[256];
     td_diag *g = td_error(c->diags, sp, "cannot reshape %s into %s: the element counts differ",
                           tstr(c, n, t1, sizeof t1),
@@ -507,7 +556,14 @@ td_value el_concat(el_ctx *c, const td_value *xs, int n, int axis, td_span sp) {
       td_diag_note(c->diags, g, f->span, "%s comes from here", t2);
       return el_err();
     }
-    shape[ax] = td_dim_add(c->g, shape[ax], x->shape[ax]);
+    td_dim sum = td_dim_add(c->g, shape[ax], x->shape[ax]);
+    if (TD_DIM_IS_BAD(sum)) {
+      char d1[128], d2[128];
+      el_err_overflow(c, sp, "concat along axis %d: %s + %s does not fit", ax,
+                      td_dim_str(c->g, shape[ax], d1, sizeof d1), td_dim_str(c->g, x->shape[ax], d2, sizeof d2));
+      return el_err();
+    }
+    shape[ax] = sum;
     ids[i] = el_as_tensor(c, &xs[i], t, xs[i].span);
     if (ids[i] < 0) return el_err();
   }
@@ -524,8 +580,8 @@ td_value el_concat(el_ctx *c, const td_value *xs, int n, int axis, td_span sp) {
  * indices count from `len`.  -1 with a diagnostic otherwise. */
 static int index_pos(el_ctx *c, const td_value *v, td_dim len, td_dim *d) {
   if (v->k == V_INT && v->i < 0) {
-    *d = td_dim_sub(c->g, len, -v->i);
-    return 0;
+    *d = td_dim_add(c->g, len, td_dim_const(c->g, v->i));
+    return TD_DIM_IS_BAD(*d) ? el_err_overflow(c, v->span, "the index does not fit") : 0;
   }
   return el_size_arg(c, v, d, "an index");
 }
@@ -533,7 +589,7 @@ static int index_pos(el_ctx *c, const td_value *v, td_dim len, td_dim *d) {
 /* Is d a literal or a polynomial that cannot be negative for sizes >= 0?
  * (we only reject provably negative literals) */
 static int neg_literal(el_ctx *c, td_dim d) {
-  if (TD_DIM_IS_CONST(d)) return 0;
+  if (TD_DIM_IS_CONST(d) || TD_DIM_IS_BAD(d)) return 0;
   const td_poly *p = &c->g->dims[-d - 1];
   return p->n == 1 && p->t[0].n == 0 && p->t[0].coef < 0;
 }
@@ -543,6 +599,7 @@ static int neg_literal(el_ctx *c, td_dim d) {
  * polynomial); its value in *v. */
 static int lit_value(el_ctx *c, td_dim d, int64_t *v) {
   if (TD_DIM_IS_CONST(d)) { *v = d; return 1; }
+  if (TD_DIM_IS_BAD(d)) return 0;
   const td_poly *p = &c->g->dims[-d - 1];
   if (p->n == 1 && p->t[0].n == 0) { *v = p->t[0].coef; return 1; }
   return 0;
@@ -582,7 +639,7 @@ td_value el_apply_index(el_ctx *c, int in, const int *kind, const td_value *lo,
     if (step[i].k == V_INT) st = step[i].i;
     else if (step[i].k != V_NONE) { td_error(c->diags, step[i].span, "a slice step must be a literal integer"); return el_err(); }
     if (st == 0) { td_error(c->diags, step[i].span, "a slice step cannot be zero"); return el_err(); }
-    td_dim a, b = 0;
+    td_dim a, b = 0, cnt;
     int to_front = 0; /* negative step without a stop: down to index 0 */
     if (st > 0) {
       if (lo[i].k == V_NONE) a = 0;
@@ -590,17 +647,13 @@ td_value el_apply_index(el_ctx *c, int in, const int *kind, const td_value *lo,
       if (hi[i].k == V_NONE) b = len;
       else if (index_pos(c, &hi[i], len, &b)) return el_err();
     } else {
-      /* negative step on literal sizes only */
-      if (!TD_DIM_IS_CONST(len) && (lo[i].k == V_NONE || hi[i].k == V_NONE)) {
-        td_error(c->diags, sp, "a negative slice step needs explicit bounds on a symbolic dimension");
-        return el_err();
-      }
       if (lo[i].k == V_NONE) a = td_dim_sub(c->g, len, 1);
       else if (index_pos(c, &lo[i], len, &a)) return el_err();
       if (hi[i].k == V_NONE) to_front = 1;
       else if (index_pos(c, &hi[i], len, &b)) return el_err();
     }
-    td_dim cnt;
+    /* |st| as unsigned: -INT64_MIN does not fit in an int64 */
+    uint64_t m = st > 0 ? (uint64_t)st : 0 - (uint64_t)st;
     int64_t A = 0, B = 0;
     if (TD_DIM_IS_CONST(len) && lit_value(c, a, &A) && (to_front || lit_value(c, b, &B))) {
       /* Python's clamping on literal sizes (bounds past either end) */
@@ -608,22 +661,30 @@ td_value el_apply_index(el_ctx *c, int in, const int *kind, const td_value *lo,
       if (st > 0) {
         A = A < 0 ? 0 : A > L ? L : A;
         B = B < 0 ? 0 : B > L ? L : B;
-        cnt = B > A ? (B - A + st - 1) / st : 0;
+        cnt = B > A ? (td_dim)(1 + (uint64_t)(B - A - 1) / m) : 0;
       } else {
         A = A < -1 ? -1 : A > L - 1 ? L - 1 : A;
         B = to_front ? -1 : B < -1 ? -1 : B > L - 1 ? L - 1 : B;
-        cnt = A > B ? (A - B + (-st) - 1) / (-st) : 0;
+        cnt = A > B ? (td_dim)(1 + (uint64_t)(A - B - 1) / m) : 0;
       }
       a = cnt > 0 ? A : 0;
     } else {
-      if (st < 0) { td_error(c->diags, sp, "a negative slice step needs literal sizes"); return el_err(); }
-      td_dim span = td_dim_sub(c->g, b, a);
+      /* symbolic: no clamping; ceil(span / |step|) elements from a */
+      td_dim span = st > 0 ? td_dim_sub(c->g, b, a) : to_front ? td_dim_add(c->g, a, 1) : td_dim_sub(c->g, a, b);
+      if (TD_DIM_IS_BAD(span)) {
+        el_err_overflow(c, sp, "the slice's bounds do not fit");
+        return el_err();
+      }
       if (neg_literal(c, span)) { td_error(c->diags, sp, "this slice is empty for every size (stop before start)"); return el_err(); }
-      if (st == 1) cnt = span;
-      else if (td_dim_div(c->g, span, st, &cnt)) {
-        char d[64];
-        td_error(c->diags, sp, "slice of %s elements with step %lld: the count must be exact for symbolic sizes",
-                 td_dim_str(c->g, span, d, sizeof d), (long long)st);
+      if (td_dim_ceil_div(c->g, span, m, &cnt)) {
+        char d[128];
+        td_dim_str(c->g, span, d, sizeof d);
+        int paren = strchr(d, ' ') != NULL;
+        td_diag *g = td_error(c->diags, sp, "slice of %s elements with step %lld: the count ceil(%s%s%s / %llu) "
+                              "is not a polynomial in the symbolic sizes", d, (long long)st, paren ? "(" : "", d,
+                              paren ? ")" : "", (unsigned long long)m);
+        td_diag_help(c->diags, g, "a count is a polynomial when every coefficient of the span except the "
+                     "constant is a multiple of the step (e.g. 2*N elements with step 2)");
         return el_err();
       }
     }

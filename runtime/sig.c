@@ -38,7 +38,7 @@ int64_t td_sizes_eval_ovf(const td_sizes *s, td_dim d, const int64_t *symvals, i
 }
 
 char *td_sizes_dim_str(const td_sizes *s, td_dim d, char *buf, size_t n) {
-  if (TD_DIM_IS_CONST(d) || !s) { /* without a signature, a symbol has no name */
+  if (TD_DIM_IS_CONST(d) || TD_DIM_IS_BAD(d) || !s) { /* without a signature, a symbol has no name */
     if (TD_DIM_IS_CONST(d)) snprintf(buf, n, "%lld", (long long)d);
     else snprintf(buf, n, "?");
     return buf;
@@ -53,8 +53,8 @@ char *td_sizes_dim_str(const td_sizes *s, td_dim d, char *buf, size_t n) {
     if (i != p->n - 1) w += (size_t)snprintf(buf + w, n - w, c < 0 ? " - " : " + ");
     else if (c < 0) w += (size_t)snprintf(buf + w, n - w, "-");
     if (w >= n) break;
-    int64_t ac = c < 0 ? -c : c;
-    if (m->n == 0 || ac != 1) w += (size_t)snprintf(buf + w, n - w, "%lld%s", (long long)ac, m->n ? "*" : "");
+    uint64_t ac = c < 0 ? 0 - (uint64_t)c : (uint64_t)c;   /* INT64_MIN too */
+    if (m->n == 0 || ac != 1) w += (size_t)snprintf(buf + w, n - w, "%llu%s", (unsigned long long)ac, m->n ? "*" : "");
     for (int k = 0; k < m->n && w < n; k++)
       w += (size_t)snprintf(buf + w, n - w, "%s%s", k ? "*" : "", s->syms[m->sym[k]]);
   }

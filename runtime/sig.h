@@ -28,10 +28,20 @@
 #include "tensor.h"
 
 /* ---- symbolic sizes ---- */
-typedef int64_t td_dim;      /* >= 0: literal; < 0: -(1 + index into the polynomials) */
+typedef int64_t td_dim;      /* >= 0: literal; TD_DIM_BAD; else -(1 + index into the polynomials) */
 #define TD_DIM_IS_CONST(d) ((d) >= 0)
+/* What size arithmetic (lang/ir.c) gives when its exact result cannot be
+ * represented: a coefficient outside int64, a term of more than
+ * TD_MONO_MAX symbols, a polynomial of more than TD_POLY_MAX terms, or
+ * memory running out.  Every td_dim_* operation given it returns it again,
+ * so it reaches whoever looks; the elaborator reports it at the operation
+ * that produced it (so no checked graph, plan or artifact holds it).
+ * Never a legal size. */
+#define TD_DIM_BAD INT64_MIN
+#define TD_DIM_IS_BAD(d) ((d) == TD_DIM_BAD)
 
-#define TD_MONO_MAX 4
+#define TD_MONO_MAX 16       /* symbols in one term, repeats counted (N*N is 2) */
+#define TD_POLY_MAX 256      /* terms in one polynomial */
 typedef struct td_mono {     /* coef * sym[0] * ... * sym[n-1] (sorted) */
   int64_t coef;
   int n;

@@ -447,6 +447,45 @@ Test(build, repeated_calls_follow_their_arguments) {
   free(text);
 }
 
+/* Issue 12's program: its byte counts are terms of five and six symbols,
+ * which the descriptor's polynomials must carry whole (TDA_MONO_MAX); the
+ * executable's result must be eager's, at two sets of sizes. */
+Test(build, sizes_with_many_symbols_in_a_term) {
+  skip_if_sanitized();
+  FILE *f = fopen(path("five.td"), "w");
+  cr_assert_not_null(f);
+  fputs("fn f(x: f32[A, B, C, D, E], w: f32[E, F]) -> f32[A, B, C, D, F] {\n"
+        "  let y = exp(x) * 2.0\n"
+        "  tanh(y @ w) + sum(y, axis = 4, keepdims = true)\n"
+        "}\n", f);
+  fclose(f);
+  cr_assert_eq(sh("'%s' build '%s' -o '%s' --exe", TDSL_BIN, path("five.td"), dir), 0);
+  static const int64_t sizes[2][6] = {{2, 3, 2, 3, 4, 5}, {1, 2, 3, 1, 5, 2}};
+  for (int r = 0; r < 2; r++) {
+    const int64_t *v = sizes[r];
+    int64_t xs[5] = {v[0], v[1], v[2], v[3], v[4]}, ws[2] = {v[4], v[5]};
+    td_err err;
+    td_tensor *x = td_tensor_new(TD_F32, 5, xs, &err), *w = td_tensor_new(TD_F32, 2, ws, &err);
+    cr_assert(x && w);
+    for (int64_t i = 0; i < x->numel; i++) ((float *)x->data)[i] = (float)(0.5 * sin(0.37 * (double)i + r));
+    for (int64_t i = 0; i < w->numel; i++) ((float *)w->data)[i] = (float)(0.3 * cos(0.21 * (double)i));
+    cr_assert_eq(td_npy_write(path("x5.npy"), x, &err), 0, "%s", err.msg);
+    cr_assert_eq(td_npy_write(path("w5.npy"), w, &err), 0, "%s", err.msg);
+    cr_assert_eq(sh("'%s' --in x='%s' --in w='%s' --out '%s'", path("five"), path("x5.npy"), path("w5.npy"),
+                    path("y5.npy")), 0);
+    cr_assert_eq(sh("'%s' run '%s' --entry f --in x='%s' --in w='%s' --out '%s'", TDSL_BIN, path("five.td"),
+                    path("x5.npy"), path("w5.npy"), path("r5.npy")), 0);
+    td_tensor *y = read_npy("y5.npy"), *ref = read_npy("r5.npy");
+    cr_assert_eq(y->numel, v[0] * v[1] * v[2] * v[3] * v[5]);
+    cr_assert_eq(ref->numel, y->numel);
+    for (int64_t i = 0; i < y->numel; i++) expect_close(((float *)y->data)[i], ((float *)ref->data)[i], 1e-5, "five");
+    td_tensor_release(x);
+    td_tensor_release(w);
+    td_tensor_release(y);
+    td_tensor_release(ref);
+  }
+}
+
 /* The generated entry functions' fast path (calls with the sizes of the
  * previous one): each call draws new random numbers, the same ones as a
  * model whose calls alternate sizes (so every call takes the full path),

@@ -330,6 +330,25 @@ Test(kinds, pointwise_movement_as_index_arithmetic) {
              "fn w(x: f32[N, 4]) -> f32[N, 4] { where(x > 0, sqrt(abs(x)), -x * x) }\n");
 }
 
+/* Symbolic slices with negative steps and steps that divide the span, a
+ * reshape whose -1 needs polynomial division, and terms of five and more
+ * symbols (issue 12). */
+Test(kinds, symbolic_slices_reshapes_and_many_symbols) {
+  check_text("fn r(x: f32[N, 3]) -> (f32[N, 3], f32[3, N], f32[N - 1, 3], f32[N - 3, 3]) {\n"
+             "  (x[::-1], transpose(x)[:, ::-1], x[N - 1:0:-1], x[-2:1:-1] * 2)\n"
+             "}\n"
+             "fn s(x: f32[N, 3], y: f32[2 * N, 2]) -> (f32[N, 2], f32[N, 2], f32[N, 2]) {\n"
+             "  (y[1::2], y[::-2], y[2 * N - 2::-2] + 1)\n"
+             "}\n"
+             "fn k(k: f32[K], b: f32[2, K - 1, K - 1]) -> (f32[2, K - 1, K - 1], f32[K - 1, 2 * K - 2]) {\n"
+             "  (reshape(exp(b), [-1, K - 1, K - 1]), reshape(b, [K - 1, -1]))\n"
+             "}\n"
+             "fn f(x: f32[A, B, C, D, E], w: f32[E, F]) -> f32[A, B, C, D, F] {\n"
+             "  let y = exp(x) * 2.0\n"
+             "  tanh(y @ w) + sum(y, axis = 4, keepdims = true)\n"
+             "}\n");
+}
+
 Test(kinds, integers_bools_and_casts) {
   check_text("fn f(x: f32[N, 4]) -> i64[N, 4] {\n"
              "  let a = i64(floor(x * 10))\n"

@@ -447,6 +447,35 @@ Test(fusion, mlp_is_one_kernel_per_layer) {
   }
 }
 
+/* Issue 12's program: terms of five and six symbols (the byte counts of
+ * f32[A, B, C, D, E]).  With four symbols per term they used to become 0
+ * ("bytes moved: 0").  The costs must match counts made here from the
+ * values of the sizes. */
+Test(fusion, costs_of_five_symbol_shapes) {
+  td_plan *p = plan_text("fn f(x: f32[A, B, C, D, E], w: f32[E, F]) -> f32[A, B, C, D, F] {\n"
+                         "  let y = exp(x) * 2.0\n"
+                         "  tanh(y @ w) + sum(y, axis = 4, keepdims = true)\n"
+                         "}\n", "f");
+  int64_t v[6] = {2, 3, 5, 7, 11, 13}; /* A .. F, in the order they were bound */
+  cr_assert_eq(p->g->n_syms, 6);
+  int64_t abcd = v[0] * v[1] * v[2] * v[3], x = abcd * v[4], out = abcd * v[5];
+  /* exp, mul and sum over x; 2*E per element of the matmul; tanh and add over the output */
+  int64_t want_flops = 3 * x + 2 * v[4] * out + 2 * out, flops = 0, written = 0;
+  for (int k = 0; k < p->n_kernels; k++) {
+    const td_kernel *kn = &p->kernels[k];
+    flops += td_dim_eval(p->g, kn->flops, v);
+    written += td_dim_eval(p->g, kn->bytes_written, v);
+    int64_t numel = 1;
+    for (int d = 0; d < p->g->nodes[kn->root].rank; d++) numel *= td_dim_eval(p->g, p->g->nodes[kn->root].shape[d], v);
+    cr_expect_eq(td_dim_eval(p->g, kn->bytes_written, v), 4 * numel, "kernel %s", kn->name);
+    cr_expect_gt(td_dim_eval(p->g, kn->bytes_read, v), 0, "kernel %s", kn->name);
+  }
+  cr_expect_eq(flops, want_flops);
+  cr_expect_geq(written, 4 * (out + abcd), "at least the output and the row sums");
+  cr_expect_eq(td_dim_eval(p->g, p->output_bytes, v), 4 * out);
+  cr_expect_geq(td_dim_eval(p->g, p->arena_bytes, v), 4 * abcd);
+}
+
 Test(fusion, good_where_is_at_most_two_kernels) {
   td_plan *p = plan_file("examples/seed/good_where.td", "GoodWhere.forward");
   cr_expect_leq(p->n_kernels, 2);

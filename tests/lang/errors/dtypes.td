@@ -9,7 +9,8 @@ fn f(x: f32[N], i: i64[N], b: bool[N]) {
   let k = -b                           # error: neg on bool values; convert with f32(x) first
   let m = zeros([2], dtype = "f32")    # error: dtype must be one of f32, f64, i32, i64, bool
   let n = exp(b)                       # error: exp on bool values
-  let ok = (b + 1, f32(b) * x, i + b, take(x, i % 2), where(b, x, 0.0))
+  let p = clamp(b, 0, 1)               # error: clamp on bool values; convert with f32(x) first
+  let ok = (b + 1, f32(b) * x, i + b, take(x, i % 2), where(b, x, 0.0), clamp(i64(b), 0, 1))
   ok
 }
 # help: convert first: f32(mask) or i32(mask)

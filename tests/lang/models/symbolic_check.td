@@ -43,3 +43,16 @@ fn matmuls(a: f32[B, M, K], b: f32[K, P], v: f32[K]) -> (f32[B, M, P], f32[B, M]
 fn halves(y: f32[D], x: f32[N, 2 * D]) -> (f32[N, D], f32[N, D]) {
   (x[:, :D] + y, x[:, D:])
 }
+
+# arange from a negative literal to a symbolic size has N + 2 elements
+fn aranges(x: f32[N]) -> (i64[N + 2], i64[N - 1]) { (arange(-2, N), arange(1, N)) }
+
+# many symbols in a term: the byte counts of f32[A, B, C, D, E] (issue 12),
+# a rank-8 shape and the FLOPs of a rank-8 matmul (2*K per element)
+fn five(x: f32[A, B, C, D, E], w: f32[E, F]) -> f32[A, B, C, D, F] {
+  let y = exp(x) * 2.0
+  tanh(y @ w) + sum(y, axis = 4, keepdims = true)
+}
+fn rank8(x: f32[A, B, C, D, E, F, M, K], w: f32[K, P]) -> f32[A, B, C, D, E, F, M, P] {
+  x @ w + sum(x, axis = -1, keepdims = true)
+}
