@@ -13,7 +13,7 @@
  * bytes padded to whole words; a dim is a td_dim: >= 0 literal, < 0 an
  * index into the entry's polynomial table):
  *   magic TDRT_MAGIC, abi TDRT_ABI, isa (0 x86-64-v2, 1 v3, 2 v4, -1 any),
- *   n_entries, n_params
+ *   signature (build_common.h's tdb_signature), n_entries, n_params
  *   per param:  name, dtype, rank, shape[rank], data offset, bytes
  *   per entry:  name, n_syms, symbol names[n_syms], n_args,
  *               arg symbol ids[n_args],
@@ -59,7 +59,7 @@ typedef void (*tdrt_kernels_fn)(int e, void **out);
 /* A model with its initial parameters; NULL when abi is not TDRT_ABI, the
  * descriptor is not one, this CPU lacks the instructions the kernels were
  * compiled for (the descriptor's isa), or memory ran out. */
-tdrt_model *tdrt_create(int abi, const int64_t *desc, const unsigned char *data, tdrt_kernels_fn kernels);
+tdrt_model *tdrt_create(int abi, uint64_t sig, const int64_t *desc, const unsigned char *data, tdrt_kernels_fn kernels);
 void tdrt_free(tdrt_model *m);
 /* Replaces the parameters from a safetensors file (all of them, exact
  * dtypes and shapes).  0, or -1 with a message in err (and tdrt_error). */

@@ -152,13 +152,39 @@ static int cpu_has(int64_t isa) {
 #endif
 }
 
-tdrt_model *tdrt_create(int abi, const int64_t *desc, const unsigned char *data, tdrt_kernels_fn kernels) {
-  if (abi != TDRT_ABI || !desc || desc[0] != TDRT_MAGIC || desc[1] != TDRT_ABI || !cpu_has(desc[2])) return NULL;
+/* Why the last tdrt_create of this thread failed (tdrt_error(NULL)). */
+static _Thread_local char create_err[sizeof(td_err)];
+
+tdrt_model *tdrt_create(int abi, uint64_t sig, const int64_t *desc, const unsigned char *data, tdrt_kernels_fn kernels) {
+  create_err[0] = 0;
+  if (abi != TDRT_ABI || !desc || desc[1] != TDRT_ABI) {
+    snprintf(create_err, sizeof create_err, "the header's ABI version (%d) is not the library's (%d): rebuild "
+             "the program against this artifact's header", abi, TDRT_ABI);
+    return NULL;
+  }
+  if (desc[0] != TDRT_MAGIC) {
+    snprintf(create_err, sizeof create_err, "not an artifact's descriptor");
+    return NULL;
+  }
+  if ((uint64_t)desc[3] != sig) {
+    snprintf(create_err, sizeof create_err, "this library holds another model than the header's (signature "
+             "%016llx, the header's %016llx): rebuild the program against this library's header, or load the "
+             "library it was built with", (unsigned long long)desc[3], (unsigned long long)sig);
+    return NULL;
+  }
+  if (!cpu_has(desc[2])) {
+    snprintf(create_err, sizeof create_err, "this CPU lacks the instructions the library was built for; rebuild "
+             "with --march");
+    return NULL;
+  }
   tdrt_model *m = td_calloc(1, sizeof *m);
-  if (!m) return NULL;
+  if (!m) {
+    snprintf(create_err, sizeof create_err, "out of memory");
+    return NULL;
+  }
   m->print = print_stdout;
   m->weights_gen = 1;
-  tda_rd r = {desc, 3};
+  tda_rd r = {desc, 4};
   m->n_entries = (int)tda_word(&r);
   m->n_params = (int)tda_word(&r);
   m->params = tda_alloc_n((size_t)m->n_params, sizeof *m->params);
@@ -177,6 +203,7 @@ tdrt_model *tdrt_create(int abi, const int64_t *desc, const unsigned char *data,
   }
   if (!ok) {
     tdrt_free(m);
+    snprintf(create_err, sizeof create_err, "out of memory");
     return NULL;
   }
   return m;
@@ -203,7 +230,7 @@ void tdrt_free(tdrt_model *m) {
   td_free(m);
 }
 
-const char *tdrt_error(const tdrt_model *m) { return m ? m->err : "no model"; }
+const char *tdrt_error(const tdrt_model *m) { return m ? m->err : create_err[0] ? create_err : "no model"; }
 
 void tdrt_set_print(tdrt_model *m, tdrt_print_fn fn, void *ud) {
   if (!m) return;
@@ -214,6 +241,11 @@ void tdrt_set_print(tdrt_model *m, tdrt_print_fn fn, void *ud) {
 /* ---- weights ---- */
 
 int tdrt_load_weights(tdrt_model *m, const char *path, char *err, size_t errlen) {
+  if (!m || !path) {
+    if (err && errlen) snprintf(err, errlen, "%s", !m ? "no model (create returned NULL)" : "no weights file (path is NULL)");
+    if (m) snprintf(m->err, sizeof m->err, "no weights file (path is NULL)");
+    return -1;
+  }
   td_tensor_map w;
   td_tensor_map_init(&w);
   int rc = tda_read_weights(m->params, m->n_params, m->label, path, &w, m->err, sizeof m->err);
@@ -462,10 +494,9 @@ int tdrt_exe_main(int argc, char **argv, const int64_t *desc, const unsigned cha
   tda_exe_opts o;
   int rc = tda_exe_parse(argc, argv, &o);
   if (rc) return rc;
-  tdrt_model *m = tdrt_create(TDRT_ABI, desc, data, kernels);
+  tdrt_model *m = tdrt_create(TDRT_ABI, (uint64_t)desc[3], desc, data, kernels);
   if (!m) {
-    fprintf(stderr, "%s: error: cannot create the model (%s)\n", argv[0],
-            cpu_has(desc[2]) ? "out of memory" : "this CPU lacks the instructions it was built for; rebuild with --march");
+    fprintf(stderr, "%s: error: cannot create the model (%s)\n", argv[0], tdrt_error(NULL));
     return 1;
   }
   tda_exe_model x = {m, m->n_entries, exe_entry, exe_load, exe_call, exe_quiet, exe_error, exe_direct};

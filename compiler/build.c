@@ -360,13 +360,15 @@ static int write_header(builder *b, const char *path) {
   tdb_header_guard(&b->c, f, TDRT_ABI);
   fprintf(f, "\ntypedef struct %s_model %s_model;\n\n"
              "/* A model with the parameters `tdsl run --seed %llu` initialises; NULL when\n"
-             " * the library's ABI is not this header's, the CPU lacks the instructions\n"
-             " * it was built for (tdsl build --march), or memory ran out. */\n"
-             "%s_model *%s_create_abi(int abi);\n",
-          p, p, (unsigned long long)b->c.o->seed, p, p);
+             " * the library's ABI is not this header's, the library holds another model\n"
+             " * (its signature is not the header's), the CPU lacks the instructions it\n"
+             " * was built for (tdsl build --march), or memory ran out: %s_error(NULL)\n"
+             " * then says which, in one sentence. */\n"
+             "%s_model *%s_create_abi(int abi, uint64_t sig);\n",
+          p, p, (unsigned long long)b->c.o->seed, p, p, p);
   char up[128];
   tdb_upper(p, up, sizeof up);
-  fprintf(f, "#define %s_create() %s_create_abi(%s_TDSL_ABI)\n"
+  fprintf(f, "#define %s_create() %s_create_abi(%s_TDSL_ABI, %s_TDSL_SIG)\n"
              "int %s_abi_version(void);\n"
              "/* Loads every parameter from a safetensors file; 0 or -1 with a message. */\n"
              "int %s_load_weights(%s_model *m, const char *path, char *err, size_t errlen);\n"
@@ -376,7 +378,7 @@ static int write_header(builder *b, const char *path) {
              " * line, after each successful call; the default writes to stdout, and\n"
              " * fn NULL drops them. */\n"
              "void %s_set_print(%s_model *m, void (*fn)(void *ud, const char *text), void *ud);\n\n",
-          p, p, up, p, p, p, p, p, p, p, p, p);
+          p, p, up, up, p, p, p, p, p, p, p, p, p);
   for (int e = 0; e < b->c.n_e; e++) {
     tdb_header_sig(&b->c.e[e], f);
     fprintf(f, " */\n");

@@ -219,9 +219,42 @@ void tdb_put_str(tdb_builder *b, const char *s) {
   }
 }
 
+static uint64_t sig_add(uint64_t h, const char *s) {
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return (h ^ 0xff) * 1099511628211ull;   /* a separator: "ab","c" differs from "a","bc" */
+}
+
+static uint64_t sig_type(uint64_t h, const td_graph *g, const td_node *n) {
+  char buf[512];
+  return sig_add(h, td_type_str(g, n->dtype, n->rank, n->shape, buf, sizeof buf));
+}
+
+uint64_t tdb_signature(const tdb_builder *b) {
+  uint64_t h = sig_add(14695981039346656037ull, "tdsl artifact signature 1");
+  char buf[512];
+  for (int i = 0; i < b->n_p; i++) {
+    const td_tensor *t = b->p[i].t;
+    h = sig_add(sig_add(h, b->p[i].name), td_shape_str(t->dtype, t->rank, t->shape, buf, sizeof buf));
+  }
+  for (int ei = 0; ei < b->n_e; ei++) {
+    const tdb_entry *e = &b->e[ei];
+    const td_graph *g = e->opt;
+    h = sig_add(h, e->name);
+    snprintf(buf, sizeof buf, "%d %d %d", e->n_args, g->n_inputs, g->n_outputs);
+    h = sig_add(h, buf);
+    for (int i = 0; i < e->n_args; i++) h = sig_add(h, g->syms[e->args[i]]);
+    for (int i = 0; i < g->n_inputs; i++) {
+      const td_node *n = &g->nodes[g->inputs[i]];
+      h = sig_type(sig_add(h, n->name ? n->name : "?"), g, n);
+    }
+    for (int i = 0; i < g->n_outputs; i++) h = sig_type(h, g, &g->nodes[e->plan->out_nodes[i]]);
+  }
+  return h;
+}
+
 void tdb_put_start(tdb_builder *b, int64_t magic, int64_t abi, int64_t device) {
-  int64_t head[5] = {magic, abi, device, b->n_e, b->n_p};
-  for (int i = 0; i < 5; i++) tdb_put(b, head[i]);
+  int64_t head[6] = {magic, abi, device, (int64_t)tdb_signature(b), b->n_e, b->n_p};
+  for (int i = 0; i < 6; i++) tdb_put(b, head[i]);
   for (int i = 0; i < b->n_p; i++) {
     const td_tensor *t = b->p[i].t;
     tdb_put_str(b, b->p[i].name);
@@ -422,18 +455,20 @@ void tdb_add_forward(tdb_builder *b, tdb_api *A, const char *suffix, gcc_jit_typ
 }
 
 void tdb_add_create(tdb_builder *b, tdb_api *A, const char *create, int abi, int n, gcc_jit_rvalue **args) {
-  gcc_jit_type *ts[8] = {A->t_int};
+  gcc_jit_type *t_u64 = gcc_jit_context_get_type(A->ctx, GCC_JIT_TYPE_UINT64_T);
+  gcc_jit_type *ts[8] = {A->t_int, t_u64};
   gcc_jit_rvalue *cargs[8];
-  gcc_jit_param *ps[1];
+  gcc_jit_param *ps[2];
   char name[200];
-  for (int i = 0; i < n && i < 7; i++) ts[1 + i] = A->t_vp;
-  gcc_jit_function *rt = tdb_import(A, A->t_vp, create, 1 + n, ts);
+  for (int i = 0; i < n && i < 6; i++) ts[2 + i] = A->t_vp;
+  gcc_jit_function *rt = tdb_import(A, A->t_vp, create, 2 + n, ts);
   snprintf(name, sizeof name, "%s_create_abi", b->o->prefix);
-  gcc_jit_function *f = tdb_fn_new(A, GCC_JIT_FUNCTION_EXPORTED, A->t_vp, name, 1, &A->t_int, ps);
+  gcc_jit_function *f = tdb_fn_new(A, GCC_JIT_FUNCTION_EXPORTED, A->t_vp, name, 2, ts, ps);
   cargs[0] = pv(ps[0]);
-  for (int i = 0; i < n && i < 7; i++) cargs[1 + i] = args[i];
+  cargs[1] = pv(ps[1]);
+  for (int i = 0; i < n && i < 6; i++) cargs[2 + i] = args[i];
   gcc_jit_block_end_with_return(gcc_jit_function_new_block(f, "start"), NULL,
-                                gcc_jit_context_new_call(A->ctx, NULL, rt, 1 + n, cargs));
+                                gcc_jit_context_new_call(A->ctx, NULL, rt, 2 + n, cargs));
   snprintf(name, sizeof name, "%s_abi_version", b->o->prefix);
   f = tdb_fn_new(A, GCC_JIT_FUNCTION_EXPORTED, A->t_int, name, 0, NULL, ps);
   gcc_jit_block_end_with_return(gcc_jit_function_new_block(f, "start"), NULL, tdb_ival(A, A->t_int, abi));
@@ -534,8 +569,11 @@ void tdb_header_guard(const tdb_builder *b, FILE *f, int abi) {
   tdb_upper(p, up, sizeof up);
   fprintf(f, "#ifndef %s_TDSL_H\n#define %s_TDSL_H\n\n#include <stddef.h>\n#include <stdint.h>\n\n"
              "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
-             "#define %s_TDSL_ABI %d\n",
-          up, up, up, abi);
+             "#define %s_TDSL_ABI %d\n"
+             "/* What this header declares (entry points, their arguments and the\n"
+             " * parameters), hashed: create refuses a library built from another model. */\n"
+             "#define %s_TDSL_SIG 0x%016llxull\n",
+          up, up, up, abi, up, (unsigned long long)tdb_signature(b));
 }
 
 void tdb_header_sig(const tdb_entry *e, FILE *f) {

@@ -86,6 +86,11 @@ void tdb_put(tdb_builder *b, int64_t v);
 void tdb_put_str(tdb_builder *b, const char *s);
 /* magic, abi, the device word, n_entries, then the parameters. */
 void tdb_put_start(tdb_builder *b, int64_t magic, int64_t abi, int64_t device);
+/* A hash of what the header declares: every entry point (name, size
+ * arguments, inputs' names and types, outputs' types) and every parameter
+ * (name, dtype, shape).  The descriptor carries it; create compares it
+ * with the header's. */
+uint64_t tdb_signature(const tdb_builder *b);
 /* Name, sizes, inputs, outputs, polynomials, parameter slots, buffers and
  * slots of entry e (what comes before its n_dv). */
 void tdb_put_entry_head(tdb_builder *b, const tdb_entry *e);

@@ -249,6 +249,7 @@ static int alloc_params(tdcu_model *m, const unsigned char *data) {
 static int setup(tdcu_model *m, const int64_t *desc, const unsigned char *data) {
   tda_rd r = {desc, 2};
   m->built_arch = (int)tda_word(&r);
+  (void)tda_word(&r);   /* the signature, checked by tdcu_create */
   m->n_entries = (int)tda_word(&r);
   m->n_params = (int)tda_word(&r);
   m->params = tda_alloc_n((size_t)m->n_params, sizeof *m->params);
@@ -266,7 +267,7 @@ static int setup(tdcu_model *m, const int64_t *desc, const unsigned char *data) 
   return rc;
 }
 
-tdcu_model *tdcu_create(int abi, const int64_t *desc, const unsigned char *data) {
+tdcu_model *tdcu_create(int abi, uint64_t sig, const int64_t *desc, const unsigned char *data) {
   create_err[0] = 0;
   if (abi != TDCU_ABI || !desc || desc[1] != TDCU_ABI) {
     snprintf(create_err, sizeof create_err, "the header's ABI version (%d) is not the library's (%d): rebuild "
@@ -275,6 +276,12 @@ tdcu_model *tdcu_create(int abi, const int64_t *desc, const unsigned char *data)
   }
   if (desc[0] != TDCU_MAGIC) {
     snprintf(create_err, sizeof create_err, "not a CUDA artifact's descriptor");
+    return NULL;
+  }
+  if ((uint64_t)desc[3] != sig) {
+    snprintf(create_err, sizeof create_err, "this library holds another model than the header's (signature "
+             "%016llx, the header's %016llx): rebuild the program against this library's header, or load the "
+             "library it was built with", (unsigned long long)desc[3], (unsigned long long)sig);
     return NULL;
   }
   tdcu_model *m = td_calloc(1, sizeof *m);
@@ -329,7 +336,11 @@ void *tdcu_stream(const tdcu_model *m) { return m ? (void *)m->stream : NULL; }
 /* ---- weights ---- */
 
 int tdcu_load_weights(tdcu_model *m, const char *path, char *err, size_t errlen) {
-  if (!m) return -1;
+  if (!m || !path) {
+    if (err && errlen) snprintf(err, errlen, "%s", !m ? "no model (create returned NULL)" : "no weights file (path is NULL)");
+    if (m) snprintf(m->err, sizeof m->err, "no weights file (path is NULL)");
+    return -1;
+  }
   td_tensor_map w;
   td_tensor_map_init(&w);
   int rc = tda_read_weights(m->params, m->n_params, m->label, path, &w, m->err, sizeof m->err);
@@ -576,7 +587,7 @@ int tdcu_exe_main(int argc, char **argv, const int64_t *desc, const unsigned cha
   tda_exe_opts o;
   int rc = tda_exe_parse(argc, argv, &o);
   if (rc) return rc;
-  tdcu_model *m = tdcu_create(TDCU_ABI, desc, data);
+  tdcu_model *m = tdcu_create(TDCU_ABI, (uint64_t)desc[3], desc, data);
   if (!m) {
     fprintf(stderr, "%s: error: %s\n", argv[0], tdcu_error(NULL));
     return 1;

@@ -12,7 +12,8 @@
  * Descriptor (int64 words; a string is its length then its bytes padded to
  * whole words; a dim is a td_dim: >= 0 literal, < 0 an index into the
  * entry's polynomial table):
- *   magic TDCU_MAGIC, abi TDCU_ABI, arch (90 for sm_90), n_entries, n_params
+ *   magic TDCU_MAGIC, abi TDCU_ABI, arch (90 for sm_90), signature
+ *   (build_common.h's tdb_signature), n_entries, n_params
  *   per param:  name, dtype, rank, shape[rank], data offset, bytes
  *   per entry:  name, n_syms, symbol names[n_syms], n_args,
  *               arg symbol ids[n_args],
@@ -51,7 +52,7 @@ typedef void (*tdcu_print_fn)(void *ud, const char *text);
  * uploaded; NULL when the ABI or descriptor is wrong, there is no driver or
  * device, the kernels do not load on this GPU, or memory ran out, with the
  * reason in tdcu_error(NULL) (one sentence, per thread). */
-tdcu_model *tdcu_create(int abi, const int64_t *desc, const unsigned char *data);
+tdcu_model *tdcu_create(int abi, uint64_t sig, const int64_t *desc, const unsigned char *data);
 void tdcu_free(tdcu_model *m);
 /* The message of m's last failure ("" when none); m NULL: of the calling
  * thread's last failed tdcu_create. */

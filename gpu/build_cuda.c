@@ -198,10 +198,11 @@ static void header_common(const cbuilder *b, FILE *f) {
   fprintf(f, "#define %s_TDSL_CUDA 1\n\ntypedef struct %s_model %s_model;\n\n", up, p, p);
   fprintf(f, "/* A model with the parameters `tdsl run --seed %llu` initialises, uploaded\n"
              " * to the GPU.  NULL when there is no driver or GPU, the kernels do not\n"
-             " * load on it, the ABI differs or memory ran out: %s_error(NULL) then\n"
+             " * load on it, the ABI differs, the library holds another model (its\n"
+             " * signature is not the header's) or memory ran out: %s_error(NULL) then\n"
              " * says which, in one sentence. */\n"
-             "%s_model *%s_create_abi(int abi);\n"
-             "#define %s_create() %s_create_abi(%s_TDSL_ABI)\n"
+             "%s_model *%s_create_abi(int abi, uint64_t sig);\n"
+             "#define %s_create() %s_create_abi(%s_TDSL_ABI, %s_TDSL_SIG)\n"
              "int %s_abi_version(void);\n"
              "/* The architecture the cubin is for (90: sm_90). */\n"
              "int %s_cuda_arch(void);\n"
@@ -222,7 +223,7 @@ static void header_common(const cbuilder *b, FILE *f) {
              "/* Waits for every call enqueued; reports an index out of range of any\n"
              " * of them (code 2) and emits their print() output.  0 or a code. */\n"
              "int %s_synchronize(%s_model *m);\n\n",
-          (unsigned long long)b->c.o->seed, p, p, p, p, p, up, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p);
+          (unsigned long long)b->c.o->seed, p, p, p, p, p, up, up, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p);
 }
 
 static int write_header(cbuilder *b, const char *path) {

@@ -43,7 +43,7 @@
 int main(int argc, char **argv) {
   MODEL *m = CREATE();
   if (!m) {
-    fprintf(stderr, "cannot create the model (ABI mismatch?)\n");
+    fprintf(stderr, "cannot create the model: %s\n", ERROR(NULL));
     return 1;
   }
   char err[256];

@@ -312,12 +312,18 @@ Test(build, abi_mismatch_and_bad_arguments) {
   build("examples/seed/simple.td", "");
   FILE *f = fopen(path("abi.c"), "w");
   cr_assert_not_null(f);
-  fputs("#include <stdio.h>\n#include \"simple.h\"\n"
+  fputs("#include <stdio.h>\n#include <string.h>\n#include \"simple.h\"\n"
         "int main(void) {\n"
         "  if (simple_abi_version() != SIMPLE_TDSL_ABI) return 10;\n"
-        "  if (simple_create_abi(SIMPLE_TDSL_ABI + 1)) return 11;\n"
+        "  if (simple_create_abi(SIMPLE_TDSL_ABI + 1, SIMPLE_TDSL_SIG)) return 11;\n"
+        "  if (!strstr(simple_error(NULL), \"ABI version\")) return 18;\n"
+        "  if (simple_create_abi(SIMPLE_TDSL_ABI, SIMPLE_TDSL_SIG ^ 1)) return 19;\n"
+        "  if (!strstr(simple_error(NULL), \"another model\")) return 20;\n"
+        "  char e0[128] = \"\";\n"
+        "  if (simple_load_weights(NULL, \"w.safetensors\", e0, sizeof e0) != -1 || !e0[0]) return 21;\n"
         "  simple_model *m = simple_create();\n"
         "  if (!m) return 12;\n"
+        "  if (simple_load_weights(m, NULL, e0, sizeof e0) != -1 || !e0[0]) return 22;\n"
         "  float x[4] = {1, 2, 3, 4}, y[2];\n"
         "  if (simple_forward(m, -1, x, y) != 1) return 13;\n"
         "  if (!simple_error(m)[0]) return 14;\n"
@@ -766,4 +772,32 @@ Test(build, sizes_that_overflow_are_refused_in_every_mode) {
   cr_assert_eq(sh("'%s' build '%s' -o '%s' --exe", TDSL_BIN, path("ovf.td"), path("out")), 0);
   snprintf(cmd, sizeof cmd, "'%s' --in x='%s' --in y='%s'", path("out/ovf"), path("x.npy"), path("y.npy"));
   expect_refusal("artifact", cmd, "does not fit in 64 bits", "argument 'y'");
+}
+
+/* Another model's library under the same name (same prefix, same ABI):
+ * a program built against one header gets NULL from create and the reason,
+ * never a call that reads its arguments as the other model's (it crashed). */
+Test(build, another_models_library_is_refused_by_create) {
+  skip_if_sanitized();
+  cr_assert_eq(sh("mkdir -p '%s/a' '%s/b'", dir, dir), 0);
+  write_file(path("a/m.td"), "fn f(x: f32[N, 4]) -> f32[N, 4] { x * 2 }\n");
+  write_file(path("b/m.td"), "fn f(x: f32[N, 64]) -> f32[N, 64] { x * 3 }\n");
+  cr_assert_eq(sh("'%s' build '%s' -o '%s'", TDSL_BIN, path("a/m.td"), path("a")), 0);
+  cr_assert_eq(sh("'%s' build '%s' -o '%s'", TDSL_BIN, path("b/m.td"), path("b")), 0);
+  write_file(path("use.c"), "#include <stdio.h>\n#include \"m.h\"\n"
+                            "int main(void) {\n"
+                            "  m_model *m = m_create();\n"
+                            "  if (!m) { printf(\"refused: %s\\n\", m_error(NULL)); return 3; }\n"
+                            "  float x[4] = {1, 2, 3, 4}, y[4];\n"
+                            "  int rc = m_f(m, 1, x, y);\n"
+                            "  m_free(m);\n"
+                            "  return rc || y[3] != 8;\n}\n");
+  cr_assert_eq(sh("cc -I'%s/a' '%s' '%s/a/m.so' -Wl,-rpath,'%s/a' -o '%s'", dir, path("use.c"), dir, dir, path("use")),
+               0);
+  cr_expect_eq(sh("'%s' >/dev/null", path("use")), 0, "the program and its own library");
+  cr_assert_eq(sh("cp '%s/b/m.so' '%s/a/m.so'", dir, dir), 0);
+  cr_expect_eq(sh("'%s' >'%s'", path("use"), path("out.txt")), 3);
+  char *out = read_text(path("out.txt"));
+  cr_expect(strstr(out, "refused: this library holds another model"), "%s", out);
+  free(out);
 }
