@@ -1,4 +1,9 @@
-/* fileio.c - checked reads and atomic writes for the tensor file formats.
+/* fileio.c - checked reads and atomic writes for the tensor file formats,
+ * and the regular-file reader of modules and the compile cache.
+ *
+ * Opening: O_NONBLOCK, so that opening a FIFO returns at once instead of
+ * waiting for a writer, then fstat on the descriptor (not the path, which
+ * may have changed since): anything but a regular file is closed unread.
  *
  * Atomic write: mkstemp("path.tmp.XXXXXX") in the target's directory, write
  * every chunk, fsync, rename over the target, then fsync the directory
@@ -19,23 +24,58 @@
 
 #include "mem.h"
 
-int td_io_open(const char *path, int *fd, uint64_t *size, td_err *err) {
+int td_io_open_fd(const char *path, uint64_t *size, int *why) {
   int f = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block */
-  if (f < 0)
-    return td_err_set(err, "%s: cannot open: %s", path, strerror(errno));
   struct stat st;
-  if (fstat(f, &st) < 0) {
-    int e = errno;
-    close(f);
-    return td_err_set(err, "%s: cannot stat: %s", path, strerror(e));
+  if (f < 0 || fstat(f, &st) < 0) {
+    *why = errno;
+    if (f >= 0)
+      close(f);
+    return -1;
   }
   if (!S_ISREG(st.st_mode)) {
+    *why = S_ISDIR(st.st_mode) ? EISDIR : TD_IO_ENOTREG;
     close(f);
-    return td_err_set(err, "%s: not a regular file", path);
+    return -1;
   }
-  *fd = f;
   *size = (uint64_t)st.st_size;
+  return f;
+}
+
+const char *td_io_why(int why) {
+  return why == TD_IO_ENOTREG ? "not a regular file" : strerror(why);
+}
+
+int td_io_read_all(const char *path, size_t max, char **data, size_t *len, int *why) {
+  uint64_t size;
+  int fd = td_io_open_fd(path, &size, why);
+  *data = NULL;
+  if (fd < 0)
+    return -1;
+  char *buf = size > max ? NULL : td_malloc((size_t)size + 1);
+  *why = size > max ? EFBIG : !buf ? ENOMEM : 0;
+  if (buf && td_io_pread(fd, buf, (size_t)size, 0) < 0) {
+    *why = errno ? errno : EIO; /* 0: the file shrank while it was read */
+    td_free(buf);
+    buf = NULL;
+  }
+  close(fd);
+  if (!buf)
+    return -1;
+  buf[size] = 0;
+  *data = buf;
+  *len = (size_t)size;
   return 0;
+}
+
+int td_io_open(const char *path, int *fd, uint64_t *size, td_err *err) {
+  int why;
+  *fd = td_io_open_fd(path, size, &why);
+  if (*fd >= 0)
+    return 0;
+  if (why == EISDIR || why == TD_IO_ENOTREG)
+    return td_err_set(err, "%s: not a regular file", path);
+  return td_err_set(err, "%s: cannot open: %s", path, strerror(why));
 }
 
 void td_io_close(int fd) {
