@@ -216,6 +216,7 @@ static int memo_runner(void *ud, const td_graph *g, const td_diags *d, td_tensor
       m->failed = 1;
       return -1;
     }
+    td_cli_cache_warning(m->c);
     m->g = g;
     m->compile_s = now_s() - t0;
   }

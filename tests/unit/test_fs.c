@@ -131,6 +131,20 @@ static void drop(result *r) {
   free(r->err);
 }
 
+/* What eager `tdsl run FILE` prints (it must succeed). */
+static char *eager(const char *file) {
+  result r = run(NULL, (const char *[]){"run", path(file), NULL});
+  cr_assert_eq(r.status, 0, "eager run of %s: %s", file, r.err);
+  free(r.err);
+  return r.out;
+}
+
+static int count_lines(const char *s, const char *needle) {
+  int n = 0;
+  for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle)) n++;
+  return n;
+}
+
 /* ---- imports ---- */
 
 static const char MAIN_IMPORTS_M[] = "import m\nfn main() { print(m.two()) }\n";
@@ -174,3 +188,163 @@ Test(fs, unreadable_import_says_permission_denied) {
   drop(&r);
 }
 
+/* ---- the compile cache ---- */
+
+static char cache_env[700];
+
+static void use_cache(const char *name) {
+  snprintf(cache_env, sizeof cache_env, "TDSL_CACHE_DIR=%s", path(name));
+}
+
+/* The stem H of the only entry (H.so) in cache directory d. */
+static void only_stem(const char *d, char *stem) {
+  char cmd[800];
+  snprintf(cmd, sizeof cmd, "ls '%s' | sed -n 's/^\\([0-9a-f]\\{16\\}\\)\\.so$/\\1/p'", d);
+  FILE *f = popen(cmd, "r");
+  cr_assert_not_null(f);
+  char line[64] = "";
+  int n = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (n++ == 0) snprintf(stem, 17, "%s", line);
+  }
+  pclose(f);
+  cr_assert_eq(n, 1, "%d entries in %s", n, d);
+}
+
+/* `tdsl run --compiled file` with the cache of use_cache: it must succeed,
+ * print what eager mode prints, and warn `warnings` times.  Returns its
+ * stderr (free it). */
+static char *run_compiled(const char *file, const char *want, int warnings, const run_opts *extra) {
+  run_opts o = extra ? *extra : (run_opts){0};
+  if (!o.timeout) o.timeout = 60;
+  o.env[0] = cache_env;
+  result r = run(&o, (const char *[]){"run", "--compiled", path(file), NULL});
+  cr_assert_neq(r.status, -1, "tdsl run --compiled %s hung", file);
+  cr_expect_eq(r.status, 0, "%s: %s", file, r.err);
+  cr_expect_str_eq(r.out, want, "%s", file);
+  cr_expect_eq(count_lines(r.err, "warning:"), warnings, "%s: %s", file, r.err);
+  free(r.out);
+  return r.err;
+}
+
+/* The same, when stderr does not matter beyond the warnings. */
+static void expect_compiled(const char *file, const char *want, int warnings, const run_opts *extra) {
+  free(run_compiled(file, want, warnings, extra));
+}
+
+/* The warning names the directory and says the code was compiled in memory. */
+static void expect_warning(char *err, const char *d) {
+  cr_expect(strstr(err, "tdsl: warning: ") && strstr(err, path(d)) && strstr(err, "compiled in memory"), "%s", err);
+  free(err);
+}
+
+static int is_regular(const char *p) {
+  struct stat st;
+  return lstat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* A FIFO or a link to /dev/zero in place of each file of an entry: the
+ * run neither hangs nor fails; the entry is compiled again and replaced
+ * with regular files. */
+Test(fs, cache_files_that_are_fifos_or_devices_are_replaced) {
+  write_text("r.td", "fn main() { print(rand([2], seed = 1) * 2) }\n");
+  char *want = eager("r.td");
+  use_cache("cache");
+  expect_compiled("r.td", want, 0, NULL);
+  char stem[17];
+  only_stem(path("cache"), stem);
+  static const char *const ext[] = {".so", ".c", ".sum"};
+  for (int kind = 0; kind < 2; kind++)
+    for (int i = 0; i < 3; i++) {
+      char name[64];
+      snprintf(name, sizeof name, "cache/%s%s", stem, ext[i]);
+      cr_assert_eq(unlink(path(name)), 0);
+      cr_assert_eq(kind ? symlink("/dev/zero", path(name)) : mkfifo(path(name), 0644), 0);
+      expect_compiled("r.td", want, 0, &(run_opts){.timeout = 30});
+      cr_expect(is_regular(path(name)), "%s (a %s) was not replaced", name, kind ? "link to /dev/zero" : "FIFO");
+    }
+  free(want);
+}
+
+/* Another program's shared object with its own (valid) checksum under
+ * this program's name.  With the same kernel names it used to run the
+ * other program's code; with others it failed every run with "no code was
+ * produced".  Either way it must be compiled again and replaced. */
+Test(fs, another_programs_entry_is_compiled_again) {
+  static const char *const other[] = {"fn main() { print(rand([2], seed = 2) * 3) }\n",
+                                      "fn main() { print(sum(arange(10) * 3)) }\n"};
+  write_text("a.td", "fn main() { print(rand([2], seed = 1) * 2) }\n");
+  char *want = eager("a.td");
+  for (int k = 0; k < 2; k++) {
+    char a[17], b[17], cache_a[16], cache_b[16];
+    snprintf(cache_a, sizeof cache_a, "ca%d", k);
+    snprintf(cache_b, sizeof cache_b, "cb%d", k);
+    write_text("b.td", other[k]);
+    char *want_b = eager("b.td");
+    use_cache(cache_b);
+    expect_compiled("b.td", want_b, 0, NULL);
+    free(want_b);
+    only_stem(path(cache_b), b);
+    use_cache(cache_a);
+    expect_compiled("a.td", want, 0, NULL);
+    only_stem(path(cache_a), a);
+    char cmd[1600];
+    snprintf(cmd, sizeof cmd, "cp '%s/%s.so' '%s/%s.so' && cp '%s/%s.sum' '%s/%s.sum'", path(cache_b), b,
+             path(cache_a), a, path(cache_b), b, path(cache_a), a);
+    cr_assert_eq(system(cmd), 0);
+    expect_compiled("a.td", want, 0, NULL);
+    snprintf(cmd, sizeof cmd, "cmp -s '%s/%s.so' '%s/%s.so'", path(cache_b), b, path(cache_a), a);
+    cr_expect_neq(system(cmd), 0, "the other program's object was kept");
+    expect_compiled("a.td", want, 0, NULL);   /* and the replaced entry is a hit that works */
+  }
+  free(want);
+}
+
+/* A cache directory that is a file, read-only, or another user's: the run
+ * compiles in memory and says so once. */
+Test(fs, unusable_cache_dirs_compile_in_memory_with_one_warning) {
+  write_text("r.td", "fn main() { print(rand([2], seed = 1) * 2) }\n");
+  char *want = eager("r.td");
+  write_text("file", "not a directory\n");
+  use_cache("file");
+  expect_warning(run_compiled("r.td", want, 1, NULL), "file");
+  /* read-only: an empty directory nobody may write (user 65534 under root) */
+  cr_assert_eq(mkdir(path("ro"), 0555), 0);
+  chmod(path("ro"), 0555);
+  use_cache("ro");
+  expect_warning(run_compiled("r.td", want, 1, &(run_opts){.unprivileged = 1}), "ro");
+  if (geteuid() == 0) {   /* another user's: root's, writable by root only */
+    cr_assert_eq(mkdir(path("theirs"), 0755), 0);
+    use_cache("theirs");
+    expect_warning(run_compiled("r.td", want, 1, &(run_opts){.unprivileged = 1}), "theirs");
+  }
+  free(want);
+}
+
+/* A full cache directory (a full tmpfs): the failed compilation into the
+ * cache is done again in memory, with one warning. */
+Test(fs, full_cache_dir_compiles_in_memory_with_one_warning) {
+  write_text("r.td", "fn main() { print(rand([2], seed = 1) * 2) }\n");
+  char *want = eager("r.td");
+  cr_assert_eq(mkdir(path("full"), 0755), 0);
+  use_cache("full");
+  run_opts o = {.full_dir = path("full"), .env = {cache_env}};
+  result r = run(&o, (const char *[]){"run", "--compiled", path("r.td"), NULL});
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, want);
+  cr_expect_eq(count_lines(r.err, "warning:"), 1, "%s", r.err);
+  cr_expect(strstr(r.err, "No space left on device") && strstr(r.err, "compiled in memory"), "%s", r.err);
+  drop(&r);
+  free(want);
+}
+
+/* A cache that cannot be written still serves the entries it has. */
+Test(fs, read_only_cache_still_serves_its_entries) {
+  write_text("r.td", "fn main() { print(rand([2], seed = 1) * 2) }\n");
+  char *want = eager("r.td");
+  use_cache("cache");
+  expect_compiled("r.td", want, 0, NULL);
+  cr_assert_eq(chmod(path("cache"), 0555), 0);
+  expect_compiled("r.td", want, 0, &(run_opts){.unprivileged = 1});
+  free(want);
+}
