@@ -7,7 +7,8 @@
  * known up front, so every length read from a file can be checked against
  * the real size before anything is allocated.  Writers hand a list of byte
  * ranges to td_io_write_atomic, which writes them to a temporary file next
- * to the target and renames it into place.
+ * to the target and renames it into place; what a killed writer leaves
+ * behind is removed by a later writer in that directory (td_io_clean_stale).
  */
 #ifndef TD_FILEIO_H
 #define TD_FILEIO_H
@@ -53,11 +54,24 @@ typedef struct td_io_chunk {
   size_t len;
 } td_io_chunk;
 
-/* Writes the chunks in order to path.tmp.XXXXXX in path's directory, fsyncs
- * and renames it to path.  On failure nothing is left behind and err says
- * "path: reason". */
+/* Writes the chunks in order to a temporary file in path's directory
+ * (path.tdsl-tmp.PID.XXXXXX), fsyncs and renames it to path.  On failure
+ * nothing is left behind and err says "path: reason".  First removes what
+ * killed writers left in that directory (td_io_clean_stale). */
 int td_io_write_atomic(const char *path, const td_io_chunk *chunks, int n,
                        td_err *err);
+
+/* The marker in the name of every temporary file or directory of a tdsl
+ * writer: NAME.tdsl-tmp.PID.XXXXXX, PID the writer's process. */
+#define TD_IO_TMP_MARK ".tdsl-tmp."
+
+/* Removes, in dir, the temporaries (TD_IO_TMP_MARK names: regular files,
+ * or directories holding only files, as tdsl build's staging) of writers
+ * that are gone: untouched for ten minutes and their process no longer
+ * exists, or untouched for a day (a process of another host or PID
+ * namespace cannot be seen).  Symbolic links are removed, never followed.
+ * Errors are ignored: cleaning never fails a write. */
+void td_io_clean_stale(const char *dir);
 
 /* Little-endian loads and stores. */
 uint64_t td_io_le64(const unsigned char *p);

@@ -348,3 +348,56 @@ Test(fs, read_only_cache_still_serves_its_entries) {
   expect_compiled("r.td", want, 0, &(run_opts){.unprivileged = 1});
   free(want);
 }
+
+/* ---- what killed writers leave ---- */
+
+/* A PID no process has (kill gives ESRCH: beyond any pid_max). */
+#define GONE_PID "1999999999"
+
+/* A file of a few bytes in the scratch directory, last modified age
+ * seconds ago. */
+static void plant(const char *name, time_t age) {
+  write_text(name, "partial");
+  time_t t = time(NULL) - age;
+  struct timespec ts[2] = {{t, 0}, {t, 0}};
+  cr_assert_eq(utimensat(AT_FDCWD, path(name), ts, 0), 0, "%s", name);
+}
+
+static int exists(const char *name) {
+  struct stat st;
+  return lstat(path(name), &st) == 0;
+}
+
+/* A writer of --out killed before its rename leaves its temporary (a 1 GB
+ * output leaves 1 GB).  The next atomic write into that directory removes
+ * those of writers that are gone (untouched for ten minutes, their process
+ * gone) and any a day old; a live writer's, a fresh one's and other files
+ * stay. */
+Test(fs, out_removes_what_killed_writers_left) {
+  char live[64], name[128];
+  snprintf(live, sizeof live, "%ld", (long)getpid());
+  write_text("o.td", "fn main() { arange(3) * 2 }\n");
+  cr_assert_eq(mkdir(path("outs"), 0755), 0);
+  static const struct { const char *name; int pid_live; time_t age; int stays; } cases[] = {
+      {"y.npy", 0, 3600, 0},      /* gone for an hour */
+      {"z.npy", 0, 3600, 0},      /* another output's: the directory is cleaned */
+      {"y.npy", 1, 3600, 1},      /* its writer is alive (this test) */
+      {"y.npy", 0, 60, 1},        /* gone a minute ago: may be a writer elsewhere */
+      {"y.npy", 1, 2 * 86400, 0}, /* two days old, whoever it is */
+  };
+  int n = (int)(sizeof cases / sizeof *cases);
+  for (int i = 0; i < n; i++) {
+    snprintf(name, sizeof name, "outs/%s.tdsl-tmp.%s.abc%03d", cases[i].name, cases[i].pid_live ? live : GONE_PID, i);
+    plant(name, cases[i].age);
+  }
+  plant("outs/y.npy.tmp.abc123", 2 * 86400);   /* not a tdsl temporary */
+  result r = run(NULL, (const char *[]){"run", path("o.td"), "--out", path("outs/y.npy"), NULL});
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  drop(&r);
+  cr_expect(exists("outs/y.npy"));
+  for (int i = 0; i < n; i++) {
+    snprintf(name, sizeof name, "outs/%s.tdsl-tmp.%s.abc%03d", cases[i].name, cases[i].pid_live ? live : GONE_PID, i);
+    cr_expect_eq(exists(name), cases[i].stays, "%s should %s", name, cases[i].stays ? "stay" : "be removed");
+  }
+  cr_expect(exists("outs/y.npy.tmp.abc123"), "a file that is not a tdsl temporary was removed");
+}
