@@ -137,6 +137,19 @@ int tda_read_param(tda_rd *r, tda_param *p);
  * end.  -1 when the sizes make one too large. */
 int tda_slots(const tda_entry *e, size_t *slot, size_t *total);
 
+/* The directory DIR/.PREFIX<TDA_COMMIT_DIR> holds the outputs of a `tdsl
+ * build` that were committed but not all moved into DIR yet (a kill left
+ * DIR half updated, compiler/build_dir.c); the next build finishes it. */
+#define TDA_COMMIT_DIR ".tdsl-commit"
+
+/* Is an update of the directory holding the artifact that contains addr
+ * (the shared library, or the executable) by `tdsl build` unfinished,
+ * its DIR/.NAME.tdsl-commit there (artifact.h's TDA_COMMIT_DIR; NAME the
+ * file's name without ".so")?  Then 1, with a message in err: its files
+ * may be of two builds, and create refuses.  0 otherwise, also when the
+ * file cannot be found (a copy outside any build directory is whole). */
+int tda_update_pending(const void *addr, char *err, size_t errlen);
+
 /* Reads a safetensors file into w (initialised by the caller, freed by
  * the caller) and checks it holds exactly the n parameters p (dtypes and
  * shapes).  0, or -1 with a message in err. */

@@ -151,10 +151,26 @@ static int cpu_has(int64_t isa) {
 #endif
 }
 
+/* Why the last tdrt_create of this thread returned NULL (tdrt_error(NULL)). */
+static _Thread_local char create_err[4600];
+
 tdrt_model *tdrt_create(int abi, const int64_t *desc, const unsigned char *data, tdrt_kernels_fn kernels) {
-  if (abi != TDRT_ABI || !desc || desc[0] != TDRT_MAGIC || desc[1] != TDRT_ABI || !cpu_has(desc[2])) return NULL;
+  create_err[0] = 0;
+  if (abi != TDRT_ABI || !desc || desc[0] != TDRT_MAGIC || desc[1] != TDRT_ABI) {
+    snprintf(create_err, sizeof create_err, "the header's ABI version (%d) is not the library's (%d): rebuild the "
+             "program against this artifact's header", abi, TDRT_ABI);
+    return NULL;
+  }
+  if (!cpu_has(desc[2])) {
+    snprintf(create_err, sizeof create_err, "this CPU lacks the instructions it was built for; rebuild with --march");
+    return NULL;
+  }
+  if (tda_update_pending((const void *)tdrt_create, create_err, sizeof create_err)) return NULL;
   tdrt_model *m = td_calloc(1, sizeof *m);
-  if (!m) return NULL;
+  if (!m) {
+    snprintf(create_err, sizeof create_err, "out of memory");
+    return NULL;
+  }
   m->print = print_stdout;
   m->weights_gen = 1;
   tda_rd r = {desc, 3};
@@ -175,6 +191,7 @@ tdrt_model *tdrt_create(int abi, const int64_t *desc, const unsigned char *data,
   }
   if (!ok) {
     tdrt_free(m);
+    snprintf(create_err, sizeof create_err, "out of memory");
     return NULL;
   }
   return m;
@@ -201,7 +218,7 @@ void tdrt_free(tdrt_model *m) {
   td_free(m);
 }
 
-const char *tdrt_error(const tdrt_model *m) { return m ? m->err : "no model"; }
+const char *tdrt_error(const tdrt_model *m) { return m ? m->err : create_err[0] ? create_err : "no model"; }
 
 void tdrt_set_print(tdrt_model *m, tdrt_print_fn fn, void *ud) {
   if (!m) return;
@@ -462,8 +479,7 @@ int tdrt_exe_main(int argc, char **argv, const int64_t *desc, const unsigned cha
   if (rc) return rc;
   tdrt_model *m = tdrt_create(TDRT_ABI, desc, data, kernels);
   if (!m) {
-    fprintf(stderr, "%s: error: cannot create the model (%s)\n", argv[0],
-            cpu_has(desc[2]) ? "out of memory" : "this CPU lacks the instructions it was built for; rebuild with --march");
+    fprintf(stderr, "%s: error: cannot create the model: %s\n", argv[0], tdrt_error(NULL));
     return 1;
   }
   tda_exe_model x = {m, m->n_entries, exe_entry, exe_load, exe_call, exe_quiet, exe_error, exe_direct};

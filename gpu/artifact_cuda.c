@@ -274,6 +274,7 @@ tdcu_model *tdcu_create(int abi, const int64_t *desc, const unsigned char *data)
     snprintf(create_err, sizeof create_err, "not a CUDA artifact's descriptor");
     return NULL;
   }
+  if (tda_update_pending((const void *)tdcu_create, create_err, sizeof create_err)) return NULL;
   tdcu_model *m = td_calloc(1, sizeof *m);
   if (!m) {
     snprintf(create_err, sizeof create_err, "out of memory");

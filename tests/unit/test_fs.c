@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "build_test.h"
 #include "scratch_dir.h"
 #include "tdsl_child.h"
 
@@ -400,4 +401,105 @@ Test(fs, out_removes_what_killed_writers_left) {
     cr_expect_eq(exists(name), cases[i].stays, "%s should %s", name, cases[i].stays ? "stay" : "be removed");
   }
   cr_expect(exists("outs/y.npy.tmp.abc123"), "a file that is not a tdsl temporary was removed");
+}
+
+/* ---- tdsl build killed half way ---- */
+
+static const char *const ARTIFACT[] = {"simple.so", "simple.h", "simple"};
+
+/* Builds examples/seed/simple.td --exe --seed seed into d (kill: the
+ * TDSL_TEST_KILL_BUILD point, or NULL); returns the exit status. */
+static int build_simple(const char *d, int seed, const char *kill) {
+  char s[16], k[64];
+  snprintf(s, sizeof s, "%d", seed);
+  snprintf(k, sizeof k, "TDSL_TEST_KILL_BUILD=%s", kill ? kill : "");
+  result r = run(&(run_opts){.timeout = 120, .env = {k}},
+                 (const char *[]){"build", TDSL_SRCDIR "/examples/seed/simple.td", "-o", path(d), "--exe", "--seed", s,
+                                  NULL});
+  cr_expect(kill || r.status == 0, "tdsl build: %s", r.err);
+  int st = r.status;
+  drop(&r);
+  return st;
+}
+
+/* Which build file name of d is: 1 the old one's (in old/), 2 the new
+ * one's (in new/), 0 neither. */
+static int which_build(const char *d, const char *name) {
+  char cmd[2000];
+  snprintf(cmd, sizeof cmd, "cmp -s '%s/%s' '%s/%s'", path(d), name, path("old"), name);
+  if (system(cmd) == 0) return 1;
+  snprintf(cmd, sizeof cmd, "cmp -s '%s/%s' '%s/%s'", path(d), name, path("new"), name);
+  return system(cmd) == 0 ? 2 : 0;
+}
+
+/* What `out/simple` (its executable) says when it cannot create its model. */
+static char *exe_refusal(void) {
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "'%s' --in x=none.npy 2>&1", path("out/simple"));
+  FILE *f = popen(cmd, "r");
+  cr_assert_not_null(f);
+  static char buf[4096];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  pclose(f);
+  return buf;
+}
+
+/* A build killed at each point of its commit (TDSL_TEST_KILL_BUILD) over
+ * an earlier build: every file is whole, the old build's or the new one's;
+ * while they may be a mix the executable and the C API refuse, naming the
+ * pending update; the next build into the directory (of another prefix)
+ * finishes it, and removes what a build killed before its commit left. */
+Test(fs, build_killed_at_any_point_leaves_no_mix, .timeout = 400) {
+  if (SANITIZED) cr_skip_test("the artifact runtime is built with sanitizers");
+  cr_assert_eq(build_simple("old", 1, NULL), 0);
+  cr_assert_eq(build_simple("new", 2, NULL), 0);
+  for (int i = 0; i < 3; i++) cr_assert_eq(which_build("new", ARTIFACT[i]), 2, "the two builds must differ");
+  write_file(path("api.c"), "#include <stdio.h>\n#include \"simple.h\"\nint main(void) {\n"
+                            "  simple_model *m = simple_create();\n  if (!m) { puts(simple_error(NULL)); return 1; }\n"
+                            "  simple_free(m);\n  return 0;\n}\n");
+  char cmd[2400], point[8];
+  for (int k = 0; k <= 4; k++) {
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", path("out"), path("old"), path("out"));
+    cr_assert_eq(system(cmd), 0);
+    snprintf(point, sizeof point, "%d", k);
+    cr_assert_eq(build_simple("out", 2, point), 128 + SIGKILL, "the build was not killed at point %d", k);
+    int mixed = 0, olds = 0;
+    for (int i = 0; i < 3; i++) {
+      int w = which_build("out", ARTIFACT[i]);
+      cr_expect_neq(w, 0, "point %d: %s is neither build's", k, ARTIFACT[i]);
+      olds += w == 1;
+    }
+    mixed = olds != 0 && olds != 3;
+    cr_expect(k > 1 || olds == 3, "point %d: nothing may change before the commit's moves", k);
+    cr_expect(k < 4 || olds == 0, "point %d: every file moved", k);
+    const char *said = exe_refusal();
+    cr_expect(k == 0 || strstr(said, "tdsl build was interrupted"), "point %d: the executable ran: %s", k, said);
+    cr_expect(k > 0 || !strstr(said, "interrupted"), "point %d: nothing was committed: %s", k, said);
+    if (mixed && k == 2) {   /* the new library beside the old header: the C API refuses too */
+      cr_assert_eq(sh("cc -I'%s' '%s' '%s/simple.so' -Wl,-rpath,'%s' -o '%s'", path("out"), path("api.c"), path("out"),
+                      path("out"), path("api")), 0);
+      snprintf(cmd, sizeof cmd, "'%s' > '%s'", path("api"), path("api.txt"));
+      cr_expect_neq(system(cmd), 0, "simple_create() accepted a half-updated directory");
+      char *t = read_all(path("api.txt"), NULL);
+      cr_expect(strstr(t, ".simple.tdsl-commit") && strstr(t, "interrupted"), "%s", t);
+      free(t);
+    }
+  }
+  /* the last state (killed after its last move) is finished by a build of
+   * another prefix; a staging directory of a build killed before its
+   * commit, an hour old, goes too */
+  snprintf(cmd, sizeof cmd, "mkdir '%s/.simple" ".tdsl-tmp." GONE_PID ".abcdef' && touch -d '1 hour ago' '%s/.simple"
+           ".tdsl-tmp." GONE_PID ".abcdef'", path("out"), path("out"));
+  cr_assert_eq(system(cmd), 0);
+  result r = run(&(run_opts){.timeout = 120},
+                 (const char *[]){"build", TDSL_SRCDIR "/examples/seed/simple.td", "-o", path("out"), "--name", "other",
+                                  NULL});
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  drop(&r);
+  for (int i = 0; i < 3; i++) cr_expect_eq(which_build("out", ARTIFACT[i]), 2, "%s", ARTIFACT[i]);
+  cr_expect_eq(sh("test \"$(ls -A '%s' | tr '\\n' ' ')\" = 'other.h other.so simple simple.h simple.so '", path("out")),
+               0, "files left in out/");
+  const char *said = exe_refusal();
+  cr_expect(!strstr(said, "interrupted"), "%s", said);
 }
