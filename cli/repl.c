@@ -553,6 +553,11 @@ static void setup_editing(repl *r) {
   using_history();
   stifle_history(1000);
   r->history = history_path();
+  struct stat st;   /* editline opens it by path: a FIFO there would block the session's start */
+  if (r->history && !stat(r->history, &st) && !S_ISREG(st.st_mode)) {
+    free(r->history);
+    r->history = NULL;
+  }
   if (r->history) read_history(r->history);
 }
 
