@@ -59,6 +59,7 @@ static int finish(int dfd, const char *commit, const char *prefix) {
   DIR *d = cfd >= 0 ? fdopendir(cfd) : NULL;
   if (!d) {
     if (cfd >= 0) close(cfd);
+    if (errno == ENOTDIR || errno == ELOOP) return unlinkat(dfd, commit, 0);   /* a file or link planted there */
     return errno == ENOENT ? 0 : -1;   /* finished meanwhile by its own build */
   }
   size_t plen = strlen(prefix);
