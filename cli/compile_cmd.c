@@ -65,6 +65,15 @@ static void print_c(const td_plan *p, const td_diags *d, const char *text, FILE 
   fputs(at, out);
 }
 
+void td_cli_cache_warning(const td_compiled *c) {
+  static int said;
+  const char *w = c ? td_compiled_warning(c) : NULL;
+  if (!w || said) return;
+  said = 1;
+  fflush(stdout);
+  fprintf(stderr, "tdsl: warning: %s\n", w);
+}
+
 static int debug_level(void) {
   const char *s = getenv("TDSL_DEBUG");
   return s ? atoi(s) : 0;
@@ -85,6 +94,7 @@ int td_cli_run_compiled(const td_graph *g, const td_diags *d, td_tensor *const *
   td_compile_opts co = {-1, (dumps & DUMP_C) || dbg, NULL, 1};
   td_compiled *c = td_compile(plan, &co, err);
   if (!c) return -1;
+  td_cli_cache_warning(c);
   const char *text = td_compiled_c_text(c);
   if (text && (dumps & DUMP_C)) print_c(plan, d, text, stdout);
   if (text && dbg) print_c(plan, d, text, stderr);

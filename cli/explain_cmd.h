@@ -21,4 +21,9 @@ int td_cli_run_compiled(const td_graph *g, const td_diags *d, td_tensor *const *
                         td_tensor *const *params, const td_interp_opts *io, unsigned dumps,
                         td_tensor ***outs, td_err *err, td_span *sp);
 
+/* Prints c's compile-cache warning (td_compiled_warning) on stderr, once
+ * per process: a REPL that compiles every input says it once. */
+struct td_compiled;
+void td_cli_cache_warning(const struct td_compiled *c);
+
 #endif

@@ -216,6 +216,7 @@ static int memo_runner(void *ud, const td_graph *g, const td_diags *d, td_tensor
       m->failed = 1;
       return -1;
     }
+    td_cli_cache_warning(m->c);
     m->g = g;
     m->compile_s = now_s() - t0;
   }
@@ -551,6 +552,11 @@ static void setup_editing(repl *r) {
   using_history();
   stifle_history(1000);
   r->history = history_path();
+  struct stat st;   /* editline opens it by path: a FIFO there would block the session's start */
+  if (r->history && !stat(r->history, &st) && !S_ISREG(st.st_mode)) {
+    free(r->history);
+    r->history = NULL;
+  }
   if (r->history) read_history(r->history);
 }
 

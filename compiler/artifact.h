@@ -58,7 +58,10 @@ typedef void (*tdrt_kernels_fn)(int e, void **out);
 
 /* A model with its initial parameters; NULL when abi is not TDRT_ABI, the
  * descriptor is not one, this CPU lacks the instructions the kernels were
- * compiled for (the descriptor's isa), or memory ran out. */
+ * compiled for (the descriptor's isa), the library holds another model than
+ * the header sig was taken from, an update of the artifact's directory by
+ * tdsl build was interrupted (tda_update_pending), or memory ran out;
+ * tdrt_error(NULL) then says which (in this thread). */
 tdrt_model *tdrt_create(int abi, uint64_t sig, const int64_t *desc, const unsigned char *data, tdrt_kernels_fn kernels);
 void tdrt_free(tdrt_model *m);
 /* Replaces the parameters from a safetensors file (all of them, exact
@@ -69,7 +72,8 @@ int tdrt_load_weights(tdrt_model *m, const char *path, char *err, size_t errlen)
  * writes to stdout; fn NULL drops them. */
 typedef void (*tdrt_print_fn)(void *ud, const char *text);
 void tdrt_set_print(tdrt_model *m, tdrt_print_fn fn, void *ud);
-/* The message of the last failure ("" when none). */
+/* The message of the last failure ("" when none); with m NULL, why this
+ * thread's last tdrt_create failed. */
 const char *tdrt_error(const tdrt_model *m);
 /* Calls entry e: syms holds the entry's symbolic sizes (argument order),
  * args its inputs then its outputs (caller-owned, contiguous). */

@@ -5,11 +5,14 @@
  */
 #include "artifact_common.h"
 
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../lang/mem.h"
 #include "../runtime/io.h"
@@ -243,6 +246,49 @@ int tda_slots(const tda_entry *e, size_t *slot, size_t *total) {
 }
 
 /* ---- weights ---- */
+
+int tda_check_head(int abi, uint64_t sig, const int64_t *desc, int64_t magic, int lib_abi, char *err, size_t errlen) {
+  if (abi != lib_abi || !desc || desc[1] != lib_abi) {
+    set_err(err, errlen, "the header's ABI version (%d) is not the library's (%d): rebuild the program against this "
+            "artifact's header", abi, lib_abi);
+    return -1;
+  }
+  if (desc[0] != magic) {
+    set_err(err, errlen, "not an artifact's descriptor");
+    return -1;
+  }
+  if ((uint64_t)desc[3] != sig) {
+    set_err(err, errlen, "this library holds another model than the header's (signature %016llx, the header's "
+            "%016llx): rebuild the program against this library's header, or load the library it was built with",
+            (unsigned long long)desc[3], (unsigned long long)sig);
+    return -1;
+  }
+  return 0;
+}
+
+int tda_update_pending(const void *addr, char *err, size_t errlen) {
+  char self[4096], pending[4400];
+  const char *file = NULL;
+  Dl_info info;
+  if (dladdr(addr, &info) && info.dli_fname && strchr(info.dli_fname, '/')) file = info.dli_fname;
+  else {   /* the executable: its link map has no name */
+    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (k > 0) {
+      self[k] = 0;
+      file = self;
+    }
+  }
+  if (!file) return 0;
+  const char *base = strrchr(file, '/') + 1;
+  size_t n = strlen(base);
+  if (n > 3 && !strcmp(base + n - 3, ".so")) n -= 3;
+  snprintf(pending, sizeof pending, "%.*s.%.*s" TDA_COMMIT_DIR, (int)(base - file), file, (int)n, base);
+  struct stat st;
+  if (lstat(pending, &st)) return 0;
+  snprintf(err, errlen, "%s exists: an update of this artifact by tdsl build was interrupted, so its files may be "
+           "of two builds; run tdsl build again", pending);
+  return 1;
+}
 
 int tda_read_weights(const tda_param *p, int n, const char *what, const char *path, td_tensor_map *w, char *err,
                      size_t errlen) {

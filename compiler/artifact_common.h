@@ -148,6 +148,25 @@ int tda_read_param(tda_rd *r, tda_param *p);
  * end.  -1 when the sizes make one too large. */
 int tda_slots(const tda_entry *e, size_t *slot, size_t *total);
 
+/* The head of a descriptor against what create was called with: the ABI
+ * version (the caller's abi, the descriptor's and the library's lib_abi),
+ * the magic word, and the signature (word 3) against the header's sig.
+ * 0, or -1 with the reason in err. */
+int tda_check_head(int abi, uint64_t sig, const int64_t *desc, int64_t magic, int lib_abi, char *err, size_t errlen);
+
+/* The directory DIR/.PREFIX<TDA_COMMIT_DIR> holds the outputs of a `tdsl
+ * build` that were committed but not all moved into DIR yet (a kill left
+ * DIR half updated, compiler/build_dir.c); the next build finishes it. */
+#define TDA_COMMIT_DIR ".tdsl-commit"
+
+/* Is an update of the directory holding the artifact that contains addr
+ * (the shared library, or the executable) by `tdsl build` unfinished,
+ * its DIR/.NAME.tdsl-commit there (artifact.h's TDA_COMMIT_DIR; NAME the
+ * file's name without ".so")?  Then 1, with a message in err: its files
+ * may be of two builds, and create refuses.  0 otherwise, also when the
+ * file cannot be found (a copy outside any build directory is whole). */
+int tda_update_pending(const void *addr, char *err, size_t errlen);
+
 /* Checks a safetensors file from its header against the n parameters p
  * (exactly these names, dtypes and shapes; every problem listed, under
  * "PATH does not fit WHAT:", as `tdsl run --weights` says it), and only

@@ -152,31 +152,17 @@ static int cpu_has(int64_t isa) {
 #endif
 }
 
-/* Why the last tdrt_create of this thread failed (tdrt_error(NULL)). */
-static _Thread_local char create_err[sizeof(td_err)];
+/* Why the last tdrt_create of this thread returned NULL (tdrt_error(NULL)). */
+static _Thread_local char create_err[4600];
 
 tdrt_model *tdrt_create(int abi, uint64_t sig, const int64_t *desc, const unsigned char *data, tdrt_kernels_fn kernels) {
   create_err[0] = 0;
-  if (abi != TDRT_ABI || !desc || desc[1] != TDRT_ABI) {
-    snprintf(create_err, sizeof create_err, "the header's ABI version (%d) is not the library's (%d): rebuild "
-             "the program against this artifact's header", abi, TDRT_ABI);
-    return NULL;
-  }
-  if (desc[0] != TDRT_MAGIC) {
-    snprintf(create_err, sizeof create_err, "not an artifact's descriptor");
-    return NULL;
-  }
-  if ((uint64_t)desc[3] != sig) {
-    snprintf(create_err, sizeof create_err, "this library holds another model than the header's (signature "
-             "%016llx, the header's %016llx): rebuild the program against this library's header, or load the "
-             "library it was built with", (unsigned long long)desc[3], (unsigned long long)sig);
-    return NULL;
-  }
+  if (tda_check_head(abi, sig, desc, TDRT_MAGIC, TDRT_ABI, create_err, sizeof create_err)) return NULL;
   if (!cpu_has(desc[2])) {
-    snprintf(create_err, sizeof create_err, "this CPU lacks the instructions the library was built for; rebuild "
-             "with --march");
+    snprintf(create_err, sizeof create_err, "this CPU lacks the instructions it was built for; rebuild with --march");
     return NULL;
   }
+  if (tda_update_pending((const void *)tdrt_create, create_err, sizeof create_err)) return NULL;
   tdrt_model *m = td_calloc(1, sizeof *m);
   if (!m) {
     snprintf(create_err, sizeof create_err, "out of memory");
@@ -496,7 +482,7 @@ int tdrt_exe_main(int argc, char **argv, const int64_t *desc, const unsigned cha
   if (rc) return rc;
   tdrt_model *m = tdrt_create(TDRT_ABI, (uint64_t)desc[3], desc, data, kernels);
   if (!m) {
-    fprintf(stderr, "%s: error: cannot create the model (%s)\n", argv[0], tdrt_error(NULL));
+    fprintf(stderr, "%s: error: cannot create the model: %s\n", argv[0], tdrt_error(NULL));
     return 1;
   }
   tda_exe_model x = {m, m->n_entries, exe_entry, exe_load, exe_call, exe_quiet, exe_error, exe_direct};

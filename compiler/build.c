@@ -10,8 +10,10 @@
  * compiled to the shared library (and, with exe, once more with a main()
  * to the executable), libgccjit's driver linking the entry objects and
  * libtdsl_rt.a in.  The header is written as text.  Every output is written
- * under a temporary name and renamed at the end, so a failed build leaves
- * no partial .so, .h or executable behind.
+ * into a staging directory and the whole set is published at the end
+ * (build_dir.c), so a failed or killed build leaves no partial .so, .h or
+ * executable behind, nor a mix of two builds' files that a program could
+ * use.
  */
 #include "build.h"
 #include "compiled.h"
@@ -31,7 +33,7 @@ typedef struct bextra {
   cg_dimref *dims;
   int n_dims;
   tdc_kinfo *info;
-  char obj[1100];
+  char obj[1300];
 } bextra;
 
 typedef struct builder {
@@ -78,8 +80,8 @@ static void put_entry(builder *b, int ei) {
 /* ---- one entry point ---- */
 
 /* Lowers, optimises, plans and generates entry ei, compiling its kernels
- * into an object file in the output directory. */
-static int build_entry(builder *b, td_program *prog, int ei) {
+ * into an object file in the staging directory stage. */
+static int build_entry(builder *b, td_program *prog, int ei, const char *stage) {
   tdb_entry *e = &b->c.e[ei];
   bextra *x = &b->x[ei];
   td_err *err = b->c.err;
@@ -93,7 +95,7 @@ static int build_entry(builder *b, td_program *prog, int ei) {
   if (!x->info) return td_err_set(err, "out of memory");
   gcc_jit_context *ctx = tdc_codegen(e->plan, b->march, 2, b->c.a, &x->dims, &x->n_dims, x->info, err);
   if (!ctx) return -1;
-  snprintf(x->obj, sizeof x->obj, "%s/.%s_e%d.o", b->c.o->dir, b->c.o->prefix, ei);
+  snprintf(x->obj, sizeof x->obj, "%s/%s_e%d.o", stage, b->c.o->prefix, ei);
   gcc_jit_context_compile_to_file(ctx, GCC_JIT_OUTPUT_KIND_OBJECT_FILE, x->obj);
   const char *msg = gcc_jit_context_get_first_error(ctx);
   int rc = msg ? td_err_set(err, "internal compiler error in the kernels of %s: %s", e->name, msg) : 0;
@@ -362,8 +364,9 @@ static int write_header(builder *b, const char *path) {
              "/* A model with the parameters `tdsl run --seed %llu` initialises; NULL when\n"
              " * the library's ABI is not this header's, the library holds another model\n"
              " * (its signature is not the header's), the CPU lacks the instructions it\n"
-             " * was built for (tdsl build --march), or memory ran out: %s_error(NULL)\n"
-             " * then says which, in one sentence. */\n"
+             " * was built for (tdsl build --march), an update of its directory by tdsl\n"
+             " * build was interrupted, or memory ran out: %s_error(NULL) then says\n"
+             " * which, in one sentence. */\n"
              "%s_model *%s_create_abi(int abi, uint64_t sig);\n",
           p, p, (unsigned long long)b->c.o->seed, p, p, p);
   char up[128];
@@ -393,7 +396,7 @@ static int write_header(builder *b, const char *path) {
 static int build_all(builder *b, td_program *prog, const tdb_outs *out) {
   if (!(b->x = tdb_collect_entries(&b->c, prog, sizeof *b->x))) return -1;
   for (int i = 0; i < b->c.n_e; i++)
-    if (build_entry(b, prog, i)) return -1;
+    if (build_entry(b, prog, i, out->stage)) return -1;
   if (tdb_pack_params(&b->c, 0, 1) < 0) return -1;
   const char *m = b->march;
   tdb_put_start(&b->c, TDRT_MAGIC, TDRT_ABI,

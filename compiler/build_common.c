@@ -1,8 +1,8 @@
 /* build_common.c - what `tdsl build` does the same for CPU and CUDA
  * artifacts (build_common.h): the builder's entries and parameters, the
  * common parts of the two descriptors, the pieces of the libgccjit context
- * holding the C API, the header's shared text, and temporary output files
- * renamed into place only when everything was written.
+ * holding the C API and the header's shared text.  How the outputs reach
+ * the output directory is build_dir.c's.
  */
 #include "build_common.h"
 
@@ -21,15 +21,6 @@ _Static_assert(TD_MONO_MAX == TDA_MONO_MAX, "the descriptor's terms hold TD_MONO
 
 /* ---- setup and outputs ---- */
 
-static void out_names(const td_build_opts *o, tdb_outs *out) {
-  static const char *const suffix[3] = {".so", ".h", ""};
-  out->n = o->exe ? 3 : 2;
-  for (int i = 0; i < out->n; i++) {
-    snprintf(out->final[i], sizeof out->final[i], "%s/%s%s", o->dir, o->prefix, suffix[i]);
-    snprintf(out->tmp[i], sizeof out->tmp[i], "%s/.%s%s.tmp%ld", o->dir, o->prefix, suffix[i], (long)getpid());
-  }
-}
-
 int tdb_begin(tdb_builder *b, const td_build_opts *o, td_err *err, tdb_outs *out) {
   memset(b, 0, sizeof *b);
   memset(out, 0, sizeof *out);
@@ -39,12 +30,11 @@ int tdb_begin(tdb_builder *b, const td_build_opts *o, td_err *err, tdb_outs *out
   if (mkdir(o->dir, 0755) && errno != EEXIST) return td_err_set(err, "cannot create %s: %s", o->dir, strerror(errno));
   if (access(o->rt_lib, R_OK)) return td_err_set(err, "the artifact runtime %s is missing (is tdsl installed?)", o->rt_lib);
   if (!(b->a = td_arena_new())) return td_err_set(err, "out of memory");
-  out_names(o, out);
-  return 0;
+  return tdb_dir_begin(b, out);
 }
 
 void tdb_end(tdb_builder *b, const tdb_outs *out) {
-  for (int i = 0; i < out->n; i++) unlink(out->tmp[i]);   /* after a failure; gone after the renames */
+  tdb_dir_end(out);   /* after a failure: the staging directory; gone after a commit */
   for (int i = 0; i < b->n_e; i++) {
     tdb_entry *e = &b->e[i];
     for (int k = 0; e->g && e->params && k < e->g->n_params; k++) td_tensor_release(e->params[k]);
@@ -53,18 +43,6 @@ void tdb_end(tdb_builder *b, const tdb_outs *out) {
   td_free(b->p);
   td_free(b->data);
   td_arena_free(b->a);
-}
-
-/* A rename that fails (the final name is a directory, say) takes back the
- * ones before it: a failed build leaves none of its files. */
-int tdb_commit(tdb_builder *b, const tdb_outs *out) {
-  for (int i = 0; i < out->n; i++)
-    if (rename(out->tmp[i], out->final[i])) {
-      int e = errno;
-      for (int k = 0; k < i; k++) unlink(out->final[k]);
-      return td_err_set(b->err, "cannot write %s: %s", out->final[i], strerror(e));
-    }
-  return 0;
 }
 
 /* ---- entries and parameters ---- */

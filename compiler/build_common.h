@@ -6,8 +6,8 @@
  * of the descriptor both layouts have in common (artifact.h and
  * artifact_cuda.h: parameters, an entry's head up to its slots, its
  * prints), the gccjit pieces of the API context (types, imports, blobs,
- * forwarding and entry wrappers), the header's text, and writing every
- * output under a temporary name that is renamed at the end.
+ * forwarding and entry wrappers), the header's text, and how the outputs
+ * reach the output directory, all of them or none (build_dir.c).
  */
 #ifndef TD_BUILD_COMMON_H
 #define TD_BUILD_COMMON_H
@@ -53,20 +53,34 @@ typedef struct tdb_builder {
 } tdb_builder;
 
 /* The outputs: <prefix>.so, <prefix>.h and with exe <prefix>, each written
- * under a temporary name in the same directory. */
+ * as tmp[i] into the build's staging directory inside the output
+ * directory, where the entry objects go too (build_dir.c). */
 typedef struct tdb_outs {
-  char final[3][1100], tmp[3][1100];
+  char final[3][1300], tmp[3][1300];
+  char stage[1100];          /* DIR/.PREFIX.tdsl-tmp.PID.XXXXXX ("" when none) */
+  char commit[1100];         /* DIR/.PREFIX.tdsl-commit */
   int n;
 } tdb_outs;
 enum { TDB_SO, TDB_H, TDB_EXE };
 
 /* Checks the output directory (created) and the runtime library, makes
- * the arena and the temporary names.  0 or -1 with b->err. */
+ * the arena and the staging directory (tdb_dir_begin).  0 or -1 with
+ * b->err. */
 int tdb_begin(tdb_builder *b, const td_build_opts *o, td_err *err, tdb_outs *out);
-/* Removes what is left of the temporary files, frees b. */
+/* Removes the staging directory when it is still there, frees b. */
 void tdb_end(tdb_builder *b, const tdb_outs *out);
-/* Renames every temporary file to its final name (all or none). */
+
+/* ---- the output directory (build_dir.c) ---- */
+/* Finishes the updates of b->o->dir that killed builds left half done,
+ * removes what dead builds left, makes the staging directory and the
+ * names of out.  0 or -1 with b->err. */
+int tdb_dir_begin(tdb_builder *b, tdb_outs *out);
+/* Publishes the staged outputs: one rename commits them, then each takes
+ * its place (see build_dir.c for what a kill leaves).  0, or -1 with
+ * b->err and the earlier files untouched when nothing was committed. */
 int tdb_commit(tdb_builder *b, const tdb_outs *out);
+/* Removes the staging directory and its files (after a failure). */
+void tdb_dir_end(const tdb_outs *out);
 
 /* The entry points of prog but main, with their C names; returns a zeroed
  * array of what the device adds per entry (each bytes an entry), or NULL

@@ -25,20 +25,69 @@
 /* A writer's temporary file older than this is a leftover of a crash. */
 #define STALE_TMP_SECONDS (24 * 60 * 60)
 
-int td_cache_dir(char *buf, size_t n) {
+int td_cache_dir(char *buf, size_t n, td_err *err) {
   const char *off = getenv("TDSL_CACHE"), *dir = getenv("TDSL_CACHE_DIR");
+  if (err) err->msg[0] = 0;
   if (off && !strcmp(off, "0")) return -1;
   if (dir && *dir) snprintf(buf, n, "%s", dir);
   else if ((dir = getenv("XDG_CACHE_HOME")) && *dir) snprintf(buf, n, "%s/tdsl", dir);
   else if ((dir = getenv("HOME")) && *dir) snprintf(buf, n, "%s/.cache/tdsl", dir);
   else return -1;
+  struct stat st;
   for (char *s = buf + 1; *s; s++)   /* mkdir -p */
     if (*s == '/') {
       *s = 0;
-      if (mkdir(buf, 0755) && errno != EEXIST) return -1;
+      int bad = mkdir(buf, 0755) && errno != EEXIST;
       *s = '/';
+      if (bad) break;
     }
-  return mkdir(buf, 0755) && errno != EEXIST ? -1 : 0;
+  if ((mkdir(buf, 0755) && errno != EEXIST) || stat(buf, &st))
+    return td_err_set(err, "cannot use the compile cache %s: %s", buf, strerror(errno));
+  if (!S_ISDIR(st.st_mode)) return td_err_set(err, "cannot use the compile cache %s: %s", buf, strerror(ENOTDIR));
+  return 0;
+}
+
+/* The directory part of path into buf. */
+static const char *dir_part(const char *path, char *buf, size_t n) {
+  const char *slash = strrchr(path, '/');
+  snprintf(buf, n, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+  return buf;
+}
+
+int td_cache_tmp(const char *path, const char *suffix, int exec, char *tmp, size_t n, td_err *err) {
+  char dir[1024];
+  snprintf(tmp, n, "%s.%ld.tmp%s", path, (long)getpid(), suffix);
+  for (int attempt = 0; attempt < 2; attempt++) {
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, exec ? 0755 : 0644);
+    if (fd >= 0) {
+      close(fd);
+      return 0;
+    }
+    if (errno != EEXIST) break;
+    unlink(tmp);   /* left by a dead process that had this PID, or planted */
+  }
+  return td_err_set(err, "cannot write the compile cache %s: %s", dir_part(path, dir, sizeof dir), strerror(errno));
+}
+
+int td_cache_write(const char *path, const void *data, size_t n, td_err *err) {
+  char tmp[1100], dir[1024];
+  if (td_cache_tmp(path, "", 0, tmp, sizeof tmp, err)) return -1;
+  int fd = open(tmp, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+  const unsigned char *p = data;
+  size_t left = n;
+  while (fd >= 0 && left > 0) {
+    ssize_t w = write(fd, p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    p += w;
+    left -= (size_t)w;
+  }
+  int e = fd < 0 || left ? (errno ? errno : EIO) : 0;
+  if (fd >= 0 && close(fd) && !e) e = errno;
+  if (!e && rename(tmp, path)) e = errno;
+  if (!e) return 0;
+  unlink(tmp);
+  return td_err_set(err, "cannot write the compile cache %s: %s", dir_part(path, dir, sizeof dir), strerror(e));
 }
 
 uint64_t td_cache_limit(void) {

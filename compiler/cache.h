@@ -11,8 +11,10 @@
  * entries' files total at most the limit or only the new entry is left.
  * A hit calls td_cache_touch, so an entry's time (the newest mtime of its
  * files) is when it was last written or used.  Nothing here ever fails
- * its caller: the cache is an optimisation, and every error (a file that
- * vanished under another process's eviction, no permission) is ignored.
+ * its caller's work: the cache is an optimisation.  Errors of eviction (a
+ * file that vanished under another process's eviction, no permission) are
+ * ignored; a directory that cannot be used or written is reported (err)
+ * for the caller to warn about, and the caller compiles in memory.
  */
 #ifndef TD_CACHE_H
 #define TD_CACHE_H
@@ -20,12 +22,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../runtime/tensor.h"
+
 /* The default of TDSL_CACHE_MAX_MB. */
 #define TD_CACHE_DEFAULT_MB 1024
 
 /* The cache directory into buf (created with its parents); -1 when the
- * cache is off (TDSL_CACHE=0) or no directory can be found or made. */
-int td_cache_dir(char *buf, size_t n);
+ * cache is off (TDSL_CACHE=0, err->msg empty) or when no directory can be
+ * found, made or used (err says why: "cannot use the compile cache DIR:
+ * Not a directory").  err may be NULL. */
+int td_cache_dir(char *buf, size_t n, td_err *err);
+
+/* Creates an empty file path.PID.tmp<suffix> (mode 0644, or 0755 with
+ * exec) for this process to fill, its name into tmp: exclusively, so a
+ * link planted under that name is replaced, never followed.  0, or -1
+ * with err ("cannot write DIR: Permission denied"). */
+int td_cache_tmp(const char *path, const char *suffix, int exec, char *tmp, size_t n, td_err *err);
+
+/* Writes n bytes to path through td_cache_tmp and a rename; 0, or -1 with
+ * err (nothing is left behind then). */
+int td_cache_write(const char *path, const void *data, size_t n, td_err *err);
 
 /* The size limit in bytes: TDSL_CACHE_MAX_MB MiB.  Unset, empty or not a
  * plain non-negative decimal number ("512", "0.5"; not "-1", "1G", "abc"):

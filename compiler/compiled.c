@@ -31,6 +31,7 @@
 
 #include "../lang/checks.h"
 #include "../lang/mem.h"
+#include "../runtime/fileio.h"
 #include "../runtime/philox.h"
 #include "cache.h"
 #include "jit_impl.h"
@@ -64,6 +65,7 @@ struct td_compiled {
   int n_dims;
   char march[32];
   char *c_text;
+  char warning[1200];      /* the first thing that went wrong with the cache, or "" */
   void *arena;             /* temporaries, kept across calls */
   size_t arena_cap;
   void *scratch;            /* threads * scratch_each bytes */
@@ -88,130 +90,216 @@ const char *td_detect_march(void) {
 #endif
 }
 
+/* The largest dump or cached object read back. */
+#define CACHE_FILE_MAX ((size_t)1 << 30)
+
 /* The gccjit dump of ctx as a td_malloc'd string (NULL on failure). */
 static char *dump_text(gcc_jit_context *ctx) {
   const char *dir = getenv("TMPDIR");
-  char path[512];
+  char path[512], *text = NULL;
+  size_t n;
+  int why;
   snprintf(path, sizeof path, "%s/tdsl-kernels-XXXXXX", dir && *dir ? dir : "/tmp");
   int fd = mkstemp(path);
   if (fd < 0) return NULL;
   close(fd);
   gcc_jit_context_dump_to_file(ctx, path, 0);
-  FILE *f = fopen(path, "rb");
-  char *text = NULL;
-  if (f) {
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    if (n >= 0 && (text = td_malloc((size_t)n + 1))) {
-      size_t got = fread(text, 1, (size_t)n, f);
-      text[got] = 0;
-    }
-    fclose(f);
-  }
+  if (td_io_read_all(path, CACHE_FILE_MAX, &text, &n, &why)) text = NULL;
   unlink(path);
   return text;
 }
 
+/* Records the first warning of a compilation (the CLI prints it). */
+static void warn(td_compiled *c, const char *what, const char *how) {
+  if (!c->warning[0]) snprintf(c->warning, sizeof c->warning, "%s; %s", what, how);
+}
+
 /* ---- the compile cache ---------------------------------------------------------------- */
-
-static uint64_t fnv1a(const char *s, uint64_t h) {
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
-
-/* Is the file at path exactly text? */
-static int same_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return 0;
-  size_t n = strlen(text), i = 0;
-  int ch, same = 1;
-  while (same && (ch = fgetc(f)) != EOF) same = i < n && (char)ch == text[i++];
-  fclose(f);
-  return same && i == n;
-}
-
-/* Writes text to path through a temporary file and a rename. */
-static int write_atomic(const char *path, const char *text) {
-  char tmp[1100];
-  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return -1;
-  int ok = fputs(text, f) >= 0;
-  ok = (fclose(f) == 0) && ok;
-  if (ok && rename(tmp, path) == 0) return 0;
-  unlink(tmp);
-  return -1;
-}
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "unknown"
 #endif
 
-/* FNV-1a of a file's bytes into *h; 0, or -1 when it cannot be read. */
-static int hash_file(const char *path, uint64_t *h) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return -1;
-  uint64_t x = 14695981039346656037ull;
-  unsigned char buf[65536];
+/* An entry's identity: h names its files (FNV-1a of the key's text and the
+ * dump), h2 is a second, independent hash of the same bytes; both are
+ * compiled into its shared object as tdsl_cache_key. */
+typedef struct cache_entry {
+  uint64_t h, h2;
+  char dir[900], stem[20], so[1000], dump[1000], sum[1000];
+} cache_entry;
+
+#define KEY_SYMBOL "tdsl_cache_key"
+
+static uint64_t fnv1a(const char *s, size_t n, uint64_t h) {
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+  return h;
+}
+
+/* A multiply-rotate hash, unrelated to FNV-1a's structure. */
+static uint64_t mixhash(const char *s, uint64_t h) {
+  for (; *s; s++) {
+    h = (h + (unsigned char)*s) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
+static void entry_names(cache_entry *e, const char *text, int opt_level, const char *march) {
+  char key[96];
+  snprintf(key, sizeof key, "tdsl-kernels-4 %s -O%d %s", PACKAGE_VERSION, opt_level, march);
+  e->h = fnv1a(text, strlen(text), fnv1a(key, strlen(key), 14695981039346656037ull));
+  e->h2 = mixhash(text, mixhash(key, 0x243f6a8885a308d3ull));
+  snprintf(e->stem, sizeof e->stem, "%016llx", (unsigned long long)e->h);
+  snprintf(e->so, sizeof e->so, "%s/%s.so", e->dir, e->stem);
+  snprintf(e->dump, sizeof e->dump, "%s/%s.c", e->dir, e->stem);
+  snprintf(e->sum, sizeof e->sum, "%s/%s.sum", e->dir, e->stem);
+}
+
+/* Is the regular file at path exactly text? */
+static int same_text(const char *path, const char *text) {
+  char *got;
   size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-    for (size_t i = 0; i < n; i++) x = (x ^ buf[i]) * 1099511628211ull;
-  int bad = ferror(f);
-  fclose(f);
-  *h = x;
-  return bad ? -1 : 0;
+  int why, same = td_io_read_all(path, CACHE_FILE_MAX, &got, &n, &why) == 0 && n == strlen(text) &&
+                  !memcmp(got, text, n);
+  td_free(got);
+  return same;
+}
+
+/* FNV-1a of a regular file's bytes into *h; 0, or -1 when it cannot be read. */
+static int hash_file(const char *path, uint64_t *h) {
+  char *data;
+  size_t n;
+  int why;
+  if (td_io_read_all(path, CACHE_FILE_MAX, &data, &n, &why)) return -1;
+  *h = fnv1a(data, n, 14695981039346656037ull);
+  td_free(data);
+  return 0;
 }
 
 /* The checksum file next to a cached object: "<fnv1a of the .so>\n". */
 static int sum_matches(const char *sum_path, const char *so_path) {
-  FILE *f = fopen(sum_path, "r");
-  if (!f) return 0;
-  unsigned long long want = 0;
-  int ok = fscanf(f, "%llx", &want) == 1;
-  fclose(f);
+  char *text;
+  size_t n;
+  int why;
+  if (td_io_read_all(sum_path, 64, &text, &n, &why)) return 0;
+  char *end;
+  unsigned long long want = strtoull(text, &end, 16);
+  int ok = end == text + 16 && *end == '\n';
+  td_free(text);
   uint64_t got;
   return ok && hash_file(so_path, &got) == 0 && got == (uint64_t)want;
 }
 
-/* Code for ctx from the cache, or compiled into it.  Returns 0 with c->dl
- * set, or -1 (no cache, or any failure: the caller compiles in memory).
- *
- * An entry is three files named by a hash of the kernels' gccjit dump, the
- * -march, the optimisation level and the tdsl version: the shared object,
- * the dump itself (compared byte for byte, so a hash collision cannot load
- * the wrong code) and the shared object's checksum.  An entry whose dump
- * differs or whose object does not match its checksum (truncated, corrupt)
- * is compiled again and replaced, never loaded.  A hit marks the entry as
- * used (the .so's mtime); a miss, once it has written its entry, trims the
- * cache to TDSL_CACHE_MAX_MB, least recently used entries first, never the
- * new one (cache.h). */
-static int from_cache(td_compiled *c, gcc_jit_context *ctx, const char *text, int opt_level) {
-  char dir[900], so[1000], dump[1000], sum[1000], tmp[1100], key[96], stem[20];
-  if (!text || td_cache_dir(dir, sizeof dir)) return -1;
-  snprintf(key, sizeof key, "tdsl-kernels-3 %s -O%d %s", PACKAGE_VERSION, opt_level, c->march);
-  uint64_t h = fnv1a(text, fnv1a(key, 14695981039346656037ull));
-  snprintf(stem, sizeof stem, "%016llx", (unsigned long long)h);
-  snprintf(so, sizeof so, "%s/%016llx.so", dir, (unsigned long long)h);
-  snprintf(dump, sizeof dump, "%s/%016llx.c", dir, (unsigned long long)h);
-  snprintf(sum, sizeof sum, "%s/%016llx.sum", dir, (unsigned long long)h);
-  if (same_text(dump, text) && sum_matches(sum, so) && (c->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL))) {
-    c->cached = 1;
-    td_cache_touch(so);   /* recently used: evicted last (cache.h) */
-    return 0;
-  }
-  snprintf(tmp, sizeof tmp, "%s.%ld.tmp.so", so, (long)getpid());
-  gcc_jit_context_compile_to_file(ctx, GCC_JIT_OUTPUT_KIND_DYNAMIC_LIBRARY, tmp);
+/* The exported const unsigned long long tdsl_cache_key[2] = {h, h2}: added
+ * after the dump was taken, so the key does not depend on itself. */
+static void add_key_symbol(gcc_jit_context *ctx, const cache_entry *e) {
+  gcc_jit_type *u64 = gcc_jit_context_get_type(ctx, GCC_JIT_TYPE_UNSIGNED_LONG_LONG);
+  gcc_jit_type *arr = gcc_jit_context_new_array_type(ctx, NULL, gcc_jit_type_get_const(u64), 2);
+  gcc_jit_lvalue *g = gcc_jit_context_new_global(ctx, NULL, GCC_JIT_GLOBAL_EXPORTED, arr, KEY_SYMBOL);
+  unsigned long long v[2] = {e->h, e->h2};
+  gcc_jit_global_set_initializer(g, v, sizeof v);
+}
+
+static int lookup_kernels(td_compiled *c, td_err *err);
+
+/* Loads the shared object at path as e's code: it must carry e's key
+ * (another program's object, even with a checksum that matches it, is
+ * refused) and every kernel of the plan.  0 with c->dl and c->fns set, or
+ * -1 with nothing loaded. */
+static int load_entry(td_compiled *c, const cache_entry *e, const char *path) {
+  void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  const unsigned long long *k = dl ? dlsym(dl, KEY_SYMBOL) : NULL;
+  c->dl = dl;
+  if (k && k[0] == e->h && k[1] == e->h2 && lookup_kernels(c, NULL) == 0) return 0;
+  if (dl) dlclose(dl);
+  c->dl = NULL;
+  td_free(c->fns);
+  c->fns = NULL;
+  return -1;
+}
+
+/* Removes what a failed store wrote of entry e. */
+static void unstore(const cache_entry *e) {
+  unlink(e->sum);
+  unlink(e->so);
+  unlink(e->dump);
+}
+
+/* A miss: compiles ctx into e's shared object, loads it from its temporary
+ * name (so a library of the same name this process loaded earlier is not
+ * what dlopen returns), then renames it into place and writes the dump and
+ * the checksum.  0 with the code loaded, even when storing it failed (a
+ * warning then); -1 when nothing is loaded: *ctx is NULL when the failed
+ * compilation left errors in the context, which cannot compile again. */
+static int store_entry(td_compiled *c, gcc_jit_context **ctx, const cache_entry *e) {
+  char tmp[1100], line[32];
+  td_err why;
   uint64_t fh;
-  char line[32];
-  if (gcc_jit_context_get_first_error(ctx) || hash_file(tmp, &fh) || rename(tmp, so)) {
+  if (td_cache_tmp(e->so, ".so", 1, tmp, sizeof tmp, &why)) {   /* not writable: ctx untouched */
+    warn(c, why.msg, "compiled in memory");
+    return -1;
+  }
+  add_key_symbol(*ctx, e);
+  gcc_jit_context_compile_to_file(*ctx, GCC_JIT_OUTPUT_KIND_DYNAMIC_LIBRARY, tmp);
+  const char *failed = gcc_jit_context_get_first_error(*ctx);
+  if (failed) {   /* a full disk, a directory removed meanwhile: compiled again, in memory */
+    snprintf(why.msg, sizeof why.msg, "cannot write the compile cache %s: %s", e->dir, failed);
+    warn(c, why.msg, "compiled in memory");
+    gcc_jit_context_release(*ctx);
+    *ctx = NULL;
+    unlink(tmp);
+    return -1;
+  }
+  if (hash_file(tmp, &fh) || load_entry(c, e, tmp)) {
     unlink(tmp);
     return -1;
   }
   snprintf(line, sizeof line, "%016llx\n", (unsigned long long)fh);
-  int ok = !write_atomic(dump, text) && !write_atomic(sum, line) && (c->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL));
-  td_cache_trim(dir, stem, td_cache_limit());   /* after every write: keeps the cache under its limit */
-  return ok ? 0 : -1;
+  int rc = rename(tmp, e->so) ? td_err_set(&why, "cannot write the compile cache %s: %s", e->dir, strerror(errno)) : 0;
+  if (rc == 0) rc = td_cache_write(e->dump, c->c_text, strlen(c->c_text), &why);
+  if (rc == 0) rc = td_cache_write(e->sum, line, strlen(line), &why);
+  if (rc) {
+    unlink(tmp);
+    unstore(e);
+    warn(c, why.msg, "the code is not cached");
+  }
+  td_cache_trim(e->dir, e->stem, td_cache_limit());   /* after every write: keeps the cache under its limit */
+  return 0;
+}
+
+/* Code for ctx from the cache, or compiled into it.  Returns 0 with c->dl
+ * and c->fns set, or -1 (no cache, or any failure: the caller compiles in
+ * memory; with *ctx NULL it must generate the context again).
+ *
+ * An entry is three files named by a hash of the kernels' gccjit dump, the
+ * -march, the optimisation level and the tdsl version: the shared object,
+ * the dump itself (compared byte for byte, so a hash collision cannot load
+ * the wrong code) and the shared object's checksum.  Only regular files
+ * are read, without blocking (a FIFO or a link to /dev/zero planted there
+ * is no entry).  The object carries the entry's key (tdsl_cache_key):
+ * another program's object, with its own checksum, is unloaded.  An entry
+ * whose dump differs, whose object does not match its checksum (truncated,
+ * corrupt), or that is another's is compiled again and replaced, never
+ * used.  A hit marks the entry as used (the .so's mtime); a miss, once it
+ * has written its entry, trims the cache to TDSL_CACHE_MAX_MB, least
+ * recently used entries first, never the new one (cache.h).  A directory
+ * that cannot be used or written (not a directory, read-only, another
+ * user's, full) leaves a warning (td_compiled_warning). */
+static int from_cache(td_compiled *c, gcc_jit_context **ctx, int opt_level) {
+  cache_entry e;
+  td_err why;
+  if (!c->c_text) return -1;
+  if (td_cache_dir(e.dir, sizeof e.dir, &why)) {
+    if (why.msg[0]) warn(c, why.msg, "compiled in memory");
+    return -1;
+  }
+  entry_names(&e, c->c_text, opt_level, c->march);
+  if (same_text(e.dump, c->c_text) && sum_matches(e.sum, e.so) && load_entry(c, &e, e.so) == 0) {
+    c->cached = 1;
+    td_cache_touch(e.so);   /* recently used: evicted last (cache.h) */
+    return 0;
+  }
+  return store_entry(c, ctx, &e);
 }
 
 static int lookup_kernels(td_compiled *c, td_err *err) {
@@ -227,32 +315,42 @@ static int lookup_kernels(td_compiled *c, td_err *err) {
   return 0;
 }
 
+/* The kernels' gccjit context (codegen_cpu.c), with c->info and c->dims
+ * (made afresh); the arena it used into *a, to free after the context. */
+static gcc_jit_context *generate(td_compiled *c, int opt, td_arena **a, td_err *err) {
+  const td_plan *plan = c->p;
+  cg_dimref *dims = NULL;
+  td_free(c->info);
+  td_free(c->dims);
+  c->dims = NULL;
+  c->info = td_calloc((size_t)plan->n_kernels + 1, sizeof *c->info);
+  *a = td_arena_new();
+  gcc_jit_context *ctx = c->info && *a ? tdc_codegen(plan, c->march, opt, *a, &dims, &c->n_dims, c->info, err) : NULL;
+  if (!c->info || !*a) td_err_set(err, "out of memory");
+  if (ctx && c->n_dims && !(c->dims = td_malloc((size_t)c->n_dims * sizeof *c->dims))) {
+    td_err_set(err, "out of memory");
+    gcc_jit_context_release(ctx);
+    return NULL;
+  }
+  if (ctx && c->n_dims) memcpy(c->dims, dims, (size_t)c->n_dims * sizeof *c->dims);
+  return ctx;
+}
+
 td_compiled *td_compile(const td_plan *plan, const td_compile_opts *opts, td_err *err) {
   td_compiled *c = td_calloc(1, sizeof *c);
-  td_arena *a = td_arena_new();
-  if (!c || !a) {
-    td_free(c);
-    td_arena_free(a);
+  if (!c) {
     td_err_set(err, "out of memory");
     return NULL;
   }
   c->p = plan;
   snprintf(c->march, sizeof c->march, "%s", opts && opts->march ? opts->march : td_detect_march());
-  int opt = opts && opts->opt_level >= 0 ? opts->opt_level : 2;
-  cg_dimref *dims = NULL;
-  c->info = td_calloc((size_t)plan->n_kernels + 1, sizeof *c->info);
-  gcc_jit_context *ctx = c->info ? tdc_codegen(plan, c->march, opt, a, &dims, &c->n_dims, c->info, err) : NULL;
-  if (!c->info) td_err_set(err, "out of memory");
+  int opt = opts && opts->opt_level >= 0 ? opts->opt_level : 2, cache = opts && opts->cache;
+  td_arena *a = NULL, *a2 = NULL;
+  gcc_jit_context *ctx = generate(c, opt, &a, err);
   int ok = ctx != NULL;
-  if (ok && c->n_dims) {
-    c->dims = td_malloc((size_t)c->n_dims * sizeof *c->dims);
-    if (c->dims) memcpy(c->dims, dims, (size_t)c->n_dims * sizeof *c->dims);
-    ok = c->dims != NULL;
-    if (!ok) td_err_set(err, "out of memory");
-  }
-  int cache = opts && opts->cache;
   if (ok && ((opts && opts->keep_c) || cache)) c->c_text = dump_text(ctx);
-  if (ok && cache) from_cache(c, ctx, c->c_text, opt);
+  if (ok && cache && from_cache(c, &ctx, opt) && !ctx)   /* the cache's compilation failed: start again */
+    ok = (ctx = generate(c, opt, &a2, err)) != NULL;
   if (ok && !c->dl && !(c->res = gcc_jit_context_compile(ctx))) {
     const char *e = gcc_jit_context_get_first_error(ctx);
     td_err_set(err, "internal compiler error in the kernels of %s: %s", plan->g->name, e ? e : "compilation failed");
@@ -260,7 +358,8 @@ td_compiled *td_compile(const td_plan *plan, const td_compile_opts *opts, td_err
   }
   if (ctx) gcc_jit_context_release(ctx);
   td_arena_free(a);
-  if (ok && lookup_kernels(c, err)) ok = 0;
+  td_arena_free(a2);
+  if (ok && !c->fns && lookup_kernels(c, err)) ok = 0;
   if (!ok) {
     td_compiled_free(c);
     return NULL;
@@ -287,6 +386,7 @@ void td_compiled_free(td_compiled *c) {
 
 const char *td_compiled_march(const td_compiled *c) { return c->march; }
 int td_compiled_from_cache(const td_compiled *c) { return c->cached; }
+const char *td_compiled_warning(const td_compiled *c) { return c->warning[0] ? c->warning : NULL; }
 const char *td_compiled_c_text(const td_compiled *c) { return c->c_text; }
 
 /* ---- running ------------------------------------------------------------------------ */

@@ -30,7 +30,8 @@ typedef struct td_compile_opts {
    * -march), each stored with that dump and reused only when the dump is
    * identical.  The directory is $TDSL_CACHE_DIR, else
    * $XDG_CACHE_HOME/tdsl, else ~/.cache/tdsl; TDSL_CACHE=0 turns it off.
-   * 0 compiles in memory. */
+   * A directory that cannot be used compiles in memory with a warning
+   * (td_compiled_warning).  0 compiles in memory. */
   int cache;
 } td_compile_opts;
 
@@ -42,6 +43,12 @@ void td_compiled_free(td_compiled *c);   /* NULL is fine */
 
 /* Did td_compile find the code in the compile cache? */
 int td_compiled_from_cache(const td_compiled *c);
+
+/* Why the compile cache could not be used or written, when it could not:
+ * "cannot write the compile cache DIR: Permission denied; compiled in
+ * memory" (the code is then compiled in memory and runs all the same), or
+ * NULL.  One sentence, for the caller to show as a warning. */
+const char *td_compiled_warning(const td_compiled *c);
 
 /* The -march level this CPU supports: "x86-64-v4" (AVX-512), "x86-64-v3"
  * (AVX2+FMA) or "x86-64-v2" (libgccjit rejects -march=native). */

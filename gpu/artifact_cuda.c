@@ -269,21 +269,8 @@ static int setup(tdcu_model *m, const int64_t *desc, const unsigned char *data) 
 
 tdcu_model *tdcu_create(int abi, uint64_t sig, const int64_t *desc, const unsigned char *data) {
   create_err[0] = 0;
-  if (abi != TDCU_ABI || !desc || desc[1] != TDCU_ABI) {
-    snprintf(create_err, sizeof create_err, "the header's ABI version (%d) is not the library's (%d): rebuild "
-             "the program against this artifact's header", abi, TDCU_ABI);
-    return NULL;
-  }
-  if (desc[0] != TDCU_MAGIC) {
-    snprintf(create_err, sizeof create_err, "not a CUDA artifact's descriptor");
-    return NULL;
-  }
-  if ((uint64_t)desc[3] != sig) {
-    snprintf(create_err, sizeof create_err, "this library holds another model than the header's (signature "
-             "%016llx, the header's %016llx): rebuild the program against this library's header, or load the "
-             "library it was built with", (unsigned long long)desc[3], (unsigned long long)sig);
-    return NULL;
-  }
+  if (tda_check_head(abi, sig, desc, TDCU_MAGIC, TDCU_ABI, create_err, sizeof create_err)) return NULL;
+  if (tda_update_pending((const void *)tdcu_create, create_err, sizeof create_err)) return NULL;
   tdcu_model *m = td_calloc(1, sizeof *m);
   if (!m) {
     snprintf(create_err, sizeof create_err, "out of memory");

@@ -12,8 +12,9 @@
  * artifact_cuda.c's tdcu_* functions); that context is compiled into the
  * shared library (and, with exe, once more with a main() into the
  * executable), the driver linking libtdsl_rt.a in.  The header is written
- * as text.  Everything is written under temporary names and renamed at
- * the end (build_common.c), so a failed build leaves no partial files.
+ * as text.  Everything is written into a staging directory and published
+ * as a whole at the end (compiler/build_dir.c), so a failed or killed
+ * build leaves no partial files.
  * Only what differs from the CPU builder is here: the kernels' part of the
  * descriptor, the modules in the data blob, the _device calls, the stream.
  */
@@ -199,7 +200,8 @@ static void header_common(const cbuilder *b, FILE *f) {
   fprintf(f, "/* A model with the parameters `tdsl run --seed %llu` initialises, uploaded\n"
              " * to the GPU.  NULL when there is no driver or GPU, the kernels do not\n"
              " * load on it, the ABI differs, the library holds another model (its\n"
-             " * signature is not the header's) or memory ran out: %s_error(NULL) then\n"
+             " * signature is not the header's), an update of its directory by tdsl\n"
+             " * build was interrupted or memory ran out: %s_error(NULL) then\n"
              " * says which, in one sentence. */\n"
              "%s_model *%s_create_abi(int abi, uint64_t sig);\n"
              "#define %s_create() %s_create_abi(%s_TDSL_ABI, %s_TDSL_SIG)\n"

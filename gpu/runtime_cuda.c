@@ -31,6 +31,7 @@
 #include "../compiler/passes.h"
 #include "../lang/checks.h"
 #include "../lang/mem.h"
+#include "../runtime/fileio.h"
 #include "../runtime/philox.h"
 #include "codegen_cuda.h"
 #include "cuda_loader.h"
@@ -76,33 +77,8 @@ static uint64_t module_key(const char *src, int arch) {
   return td_hash_mix(h, td_hash_str(TDSL_VERSION));
 }
 
-/* Reads a whole file (td_malloc'd) or NULL. */
-static char *read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *data = NULL;
-  if (!fseek(f, 0, SEEK_END)) {
-    long n = ftell(f);
-    if (n > 0 && !fseek(f, 0, SEEK_SET) && (data = td_malloc((size_t)n)) && fread(data, 1, (size_t)n, f) != (size_t)n) {
-      td_free(data);
-      data = NULL;
-    }
-    *size = n > 0 ? (size_t)n : 0;
-  }
-  fclose(f);
-  return data;
-}
-
-/* Writes a file completely or not at all (temporary file and rename). */
-static void write_file(const char *path, const char *data, size_t n) {
-  char tmp[1100];
-  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return;
-  int ok = fwrite(data, 1, n, f) == n;
-  ok &= fclose(f) == 0;
-  if (!ok || rename(tmp, path)) remove(tmp);
-}
+/* The largest cubin read from the cache. */
+#define CUBIN_MAX ((size_t)1 << 30)
 
 static int load_module(const td_cuda_api *cu, const char *src, int arch, const char *what, td_cu_module *mod,
                        td_err *err) {
@@ -112,11 +88,11 @@ static int load_module(const td_cuda_api *cu, const char *src, int arch, const c
   char dir[900], path[1024], stem[32];
   size_t size = 0;
   char *cubin = NULL, *log = NULL;
-  int cached = td_cache_dir(dir, sizeof dir) == 0;
+  int cached = td_cache_dir(dir, sizeof dir, NULL) == 0, why;
   snprintf(stem, sizeof stem, "cuda-%016llx", (unsigned long long)key);
   if (cached) {
     snprintf(path, sizeof path, "%s/%s.cubin", dir, stem);
-    cubin = read_file(path, &size);
+    if (td_io_read_all(path, CUBIN_MAX, &cubin, &size, &why)) cubin = NULL;   /* regular files only */
   }
   if (cubin && cu->cuModuleLoadData(mod, cubin)) {   /* a stale or damaged entry: recompile */
     td_free(cubin);
@@ -135,7 +111,7 @@ static int load_module(const td_cuda_api *cu, const char *src, int arch, const c
     return -1;
   }
   if (cached) {   /* stored, then the cache trimmed to its limit (compiler/cache.h) */
-    write_file(path, cubin, size);
+    (void)td_cache_write(path, cubin, size, NULL);
     td_cache_trim(dir, stem, td_cache_limit());
   }
 loaded:

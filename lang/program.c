@@ -10,9 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include "elab_impl.h"
+#include "../runtime/fileio.h"
+
+/* The longest source file read: more is certainly not a program. */
+#define SOURCE_MAX ((size_t)64 << 20)
 
 /* ---- modules and loading ---- */
 
+/* The main file, named by the user: read as a stream, so that a pipe
+ * (`tdsl check /dev/stdin`, `<(...)`) works.  Imports are found by
+ * searching and read with td_io_read_all instead (regular files only). */
 static char *read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
@@ -23,7 +30,7 @@ static char *read_file(const char *path, size_t *len) {
     n += r;
     if (r == 0) break;
     if (n == cap) {
-      if (cap > ((size_t)64 << 20)) { td_free(buf); buf = NULL; errno = EFBIG; break; }
+      if (cap > SOURCE_MAX) { td_free(buf); buf = NULL; errno = EFBIG; break; }
       char *nb = td_realloc(buf, 2 * cap + 1);
       if (!nb) { td_free(buf); buf = NULL; break; }
       buf = nb;
@@ -93,10 +100,18 @@ static el_module *import_module(td_program *p, el_module *m, const td_ast *it, i
   dirs[nd++] = m->dir;
   for (int k = 0; k < p->n_dirs && nd < 66; k++) dirs[nd++] = p->dirs[k];
   for (int k = 0; k < nd && !im; k++) {
-    char *path = td_arena_printf(p->arena, "%s/%s.td", dirs[k], it->name);
+    char *path = td_arena_printf(p->arena, "%s/%s.td", dirs[k], it->name), *txt;
     size_t l;
-    char *txt = path ? read_file(path, &l) : NULL;
-    if (!txt) continue;
+    int why;
+    if (!path) { *oom = 1; return NULL; }
+    /* only a regular file, opened without blocking: a FIFO or a device
+     * planted on the search path is refused, never waited for */
+    if (td_io_read_all(path, SOURCE_MAX, &txt, &l, &why)) {
+      if (why == ENOENT || why == ENOTDIR) continue;   /* not in this directory */
+      if (why == ENOMEM) { *oom = 1; return NULL; }
+      td_error(p->diags, it->span, "cannot read module '%s' from %s: %s", it->name, path, td_io_why(why));
+      return NULL;
+    }
     im = load_module(p, it->name, path, txt, l);
     td_free(txt);
     if (!im) { *oom = 1; return NULL; }

@@ -1,41 +1,86 @@
-/* fileio.c - checked reads and atomic writes for the tensor file formats.
+/* fileio.c - checked reads and atomic writes for the tensor file formats,
+ * and the regular-file reader of modules and the compile cache.
  *
- * Atomic write: mkstemp("path.tmp.XXXXXX") in the target's directory, write
- * every chunk, fsync, rename over the target, then fsync the directory
- * (best effort).  Any failure unlinks the temporary file.
+ * Opening: O_NONBLOCK, so that opening a FIFO returns at once instead of
+ * waiting for a writer, then fstat on the descriptor (not the path, which
+ * may have changed since): anything but a regular file is closed unread.
+ *
+ * Atomic write: mkstemp("path.tdsl-tmp.PID.XXXXXX") in the target's
+ * directory, write every chunk, fsync, rename over the target, then fsync
+ * the directory (best effort).  Any failure unlinks the temporary file; a
+ * writer killed before it could leaves it, and td_io_clean_stale, which
+ * every atomic write runs on its directory first, removes it later.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pread, mkstemp, fsync */
 #endif
 #include "fileio.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mem.h"
 
-int td_io_open(const char *path, int *fd, uint64_t *size, td_err *err) {
+int td_io_open_fd(const char *path, uint64_t *size, int *why) {
   int f = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block */
-  if (f < 0)
-    return td_err_set(err, "%s: cannot open: %s", path, strerror(errno));
   struct stat st;
-  if (fstat(f, &st) < 0) {
-    int e = errno;
-    close(f);
-    return td_err_set(err, "%s: cannot stat: %s", path, strerror(e));
+  if (f < 0 || fstat(f, &st) < 0) {
+    *why = errno;
+    if (f >= 0)
+      close(f);
+    return -1;
   }
   if (!S_ISREG(st.st_mode)) {
+    *why = S_ISDIR(st.st_mode) ? EISDIR : TD_IO_ENOTREG;
     close(f);
-    return td_err_set(err, "%s: not a regular file", path);
+    return -1;
   }
-  *fd = f;
   *size = (uint64_t)st.st_size;
+  return f;
+}
+
+const char *td_io_why(int why) {
+  return why == TD_IO_ENOTREG ? "not a regular file" : strerror(why);
+}
+
+int td_io_read_all(const char *path, size_t max, char **data, size_t *len, int *why) {
+  uint64_t size;
+  int fd = td_io_open_fd(path, &size, why);
+  *data = NULL;
+  if (fd < 0)
+    return -1;
+  char *buf = size > max ? NULL : td_malloc((size_t)size + 1);
+  *why = size > max ? EFBIG : !buf ? ENOMEM : 0;
+  if (buf && td_io_pread(fd, buf, (size_t)size, 0) < 0) {
+    *why = errno ? errno : EIO; /* 0: the file shrank while it was read */
+    td_free(buf);
+    buf = NULL;
+  }
+  close(fd);
+  if (!buf)
+    return -1;
+  buf[size] = 0;
+  *data = buf;
+  *len = (size_t)size;
   return 0;
+}
+
+int td_io_open(const char *path, int *fd, uint64_t *size, td_err *err) {
+  int why;
+  *fd = td_io_open_fd(path, size, &why);
+  if (*fd >= 0)
+    return 0;
+  if (why == EISDIR || why == TD_IO_ENOTREG)
+    return td_err_set(err, "%s: not a regular file", path);
+  return td_err_set(err, "%s: cannot open: %s", path, strerror(why));
 }
 
 void td_io_close(int fd) {
@@ -77,18 +122,22 @@ static int write_all(int fd, const void *data, size_t n) {
   return 0;
 }
 
-/* fsync of the directory holding path, so the rename itself is durable. */
-static void sync_dir(const char *path) {
+/* The directory part of path ("." when there is none), td_malloc'd. */
+static char *dir_of(const char *path) {
   const char *slash = strrchr(path, '/');
-  char *dir = slash ? td_malloc((size_t)(slash - path) + 2) : NULL;
-  if (slash && !dir)
-    return;
+  size_t n = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
+  char *dir = td_malloc(n + 1);
   if (dir) {
-    size_t n = slash == path ? 1 : (size_t)(slash - path);
-    memcpy(dir, path, n);
+    memcpy(dir, slash ? path : ".", n);
     dir[n] = '\0';
   }
-  int fd = open(dir ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  return dir;
+}
+
+/* fsync of the directory holding path, so the rename itself is durable. */
+static void sync_dir(const char *path) {
+  char *dir = dir_of(path);
+  int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
   if (fd >= 0) {
     fsync(fd);
     close(fd);
@@ -99,11 +148,15 @@ static void sync_dir(const char *path) {
 int td_io_write_atomic(const char *path, const td_io_chunk *chunks, int n,
                        td_err *err) {
   size_t plen = strlen(path);
-  char *tmp = td_malloc(plen + sizeof ".tmp.XXXXXX");
-  if (!tmp)
+  char *tmp = td_malloc(plen + 64), *dir = dir_of(path);
+  if (!tmp || !dir) {
+    td_free(tmp);
+    td_free(dir);
     return td_err_set(err, "%s: out of memory", path);
-  memcpy(tmp, path, plen);
-  memcpy(tmp + plen, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
+  }
+  td_io_clean_stale(dir); /* a killed writer's 1 GB temporary goes before a new one is written */
+  td_free(dir);
+  snprintf(tmp, plen + 64, "%s" TD_IO_TMP_MARK "%ld.XXXXXX", path, (long)getpid());
   int fd = mkstemp(tmp);
   if (fd < 0) {
     td_err_set(err, "%s: cannot create temporary file: %s", path, strerror(errno));
@@ -134,6 +187,66 @@ int td_io_write_atomic(const char *path, const td_io_chunk *chunks, int n,
   td_free(tmp);
   sync_dir(path);
   return 0;
+}
+
+/* ---- what killed writers left ---- */
+
+#define STALE_GONE_SECONDS (10 * 60)       /* untouched this long, its writer gone */
+#define STALE_ANY_SECONDS (24 * 60 * 60)   /* untouched this long, whoever wrote it */
+
+/* The writer's PID in a temporary's name (NAME.tdsl-tmp.PID.XXXXXX), or -1
+ * when name is not one. */
+static long tmp_writer(const char *name) {
+  const char *m = strstr(name, TD_IO_TMP_MARK), *p;
+  if (!m)
+    return -1;
+  long pid = 0;
+  for (p = m + strlen(TD_IO_TMP_MARK); *p >= '0' && *p <= '9' && pid < 1000000000L; p++)
+    pid = pid * 10 + (*p - '0');
+  return *p == '.' && strlen(p + 1) == 6 && pid > 0 ? pid : -1;
+}
+
+static int is_stale(long pid, time_t mtime, time_t now) {
+  if (now - mtime > STALE_ANY_SECONDS)
+    return 1;
+  return now - mtime > STALE_GONE_SECONDS && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
+/* Removes the files of directory name (in dfd), then the directory. */
+static void remove_staging(int dfd, const char *name) {
+  int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR *d = sub >= 0 ? fdopendir(sub) : NULL;
+  if (!d) {
+    if (sub >= 0)
+      close(sub);
+    return;
+  }
+  struct dirent *de;
+  while ((de = readdir(d)))
+    if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+      unlinkat(sub, de->d_name, 0);
+  closedir(d);
+  unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+void td_io_clean_stale(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return;
+  int dfd = dirfd(d);
+  time_t now = time(NULL);
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    long pid = tmp_writer(de->d_name);
+    struct stat st;
+    if (pid < 0 || fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !is_stale(pid, st.st_mtime, now))
+      continue;
+    if (S_ISDIR(st.st_mode))
+      remove_staging(dfd, de->d_name);
+    else
+      unlinkat(dfd, de->d_name, 0);
+  }
+  closedir(d);
 }
 
 uint64_t td_io_le64(const unsigned char *p) {

@@ -21,35 +21,13 @@
 #include "io.h"
 
 #include "scratch_dir.h"
-
-#ifndef TDSL_BUILDDIR
-#define TDSL_BUILDDIR "."
-#endif
-#ifndef TDSL_SRCDIR
-#define TDSL_SRCDIR "."
-#endif
+#include "tdsl_child.h"
 
 static void setup(void) { make_dir("tdsl_cli"); }
 static void teardown(void) { remove_dir(); }
 
 TestSuite(cli, .init = setup, .fini = teardown, .timeout = 60);
 
-static void write_text(const char *name, const char *text) {
-  FILE *f = fopen(path(name), "w");
-  cr_assert_not_null(f);
-  fputs(text, f);
-  fclose(f);
-}
-
-static char *read_text(const char *p) {
-  FILE *f = fopen(p, "r");
-  if (!f) return strdup("");
-  static char buf[1 << 16];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  buf[n] = 0;
-  fclose(f);
-  return strdup(buf);
-}
 
 typedef struct result {
   int status;
@@ -67,13 +45,7 @@ static result tdsl(const char *const *args) {
   pid_t pid = fork();
   cr_assert_neq(pid, -1);
   if (pid == 0) {
-    int fo = open(o, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(e, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int fi = open("/dev/null", O_RDONLY);
-    dup2(fo, 1);
-    dup2(fe, 2);
-    dup2(fi, 0);
-    setenv("NO_COLOR", "1", 1);
-    setenv("TDSL_PATH", TDSL_SRCDIR "/stdlib", 1);
+    child_stdio(o, e);
     execv(argv[0], (char *const *)argv);
     _exit(127);
   }

@@ -580,6 +580,26 @@ Test(repl, terminal_history_is_kept) {
   free(h);
 }
 
+/* A history "file" that is a FIFO (or a device) is not used: editline
+ * would wait for a writer before the first prompt. */
+Test(repl, terminal_history_that_is_no_file_is_not_used) {
+  term t;
+  const char *state = tmp_path("fifo");
+  char d[600];
+  snprintf(d, sizeof d, "%s/tdsl", state);
+  cr_assert_eq(mkdir(state, 0700), 0);
+  cr_assert_eq(mkdir(d, 0700), 0);
+  cr_assert_eq(mkfifo(tmp_path("fifo/tdsl/history"), 0600), 0);
+  term_start(&t, state, NULL);
+  term_expect(&t, ">>> ");
+  term_send(&t, "1 + 2\r");
+  term_expect(&t, "3 (int)");
+  term_expect(&t, ">>> ");
+  term_settle();
+  term_send(&t, "\x04");
+  cr_assert_eq(term_exit(&t), 0);
+}
+
 Test(repl, terminal_completion) {
   term t;
   term_start(&t, tmp_path("state"), NULL);
