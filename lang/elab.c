@@ -116,10 +116,16 @@ el_scope *el_scope_new(el_ctx *c, el_scope *parent) {
 
 #define INDEX_FROM 16   /* bindings past which a scope gets a hash index */
 
+/* FNV-1a, then a finaliser: names that differ in their last characters
+ * ("w1", "w2") must differ in the low bits a power-of-two table uses. */
 static uint32_t name_hash(const char *s) {
   uint32_t h = 2166136261u;
   for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
-  return h;
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  return h ^ (h >> 16);
 }
 
 static void index_put(el_scope *s, int i) {

@@ -43,6 +43,8 @@ typedef struct td_named_tensor {
 typedef struct td_tensor_map {
   int n, cap;
   td_named_tensor *items;
+  int *index;        /* open addressing by name: item + 1, 0 empty */
+  int index_cap;     /* a power of two, at least 2 * cap */
 } td_tensor_map;
 
 void td_tensor_map_init(td_tensor_map *m);

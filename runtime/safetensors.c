@@ -32,32 +32,66 @@ void td_tensor_map_free(td_tensor_map *m) {
     td_tensor_release(m->items[i].tensor);
   }
   td_free(m->items);
+  td_free(m->index);
   td_tensor_map_init(m);
 }
 
+/* FNV-1a, then a finaliser: names that differ in their last characters
+ * ("w1", "w2") must differ in the low bits a power-of-two table uses. */
+static uint32_t name_hash(const char *s) {
+  uint32_t h = 2166136261u;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  return h ^ (h >> 16);
+}
+
+/* Slot of name in m->index (its entry, or the empty slot where it goes). */
+static int index_slot(const td_tensor_map *m, const char *name) {
+  uint32_t mask = (uint32_t)m->index_cap - 1, k = name_hash(name) & mask;
+  while (m->index[k] && strcmp(m->items[m->index[k] - 1].name, name) != 0) k = (k + 1) & mask;
+  return (int)k;
+}
+
+/* Grows items to cap entries with an index of twice that, rebuilt; on
+ * failure m is as it was (so its index never fills up). */
+static int map_reserve(td_tensor_map *m, int cap) {
+  size_t slots = 16;
+  while (slots < 2 * (size_t)cap) slots *= 2;   /* a power of two: index_slot masks */
+  int *idx = td_calloc(slots, sizeof *idx);
+  td_named_tensor *items = idx ? td_realloc(m->items, (size_t)cap * sizeof *items) : NULL;
+  if (!items) {
+    td_free(idx);
+    return -1;
+  }
+  m->items = items;
+  m->cap = cap;
+  td_free(m->index);
+  m->index = idx;
+  m->index_cap = (int)slots;
+  for (int i = 0; i < m->n; i++) m->index[index_slot(m, m->items[i].name)] = i + 1;
+  return 0;
+}
+
 static int map_find(const td_tensor_map *m, const char *name) {
-  for (int i = 0; i < m->n; i++)
-    if (strcmp(m->items[i].name, name) == 0)
-      return i;
-  return -1;
+  if (!m->index_cap) return -1;
+  int s = m->index[index_slot(m, name)];
+  return s - 1;
 }
 
 int td_tensor_map_put(td_tensor_map *m, const char *name, td_tensor *t, td_err *err) {
   if (map_find(m, name) >= 0)
     return td_err_set(err, "duplicate tensor name '%s'", name);
-  if (m->n == m->cap) {
-    int cap = m->cap ? m->cap * 2 : 8;
-    td_named_tensor *items = td_realloc(m->items, (size_t)cap * sizeof *items);
-    if (!items)
-      return td_err_set(err, "out of memory");
-    m->items = items;
-    m->cap = cap;
-  }
+  if (m->n == m->cap && map_reserve(m, m->cap ? m->cap * 2 : 8))
+    return td_err_set(err, "out of memory");
   char *copy = td_strdup(name);
   if (!copy)
     return td_err_set(err, "out of memory");
   m->items[m->n].name = copy;
   m->items[m->n].tensor = td_tensor_retain(t);
+  m->index[index_slot(m, copy)] = m->n + 1;
   m->n++;
   return 0;
 }
@@ -172,9 +206,6 @@ static int add_entry(st_reader *r, const char *name, const td_json *e, td_st_fil
   uint64_t bytes = 0, *off = &f->offs[2 * f->n];
   memset(h, 0, sizeof *h);
   h->refcount = 1;
-  td_tensor_map seen = {f->n, f->n, f->items};
-  if (map_find(&seen, name) >= 0)
-    return td_err_set(r->err, "%s: duplicate tensor name '%s'", r->path, name);
   if (e->kind != TD_JSON_OBJECT)
     return td_err_set(r->err, "%s: tensor '%s': entry is not an object", r->path, name);
   if (entry_dtype(r, name, e, h) < 0 || entry_shape(r, name, e, h, &bytes) < 0 ||
@@ -184,6 +215,24 @@ static int add_entry(st_reader *r, const char *name, const td_json *e, td_st_fil
     return td_err_set(r->err, "%s: out of memory", r->path);
   f->items[f->n++].tensor = h;
   return 0;
+}
+
+static int cmp_by_name(const void *a, const void *b);
+
+/* No two entries share a name (sorted once: a header may hold 100 000). */
+static int check_unique(st_reader *r, td_st_file *f) {
+  td_named_tensor **order = td_malloc((size_t)(f->n ? f->n : 1) * sizeof *order);
+  if (!order)
+    return td_err_set(r->err, "%s: out of memory", r->path);
+  for (int i = 0; i < f->n; i++)
+    order[i] = &f->items[i];
+  qsort(order, (size_t)f->n, sizeof *order, cmp_by_name);
+  int rc = 0;
+  for (int i = 1; i < f->n && rc == 0; i++)
+    if (strcmp(order[i - 1]->name, order[i]->name) == 0)
+      rc = td_err_set(r->err, "%s: duplicate tensor name '%s'", r->path, order[i]->name);
+  td_free(order);
+  return rc;
 }
 
 /* Checks every entry of the parsed header into f. */
@@ -203,7 +252,7 @@ static int add_entries(st_reader *r, const td_json *root, td_st_file *f) {
     if (strcmp(name, "__metadata__") != 0 && add_entry(r, name, root->items[i], f) < 0)
       return -1;
   }
-  return 0;
+  return check_unique(r, f);
 }
 
 /* ---- the tiling of the data area ---- */
@@ -391,17 +440,13 @@ static int map_move(td_tensor_map *dst, td_tensor_map *src, const char *path,
     if (map_find(dst, src->items[i].name) >= 0)
       return td_err_set(err, "%s: tensor '%s' is already loaded", path,
                         src->items[i].name);
-  if (dst->n + src->n > dst->cap) {
-    int cap = dst->n + src->n;
-    td_named_tensor *items = td_realloc(dst->items, (size_t)cap * sizeof *items);
-    if (!items)
-      return td_err_set(err, "%s: out of memory", path);
-    dst->items = items;
-    dst->cap = cap;
+  if (dst->n + src->n > dst->cap && map_reserve(dst, dst->n + src->n))
+    return td_err_set(err, "%s: out of memory", path);
+  for (int i = 0; i < src->n; i++) {
+    dst->items[dst->n] = src->items[i];
+    dst->index[index_slot(dst, dst->items[dst->n].name)] = dst->n + 1;
+    dst->n++;
   }
-  if (src->n)
-    memcpy(dst->items + dst->n, src->items, (size_t)src->n * sizeof *src->items);
-  dst->n += src->n;
   src->n = 0;
   return 0;
 }

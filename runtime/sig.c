@@ -11,6 +11,7 @@
 #include "sig.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mem.h"
@@ -241,23 +242,44 @@ static int problems_end(problems *p) {
 
 /* ---- weights ---- */
 
+/* The first of a[0..n) named name, or -1 (a few arguments: a scan). */
 static int named(const td_sig_arg *a, int n, const char *name) {
   for (int k = 0; k < n; k++)
     if (a[k].name && strcmp(a[k].name, name) == 0) return k;
   return -1;
 }
 
-static const td_tensor *have_named(const td_named_tensor *have, int n, const char *name) {
-  for (int i = 0; i < n; i++)
-    if (strcmp(have[i].name, name) == 0) return have[i].tensor;
-  return NULL;
+/* Names sorted for lookups by bsearch: a weights file may hold 100 000
+ * tensors, a model as many parameters. */
+typedef struct name_ix {
+  const char *name;
+  int at;                    /* position in the caller's array */
+} name_ix;
+
+static int cmp_name_ix(const void *a, const void *b) {
+  const name_ix *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
+  return c ? c : (x->at > y->at) - (x->at < y->at);   /* the first of equal names first */
 }
 
-static void check_param(const td_sig_arg *a, const td_named_tensor *have, int n_have, problems *p) {
+/* The first position of name in the sorted ix[0..n), or -1. */
+static int ix_find(const name_ix *ix, int n, const char *name) {
+  int lo = 0, hi = n;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (strcmp(ix[mid].name, name) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < n && strcmp(ix[lo].name, name) == 0 ? ix[lo].at : -1;
+}
+
+static void check_param(const td_sig_arg *a, const td_named_tensor *have, const name_ix *have_ix, int n_have,
+                        problems *p) {
   char want[256], got[256];
   const char *name = a->name ? a->name : "";
   td_sizes_type_str(NULL, a->dtype, a->rank, a->shape, want, sizeof want);
-  const td_tensor *t = have_named(have, n_have, name);
+  int at = ix_find(have_ix, n_have, name);
+  const td_tensor *t = at < 0 ? NULL : have[at].tensor;
   if (!t) {
     problem(p, "missing weight '%s' (%s)", name, want);
     return;
@@ -280,11 +302,27 @@ int td_sig_check_weights(const char *file, const char *what, const td_sig_arg *p
   e->msg[0] = 0;
   if (file) p.len = (size_t)snprintf(e->msg, sizeof e->msg, "%s does not fit %s:", file, what ? what : "the model");
   if (p.len >= p.cap) p.len = p.cap - 1;
+  name_ix *pix = td_malloc((size_t)(n + 1) * sizeof *pix), *hix = td_malloc((size_t)(n_have + 1) * sizeof *hix);
+  if (!pix || !hix) {
+    td_free(pix);
+    td_free(hix);
+    return td_err_set(e, "out of memory");
+  }
+  int np = 0;
   for (int k = 0; k < n; k++)
-    if (named(params, k, params[k].name ? params[k].name : "") < 0) check_param(&params[k], have, n_have, &p);
+    if (params[k].name) pix[np++] = (name_ix){params[k].name, k};
+  for (int i = 0; i < n_have; i++) hix[i] = (name_ix){have[i].name, i};
+  qsort(pix, (size_t)np, sizeof *pix, cmp_name_ix);
+  qsort(hix, (size_t)n_have, sizeof *hix, cmp_name_ix);
+  for (int k = 0; k < n; k++) {   /* a parameter named twice is checked once */
+    int first = params[k].name ? ix_find(pix, np, params[k].name) : -1;
+    if (first < 0 || first == k) check_param(&params[k], have, hix, n_have, &p);
+  }
   for (int i = 0; i < n_have; i++)
-    if (named(params, n, have[i].name) < 0)
+    if (ix_find(pix, np, have[i].name) < 0)
       problem(&p, "unexpected weight '%s': the model has no parameter of that name", have[i].name);
+  td_free(pix);
+  td_free(hix);
   return problems_end(&p);
 }
 

@@ -19,6 +19,7 @@
 
 #include "io.h"
 #include "mem.h"
+#include "sig.h"
 
 /* ---- fixtures and helpers ----------------------------------------------- */
 
@@ -975,5 +976,61 @@ Test(st, allocation_failures_are_clean) {
     td_tensor_map_free(&back);
   }
   cr_assert_gt(ok, 0);
+  td_tensor_map_free(&m);
+}
+
+/* 100 000 tensors: writing, reading (duplicate names found by sorting, a
+ * hash index in the map) and checking them against as many parameters take
+ * well under a second; every step was quadratic (16 s to refuse a file of
+ * 100 000 tensors for a model with one parameter). */
+Test(st, a_hundred_thousand_tensors_in_linear_time, .timeout = 15) {
+  enum { N = 100000 };
+  td_tensor_map m, back;
+  td_err e;
+  td_tensor_map_init(&m);
+  td_tensor_map_init(&back);
+  int64_t one = 1;
+  td_tensor *t = td_tensor_zeros(TD_F32, 1, &one, &e);
+  cr_assert_not_null(t);
+  static char names[N][16];
+  static td_sig_arg params[N];
+  for (int i = 0; i < N; i++) {
+    snprintf(names[i], sizeof names[i], "w%d", i);
+    cr_assert_eq(td_tensor_map_put(&m, names[i], t, &e), 0, "%s", e.msg);
+    params[i] = (td_sig_arg){names[i], TD_F32, 1, &one};
+  }
+  cr_expect_eq(td_tensor_map_put(&m, "w77", t, &e), -1, "a duplicate name is refused");
+  cr_assert_eq(td_safetensors_write(tmp("big.safetensors"), &m, &e), 0, "%s", e.msg);
+  cr_assert_eq(td_safetensors_read(tmp("big.safetensors"), &back, &e), 0, "%s", e.msg);
+  cr_assert_eq(back.n, N);
+  cr_expect_not_null(td_tensor_map_get(&back, "w99999"));
+  cr_expect_null(td_tensor_map_get(&back, "w100000"));
+  cr_expect_eq(td_sig_check_weights(NULL, NULL, params, N, back.items, back.n, &e), 0, "%s", e.msg);
+  cr_expect_eq(td_sig_check_weights(NULL, NULL, params, 1, back.items, back.n, &e), -1);
+  cr_expect(strstr(e.msg, "unexpected weight 'w1'") && strstr(e.msg, "more problems"), "%s", e.msg);
+  td_tensor_release(t);
+  td_tensor_map_free(&m);
+  td_tensor_map_free(&back);
+}
+
+/* Two tensors of one name in a header are refused, whatever their order. */
+Test(st, duplicate_names_in_a_header) {
+  const char *hdr = "{\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                    "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]},"
+                    "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}";
+  size_t n = strlen(hdr), pad = (8 - n % 8) % 8;
+  FILE *f = fopen(tmp("dup.safetensors"), "wb");
+  cr_assert_not_null(f);
+  uint64_t len = n + pad;
+  fwrite(&len, 8, 1, f);
+  fputs(hdr, f);
+  for (size_t i = 0; i < pad; i++) fputc(' ', f);
+  for (int i = 0; i < 12; i++) fputc(0, f);
+  fclose(f);
+  td_tensor_map m;
+  td_tensor_map_init(&m);
+  td_err e;
+  cr_expect_eq(td_safetensors_read(tmp("dup.safetensors"), &m, &e), -1);
+  cr_expect(strstr(e.msg, "duplicate tensor name 'b'"), "%s", e.msg);
   td_tensor_map_free(&m);
 }
