@@ -155,6 +155,43 @@ typedef struct mm {
   cg_ix *ix;                            /* output index (batch axes filled) */
 } mm;
 
+/* ---- multiply-adds ------------------------------------------------------------------- *
+ *
+ * Kernels are compiled with -ffp-contract=off (codegen_cpu.c: a value must
+ * round the same wherever a kernel computes it), so GCC fuses nothing; the
+ * GEMM's accumulations ask for their fused multiply-adds explicitly.  On
+ * x86-64-v3 and v4 every product of a float matmul is accumulated with one
+ * rounding (an FMA), on v2 (no FMA instructions) with two. */
+
+/* acc += a * b for scalars of dtype dt (a fused __builtin_fma on float
+ * types where the ISA has FMA: it vectorises like the plain expression). */
+static void fma_acc(cg *c, mm *m, gcc_jit_lvalue *acc, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  if (!td_dtype_is_float(m->dt) || c->isa < 1) {
+    gcc_jit_block_add_assignment_op(c->blk, NULL, acc, GCC_JIT_BINARY_OP_PLUS,
+                                    gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, m->t, a, b));
+    return;
+  }
+  gcc_jit_function *f = gcc_jit_context_get_builtin_function(c->ctx, m->dt == TD_F32 ? "__builtin_fmaf" : "__builtin_fma");
+  gcc_jit_rvalue *args[3] = {a, b, rv(acc)};
+  cg_assign(c, acc, gcc_jit_context_new_call(c->ctx, NULL, f, 3, args));
+}
+
+/* acc += a * b for float vectors of type vt: vfmadd231ps/pd where the ISA
+ * has FMA (gccjit has no vector FMA builtin, so an asm statement whose
+ * operands GCC allocates in vector registers), else a multiply and an add. */
+static void vfma_acc(cg *c, mm *m, gcc_jit_type *vt, gcc_jit_lvalue *acc, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  if (c->isa < 1) {
+    gcc_jit_block_add_assignment_op(c->blk, NULL, acc, GCC_JIT_BINARY_OP_PLUS,
+                                    gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, vt, a, b));
+    return;
+  }
+  gcc_jit_extended_asm *x = gcc_jit_block_add_extended_asm(
+      c->blk, NULL, m->dt == TD_F32 ? "vfmadd231ps %[b], %[a], %[acc]" : "vfmadd231pd %[b], %[a], %[acc]");
+  gcc_jit_extended_asm_add_output_operand(x, "acc", "+v", acc);
+  gcc_jit_extended_asm_add_input_operand(x, "a", "v", a);
+  gcc_jit_extended_asm_add_input_operand(x, "b", "v", b);
+}
+
 /* ---- the simple path ------------------------------------------------------------------ */
 
 static int simple_path(cg *c, mm *m) {
@@ -182,9 +219,7 @@ static int simple_path(cg *c, mm *m) {
   cg_assign(c, a, elem(c, m->aptr, add(c, add(c, m->aoff, mul(c, i, m->sam)), mul(c, kk, m->sak))));
   gcc_jit_rvalue *brow = keep_i(c, add(c, bbase, mul(c, kk, ldb)), "brow");
   j = cg_loop_open(c, &lj, m->N);
-  gcc_jit_block_add_assignment_op(c->blk, NULL, at(c, row, j), GCC_JIT_BINARY_OP_PLUS,
-                                  gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, m->t, rv(a),
-                                                                elem(c, bp, add(c, brow, j))));
+  fma_acc(c, m, at(c, row, j), rv(a), elem(c, bp, add(c, brow, j)));
   cg_loop_close(c, &lj);
   cg_loop_close(c, &lk);
   j = cg_loop_open(c, &l2, m->N);
@@ -234,10 +269,7 @@ static void dot_scalar(cg *c, mm *m, gcc_jit_lvalue **tail, gcc_jit_rvalue **bro
   cloop lr;
   gcc_jit_rvalue *k = cg_loop_range(c, &lr, k0, m->K, 1);
   for (int jj = 0; jj < nj; jj++)
-    gcc_jit_block_add_assignment_op(c->blk, NULL, tail[jj], GCC_JIT_BINARY_OP_PLUS,
-                                    gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, m->t,
-                                                                  elem(c, m->aptr, add(c, abase, k)),
-                                                                  elem(c, m->bptr, add(c, brow[jj], k))));
+    fma_acc(c, m, tail[jj], elem(c, m->aptr, add(c, abase, k)), elem(c, m->bptr, add(c, brow[jj], k)));
   cg_loop_close(c, &lr);
 }
 
@@ -270,9 +302,7 @@ static int dot_cols(cg *c, mm *m, const dotv *D, gcc_jit_rvalue *i, gcc_jit_rval
   gcc_jit_lvalue *av = cg_local(c, D->vt, "av");
   cg_assign(c, av, rv(dot_vec(c, D, m->aptr, add(c, abase, k))));
   for (int jj = 0; jj < nj; jj++)
-    gcc_jit_block_add_assignment_op(c->blk, NULL, acc[jj], GCC_JIT_BINARY_OP_PLUS,
-                                    gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, D->vt, rv(av),
-                                                                  rv(dot_vec(c, D, m->bptr, add(c, brow[jj], k)))));
+    vfma_acc(c, m, D->vt, acc[jj], rv(av), rv(dot_vec(c, D, m->bptr, add(c, brow[jj], k))));
   cg_loop_close(c, &lk);
   dot_scalar(c, m, tail, brow, abase, kf, nj);
   gcc_jit_rvalue *sp = gcc_jit_lvalue_get_address(gcc_jit_context_new_array_access(c->ctx, NULL, rv(D->spill), cg_i64(c, 0)), NULL);
@@ -475,9 +505,7 @@ static void bcast_fma(cg *c, mm *m, packed *P, gcc_jit_lvalue **accr, gcc_jit_lv
   for (int l = 0; l < P->s.vl; l++) el[l] = rv(a);
   gcc_jit_rvalue *av = gcc_jit_context_new_rvalue_from_vector(c->ctx, NULL, P->vt, (size_t)P->s.vl, el);
   for (int v = 0; v < P->s.nv; v++)
-    gcc_jit_block_add_assignment_op(c->blk, NULL, accr[v], GCC_JIT_BINARY_OP_PLUS,
-                                    gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, P->vt, av,
-                                                                  rv(b[v])));
+    vfma_acc(c, m, P->vt, accr[v], av, rv(b[v]));
 }
 
 /* Adds the current K block's contribution to the MR x NR tile of panels
