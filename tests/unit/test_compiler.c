@@ -250,8 +250,8 @@ Test(passes, simplify_removes_multiplying_by_one_and_adding_zero) {
   int x = input("x", TD_F32, 2, s);
   int y = bin(TD_IR_MUL, x, cnst(TD_F32, 1));
   y = bin(TD_IR_MUL, cnst(TD_F32, 1), y);
-  y = bin(TD_IR_ADD, y, cnst(TD_F32, 0));
-  y = bin(TD_IR_ADD, cnst(TD_F32, 0), y);
+  y = bin(TD_IR_ADD, y, cnst(TD_F32, -0.0));   /* x + (-0.0) is x, signed zeros too */
+  y = bin(TD_IR_ADD, cnst(TD_F32, -0.0), y);
   y = bin(TD_IR_SUB, y, cnst(TD_F32, 0));
   y = bin(TD_IR_DIV, y, cnst(TD_F32, 1));
   out(un(TD_IR_RELU, y));
@@ -263,6 +263,20 @@ Test(passes, simplify_removes_multiplying_by_one_and_adding_zero) {
   td_tensor *t = random_tensor(2, sh, 5);
   check_both(G, o, t, ref_relu);
   td_tensor_release(t);
+}
+
+/* -0.0 + 0.0 is +0.0 and -0.0 - (-0.0) too: on floats x + 0 and x - (-0.0)
+ * are not x, so they stay (eager mode computes them); on integers they go. */
+Test(passes, simplify_keeps_adding_positive_zero_to_a_float) {
+  td_dim s[1] = {4};
+  int x = input("x", TD_F32, 1, s), k = input("k", TD_I64, 1, s);
+  out(bin(TD_IR_ADD, x, cnst(TD_F32, 0)));
+  out(bin(TD_IR_ADD, cnst(TD_F32, 0), x));
+  out(bin(TD_IR_SUB, x, cnst(TD_F32, -0.0)));
+  out(bin(TD_IR_ADD, k, cnst(TD_I64, 0)));
+  td_graph *o = optimize(G);
+  cr_expect_eq(count_op(o, TD_IR_ADD), 2, "the float additions of +0.0 stay, the integer one goes");
+  cr_expect_eq(count_op(o, TD_IR_SUB), 1);
 }
 
 Test(passes, simplify_keeps_a_multiply_that_broadcasts) {
