@@ -260,13 +260,22 @@ static ew_fn copy_fn(size_t es) {
   X(EQ, T, a == b) X(NE, T, a != b)
 
 #define DEF_UN(OP, T, EXPR) EW1(un_##OP##_##T, T, T, EXPR)
+/* runtime/scalar.h's f32 transcendentals are written with fmaf: in a clone
+ * for CPUs with FMA that is one instruction and the loops vectorise; the
+ * default clone calls libm's fmaf, as exact (an FMA rounds once wherever it
+ * runs), so eager results never depend on the CPU. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define DEF_UN_F32(OP, T, EXPR) __attribute__((target_clones("arch=x86-64-v3", "default"))) DEF_UN(OP, T, EXPR)
+#else
+#define DEF_UN_F32(OP, T, EXPR) DEF_UN(OP, T, EXPR)
+#endif
 #define DEF_BIN(OP, T, EXPR) EW2(bin_##OP##_##T, T, T, EXPR)
 #define DEF_CMP(OP, T, EXPR) EW2(cmp_##OP##_##T, T, uint8_t, EXPR)
 #define CASE_UN(OP, T, EXPR) case TD_IR_##OP: return un_##OP##_##T;
 #define CASE_BIN(OP, T, EXPR) case TD_IR_##OP: return bin_##OP##_##T;
 #define CASE_CMP(OP, T, EXPR) case TD_IR_##OP: return cmp_##OP##_##T;
 
-FLOAT_UNARY(DEF_UN, float)
+FLOAT_UNARY(DEF_UN_F32, float)
 FLOAT_UNARY(DEF_UN, double)
 INT_UNARY(DEF_UN, int32_t, uint32_t)
 INT_UNARY(DEF_UN, int64_t, uint64_t)
