@@ -189,7 +189,7 @@ static void vfma_acc(cg *c, mm *m, gcc_jit_type *vt, gcc_jit_lvalue *acc, gcc_ji
       c->blk, NULL, m->dt == TD_F32 ? "vfmadd231ps %[b], %[a], %[acc]" : "vfmadd231pd %[b], %[a], %[acc]");
   gcc_jit_extended_asm_add_output_operand(x, "acc", "+v", acc);
   gcc_jit_extended_asm_add_input_operand(x, "a", "v", a);
-  gcc_jit_extended_asm_add_input_operand(x, "b", "v", b);
+  gcc_jit_extended_asm_add_input_operand(x, "b", "vm", b);
 }
 
 /* ---- the simple path ------------------------------------------------------------------ */
@@ -263,13 +263,18 @@ static int dot_epilogue(cg *c, mm *m, const dotv *D, gcc_jit_rvalue *i, gcc_jit_
   return 0;
 }
 
-/* tail[jj] += A[row at abase, k] * B^T[brow[jj], k] for k from k0 to K. */
+/* tail[jj] += A[row at abase, k] * B^T[brow[jj], k] for k from k0 to K,
+ * fused (fma_acc) or a multiply and an add. */
 static void dot_scalar(cg *c, mm *m, gcc_jit_lvalue **tail, gcc_jit_rvalue **brow, gcc_jit_rvalue *abase,
-                       gcc_jit_rvalue *k0, int nj) {
+                       gcc_jit_rvalue *k0, int nj, int fused) {
   cloop lr;
   gcc_jit_rvalue *k = cg_loop_range(c, &lr, k0, m->K, 1);
-  for (int jj = 0; jj < nj; jj++)
-    fma_acc(c, m, tail[jj], elem(c, m->aptr, add(c, abase, k)), elem(c, m->bptr, add(c, brow[jj], k)));
+  for (int jj = 0; jj < nj; jj++) {
+    gcc_jit_rvalue *a = elem(c, m->aptr, add(c, abase, k)), *b = elem(c, m->bptr, add(c, brow[jj], k));
+    if (fused) fma_acc(c, m, tail[jj], a, b);
+    else gcc_jit_block_add_assignment_op(c->blk, NULL, tail[jj], GCC_JIT_BINARY_OP_PLUS,
+                                         gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, m->t, a, b));
+  }
   cg_loop_close(c, &lr);
 }
 
@@ -292,8 +297,11 @@ static int dot_cols(cg *c, mm *m, const dotv *D, gcc_jit_rvalue *i, gcc_jit_rval
   }
   cloop lk;
   gcc_jit_rvalue *k;
-  if (!D->spill) {   /* K is a constant below one vector: scalar products only */
-    dot_scalar(c, m, tail, brow, abase, cg_i64(c, 0), nj);
+  if (!D->spill) {   /* K is a constant below one vector: scalar products only, not fused:
+                       * GCC multiplies the K pairs as one vector and adds them in order
+                       * (W1 Simple, K = 4: 6 ns a call; with fmaf, a loop of scalar FMAs
+                       * or, unrolled, the row loop vectorised, 10-12 ns) */
+    dot_scalar(c, m, tail, brow, abase, cg_i64(c, 0), nj, 0);
     for (int jj = 0; jj < nj; jj++)
       cg_assign(c, gcc_jit_context_new_array_access(c->ctx, NULL, rv(D->sums), cg_i64(c, jj)), rv(tail[jj]));
     return dot_epilogue(c, m, D, i, j0, nj);
@@ -304,7 +312,7 @@ static int dot_cols(cg *c, mm *m, const dotv *D, gcc_jit_rvalue *i, gcc_jit_rval
   for (int jj = 0; jj < nj; jj++)
     vfma_acc(c, m, D->vt, acc[jj], rv(av), rv(dot_vec(c, D, m->bptr, add(c, brow[jj], k))));
   cg_loop_close(c, &lk);
-  dot_scalar(c, m, tail, brow, abase, kf, nj);
+  dot_scalar(c, m, tail, brow, abase, kf, nj, 1);
   gcc_jit_rvalue *sp = gcc_jit_lvalue_get_address(gcc_jit_context_new_array_access(c->ctx, NULL, rv(D->spill), cg_i64(c, 0)), NULL);
   for (int jj = 0; jj < nj; jj++) {
     cg_assign(c, dot_vec(c, D, sp, cg_i64(c, 0)), rv(acc[jj]));
@@ -497,10 +505,25 @@ static void load_b(cg *c, packed *P, gcc_jit_rvalue *bk, gcc_jit_lvalue **b) {
   }
 }
 
-/* accr[v] += broadcast(a) * b[v] for the NV vectors of one tile row. */
-static void bcast_fma(cg *c, mm *m, packed *P, gcc_jit_lvalue **accr, gcc_jit_lvalue **b, gcc_jit_rvalue *a_elem) {
+/* accr[v] += broadcast(a) * b[v] for the NV vectors of one tile row, a
+ * being an element in memory.  On x86-64-v4 the FMA reads and broadcasts
+ * it itself ({1toN}: what GCC chose when it contracted; a vbroadcastss
+ * first made the small tiles' loop 18 instructions instead of 10, W1
+ * GoodDynamic [16, 16] 100 -> 140 ns); elsewhere into a register first. */
+static void bcast_fma(cg *c, mm *m, packed *P, gcc_jit_lvalue **accr, gcc_jit_lvalue **b, gcc_jit_lvalue *a_elem) {
+  if (c->isa == 2) {
+    char tmpl[64];
+    snprintf(tmpl, sizeof tmpl, "vfmadd231p%c %%[a]%%{1to%d%%}, %%[b], %%[acc]", m->dt == TD_F32 ? 's' : 'd', P->s.vl);
+    for (int v = 0; v < P->s.nv; v++) {
+      gcc_jit_extended_asm *x = gcc_jit_block_add_extended_asm(c->blk, NULL, tmpl);
+      gcc_jit_extended_asm_add_output_operand(x, "acc", "+v", accr[v]);
+      gcc_jit_extended_asm_add_input_operand(x, "a", "m", rv(a_elem));
+      gcc_jit_extended_asm_add_input_operand(x, "b", "v", rv(b[v]));
+    }
+    return;
+  }
   gcc_jit_lvalue *a = cg_local(c, m->t, "a");
-  cg_assign(c, a, a_elem);
+  cg_assign(c, a, rv(a_elem));
   gcc_jit_rvalue *el[64];
   for (int l = 0; l < P->s.vl; l++) el[l] = rv(a);
   gcc_jit_rvalue *av = gcc_jit_context_new_rvalue_from_vector(c->ctx, NULL, P->vt, (size_t)P->s.vl, el);
@@ -552,7 +575,7 @@ static void micro_kernel(cg *c, mm *m, packed *P, gcc_jit_rvalue *ip, gcc_jit_rv
   gcc_jit_rvalue *ak = ic ? NULL : keep_i(c, add(c, ab, mul(c, kk, cg_i64(c, s->mr))), "ak");
   load_b(c, P, bk, b);
   for (int r = 0; r < s->mr; r++)
-    bcast_fma(c, m, P, acc[r], b, ic ? elem(c, m->aptr, add(c, arow[r], kk)) : elem(c, P->ap, add(c, ak, cg_i64(c, r))));
+    bcast_fma(c, m, P, acc[r], b, ic ? at(c, m->aptr, add(c, arow[r], kk)) : at(c, P->ap, add(c, ak, cg_i64(c, r))));
   cg_loop_close(c, &lk);
   for (int r = 0; r < s->mr; r++)
     for (int v = 0; v < s->nv; v++)
@@ -766,7 +789,7 @@ static void pp_step(cg *c, mm *m, packed *P, gcc_jit_lvalue *(*acc)[MAX_NV], gcc
   gcc_jit_rvalue *bk = keep_i(c, add(c, pbase, mul(c, kk, cg_i64(c, s->nr))), "bk");
   gcc_jit_lvalue *b[MAX_NV];
   load_b(c, P, bk, b);
-  for (int r = 0; r < R; r++) bcast_fma(c, m, P, acc[r], b, elem(c, m->aptr, add(c, arow[r], mul(c, kk, m->sak))));
+  for (int r = 0; r < R; r++) bcast_fma(c, m, P, acc[r], b, at(c, m->aptr, add(c, arow[r], mul(c, kk, m->sak))));
 }
 
 /* Is the kernel's epilogue short: at most PP_SHORT_EPILOGUE nodes, none
