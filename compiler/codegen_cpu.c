@@ -424,6 +424,12 @@ gcc_jit_context *tdc_codegen(const td_plan *p, const char *march, int opt, td_ar
   gcc_jit_context_add_command_line_option(c.ctx, opt_march);
   gcc_jit_context_add_command_line_option(c.ctx, "-fno-math-errno");
   gcc_jit_context_add_command_line_option(c.ctx, "-fwrapv");
+  /* no a * b + c fused into one rounding behind our back: a value must
+   * round as in eager mode, and the same wherever a kernel computes it
+   * (GCC contracts each use separately: `a - max(a)` became fma(x, 3,
+   * -max) after max had seen the rounded x * 3).  The GEMM asks for its
+   * FMAs explicitly (codegen_gemm.c). */
+  gcc_jit_context_add_command_line_option(c.ctx, "-ffp-contract=off");
   /* -O2 with the vectoriser: as fast as -O3 on these loops, and quicker
    * to compile.  The "cheap" cost model (no costly run-time alias or
    * alignment versioning) compiled the W6 block in 0.92-0.95 s instead of

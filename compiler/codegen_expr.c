@@ -31,7 +31,10 @@
  * same index (x * x, a shared subexpression) is computed once.  The op
  * formulas follow runtime/scalar.h and interp/kernels.c exactly (NaN
  * propagation of min/max/relu, Python's floor division and modulo, wrap-
- * around integers under -fwrapv, saturating float-to-int casts).
+ * around integers under -fwrapv, saturating float-to-int casts, the f32
+ * transcendentals operation for operation), and the context is compiled
+ * with -ffp-contract=off, so every elementwise value is eager mode's bit
+ * for bit, wherever and however often a kernel computes it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +91,13 @@ gcc_jit_rvalue *cg_builtin(cg *c, const char *name, gcc_jit_rvalue *a, gcc_jit_r
   return gcc_jit_context_new_call(c->ctx, NULL, f, b ? 2 : 1, args);
 }
 
+/* a * b + c in f32 with one rounding (fmaf): an FMA instruction, which
+ * vectorises, on x86-64-v3 and v4; libm's fmaf (as exact) on v2. */
+static gcc_jit_rvalue *fma_f32(cg *c, gcc_jit_rvalue *a, gcc_jit_rvalue *b, gcc_jit_rvalue *d) {
+  gcc_jit_rvalue *args[3] = {a, b, d};
+  return gcc_jit_context_new_call(c->ctx, NULL, gcc_jit_context_get_builtin_function(c->ctx, "__builtin_fmaf"), 3, args);
+}
+
 /* "__builtin_expf" / "__builtin_exp" for dtype dt. */
 static gcc_jit_rvalue *fcall(cg *c, const char *base, td_dtype dt, gcc_jit_rvalue *a,
                              gcc_jit_rvalue *b) {
@@ -137,37 +147,26 @@ static gcc_jit_rvalue *clamp_lo(cg *c, gcc_jit_rvalue *x, double lo) {
  * first (vminps/vmaxps): below -87.3 the product rounds into the
  * subnormals (as libm's) and to 0 below -103.9; above 88.72 it overflows to
  * +inf; NaN stays NaN through the arithmetic, so no final case split is
- * needed.  Measured against expf over its range: relative error <= 1.2e-7
- * (tests/unit/test_compiled.c checks 4e-7, test_mathfns.c too).
- *
- * flush (cg_exp_flush: 1 + e^x in the tanh form of gelu, softmax's
- * exp(x - max)): x clamped to [-88.3, 89] and 2^n as one factor, n in
- * [-127, 128], where the bit patterns of 2^-127 and 2^128 are 0 and +inf:
- * four instructions fewer per vector.  The same 1.2e-7 on [-87.33, 88.37];
- * below, results round into the subnormals down to -87.68 and are 0 beneath
- * (true: < 6e-39); above 88.37, +inf (true: finite up to 88.72).  So 1 + e^x
- * is correctly rounded away from the overflow, and 2 / (1 + e^x) and
- * softmax's e^(x - m) / s are within 6e-39 of the truth. */
-static gcc_jit_rvalue *exp_f32_k(cg *c, gcc_jit_rvalue *x, int flush) {
+ * needed.  The operations of runtime/scalar.h's td_exp_f32, in its order
+ * (eager mode's exp is that function): the two agree bit for bit. */
+static gcc_jit_rvalue *exp_f32(cg *c, gcc_jit_rvalue *x) {
   gcc_jit_type *f = c->t_f32;
   x = keep(c, x, f);
-  gcc_jit_rvalue *xc = clamp_lo(c, clamp_hi(c, x, 89.0), flush ? -88.3 : -110.0);
+  gcc_jit_rvalue *xc = clamp_lo(c, clamp_hi(c, x, 89.0), -110.0);
   gcc_jit_rvalue *n = keep(c, cg_builtin(c, "__builtin_rintf", bin(c, GCC_JIT_BINARY_OP_MULT, f, xc, f32c(c, 1.44269504088896341)), NULL), f);
-  gcc_jit_rvalue *r = bin(c, GCC_JIT_BINARY_OP_MINUS, f, xc, bin(c, GCC_JIT_BINARY_OP_MULT, f, n, f32c(c, 0.693359375)));
-  r = keep(c, bin(c, GCC_JIT_BINARY_OP_MINUS, f, r, bin(c, GCC_JIT_BINARY_OP_MULT, f, n, f32c(c, -2.12194440e-4))), f);
+  gcc_jit_rvalue *r = fma_f32(c, n, f32c(c, -0.693359375), xc);
+  r = keep(c, fma_f32(c, n, f32c(c, -(double)(float)-2.12194440e-4), r), f);
   static const double cf[] = {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
                               1.6666665459e-1, 5.0000001201e-1};
   gcc_jit_rvalue *p = f32c(c, cf[0]);
-  for (int i = 1; i < 6; i++) p = bin(c, GCC_JIT_BINARY_OP_PLUS, f, bin(c, GCC_JIT_BINARY_OP_MULT, f, p, r), f32c(c, cf[i]));
-  p = bin(c, GCC_JIT_BINARY_OP_MULT, f, p, bin(c, GCC_JIT_BINARY_OP_MULT, f, r, r));
-  p = bin(c, GCC_JIT_BINARY_OP_PLUS, f, bin(c, GCC_JIT_BINARY_OP_PLUS, f, p, r), f32c(c, 1.0));
+  for (int i = 1; i < 6; i++) p = fma_f32(c, p, r, f32c(c, cf[i]));
+  p = bin(c, GCC_JIT_BINARY_OP_PLUS, f, fma_f32(c, p, bin(c, GCC_JIT_BINARY_OP_MULT, f, r, r), r), f32c(c, 1.0));
   gcc_jit_rvalue *ni = keep(c, cast(c, n, c->t_i32), c->t_i32);
   gcc_jit_rvalue *one_i = gcc_jit_context_new_rvalue_from_int(c->ctx, c->t_i32, 1);
   gcc_jit_rvalue *h = keep(c, bin(c, GCC_JIT_BINARY_OP_RSHIFT, c->t_i32, ni, one_i), c->t_i32);
   gcc_jit_rvalue *parts[2] = {h, bin(c, GCC_JIT_BINARY_OP_MINUS, c->t_i32, ni, h)};
-  if (flush) parts[0] = ni;
   gcc_jit_rvalue *res = p;
-  for (int i = 0; i < 2 - flush; i++) {
+  for (int i = 0; i < 2; i++) {
     gcc_jit_rvalue *e = bin(c, GCC_JIT_BINARY_OP_PLUS, c->t_i32, parts[i],
                             gcc_jit_context_new_rvalue_from_int(c->ctx, c->t_i32, 127));
     e = bin(c, GCC_JIT_BINARY_OP_LSHIFT, c->t_i32, e, gcc_jit_context_new_rvalue_from_int(c->ctx, c->t_i32, 23));
@@ -176,20 +175,18 @@ static gcc_jit_rvalue *exp_f32_k(cg *c, gcc_jit_rvalue *x, int flush) {
   return res;
 }
 
-static gcc_jit_rvalue *exp_f32(cg *c, gcc_jit_rvalue *x) { return exp_f32_k(c, x, 0); }
-
-gcc_jit_rvalue *cg_exp_flush(cg *c, td_dtype dt, gcc_jit_rvalue *a) {
-  return dt == TD_F32 ? exp_f32_k(c, a, 1) : cg_exp(c, dt, a);
-}
-
-gcc_jit_rvalue *cg_exp(cg *c, td_dtype dt, gcc_jit_rvalue *a) {
+/* e^a for dtype dt (f32: the inline polynomial; f64: libm's, as eager). */
+static gcc_jit_rvalue *exp_of(cg *c, td_dtype dt, gcc_jit_rvalue *a) {
   return dt == TD_F32 ? exp_f32(c, a) : fcall(c, "exp", dt, a, NULL);
 }
 
 /* ---- tanh, erf, gelu, log (f32) ----------------------------------------------
  *
  * Like exp_f32, these avoid libm so that loops using them vectorise; both
- * sides of every case split are computed and one is selected.  The
+ * sides of every case split are computed and one is selected.  Each is
+ * runtime/scalar.h's function of the same name (td_tanh_f32, ...: eager
+ * mode's) operation for operation, so the two agree bit for bit; code
+ * changed here must change there.  The
  * coefficients were fitted here (weighted least squares iterated toward
  * minimax, in float64, then rounded to f32).  Errors measured in
  * tests/unit/test_mathfns.c over dense sweeps, against float64 libm (the
@@ -204,10 +201,8 @@ gcc_jit_rvalue *cg_exp(cg *c, td_dtype dt, gcc_jit_rvalue *a) {
  *         series to s^9; subnormals scaled first; 0, < 0, inf, NaN as libm) */
 
 static gcc_jit_rvalue *horner(cg *c, const double *k, int n, gcc_jit_rvalue *u) {
-  gcc_jit_type *f = c->t_f32;
   gcc_jit_rvalue *p = f32c(c, k[n - 1]);
-  for (int i = n - 2; i >= 0; i--)
-    p = bin(c, GCC_JIT_BINARY_OP_PLUS, f, bin(c, GCC_JIT_BINARY_OP_MULT, f, p, u), f32c(c, k[i]));
+  for (int i = n - 2; i >= 0; i--) p = fma_f32(c, p, u, f32c(c, k[i]));
   return p;
 }
 
@@ -306,8 +301,8 @@ static gcc_jit_rvalue *log_f32(cg *c, gcc_jit_rvalue *x) {
   gcc_jit_rvalue *sx = keep(c, bin(c, GCC_JIT_BINARY_OP_DIVIDE, f, f_sub(c, m, f32c(c, 1.0)), f_add(c, m, f32c(c, 1.0))), f);
   gcc_jit_rvalue *z = keep(c, f_mul(c, sx, sx), f);
   static const double S[] = {2.0 / 3, 2.0 / 5, 2.0 / 7, 2.0 / 9};
-  gcc_jit_rvalue *lm = f_add(c, f_mul(c, sx, f32c(c, 2.0)), f_mul(c, f_mul(c, sx, z), horner(c, S, 4, z)));
-  gcc_jit_rvalue *r = f_add(c, f_mul(c, ef, f32c(c, 0.693359375)), f_add(c, lm, f_mul(c, ef, f32c(c, -2.12194440e-4))));
+  gcc_jit_rvalue *lm = fma_f32(c, f_mul(c, sx, z), horner(c, S, 4, z), f_mul(c, sx, f32c(c, 2.0)));
+  gcc_jit_rvalue *r = fma_f32(c, ef, f32c(c, 0.693359375), fma_f32(c, ef, f32c(c, -2.12194440e-4), lm));
   r = fsel(c, cmp(c, GCC_JIT_COMPARISON_EQ, x, f32c(c, __builtin_inff())), x, r);
   r = fsel(c, cmp(c, GCC_JIT_COMPARISON_EQ, x, f32c(c, 0.0)), f32c(c, -__builtin_inff()), r);
   r = fsel(c, cmp(c, GCC_JIT_COMPARISON_LT, x, f32c(c, 0.0)), f32c(c, __builtin_nanf("")), r);
@@ -483,7 +478,7 @@ static gcc_jit_rvalue *float_unary(cg *c, td_op op, td_dtype dt, gcc_jit_rvalue 
   switch (op) {
   case TD_IR_NEG: return gcc_jit_context_new_unary_op(c->ctx, NULL, GCC_JIT_UNARY_OP_MINUS, t, a);
   case TD_IR_ABS: return fcall(c, "fabs", dt, a, NULL);
-  case TD_IR_EXP: return cg_exp(c, dt, a);
+  case TD_IR_EXP: return exp_of(c, dt, a);
   case TD_IR_LOG: return dt == TD_F32 ? log_f32(c, a) : fcall(c, "log", dt, a, NULL);
   case TD_IR_SQRT: return fcall(c, "sqrt", dt, a, NULL);
   case TD_IR_RSQRT: return bin(c, GCC_JIT_BINARY_OP_DIVIDE, t, one, fcall(c, "sqrt", dt, a, NULL));
@@ -496,7 +491,7 @@ static gcc_jit_rvalue *float_unary(cg *c, td_op op, td_dtype dt, gcc_jit_rvalue 
   case TD_IR_ROUND: return fcall(c, "rint", dt, a, NULL);
   case TD_IR_RELU: return cg_select(c, cmp(c, GCC_JIT_COMPARISON_LT, a, zero), zero, a, t);
   case TD_IR_SIGMOID: case TD_IR_SILU: {
-    gcc_jit_rvalue *e = cg_exp(c, dt, gcc_jit_context_new_unary_op(c->ctx, NULL, GCC_JIT_UNARY_OP_MINUS, t, a));
+    gcc_jit_rvalue *e = exp_of(c, dt, gcc_jit_context_new_unary_op(c->ctx, NULL, GCC_JIT_UNARY_OP_MINUS, t, a));
     gcc_jit_rvalue *den = bin(c, GCC_JIT_BINARY_OP_PLUS, t, one, e);
     return bin(c, GCC_JIT_BINARY_OP_DIVIDE, t, op == TD_IR_SIGMOID ? one : a, den);
   }
@@ -866,34 +861,9 @@ static gcc_jit_rvalue *concat_value(cg *c, int n, const cg_ix *ix) {
 
 /* ---- the evaluator -------------------------------------------------------------------- */
 
-/* 1 + tanh(u) (f32, tanh computed in this kernel) as 2 / (1 + e^-2u): one
- * exp and one division, without the cancellation of 1 + tanh for u << 0
- * (the tanh form of gelu).  Returns 0 when n is not of that form, else 1
- * with the value in *out (NULL on error). */
-static int one_plus_tanh(cg *c, int n, const cg_ix *ix, gcc_jit_rvalue **out) {
-  const td_node *nd = ND(c, n);
-  *out = NULL;
-  if (nd->op != TD_IR_ADD || nd->dtype != TD_F32) return 0;
-  for (int k = 0; k < 2; k++) {
-    int t = nd->in[k], o = nd->in[1 - k];
-    if (!c->in_k[t] || ND(c, t)->op != TD_IR_TANH || ND(c, o)->op != TD_IR_CONST ||
-        ND(c, o)->dtype != TD_F32 || ND(c, o)->attr.f != 1.0)
-      continue;
-    gcc_jit_rvalue *u = cg_eval(c, ND(c, t)->in[0], child_ix(c, t, 0, child_ix(c, n, k, ix)));
-    if (u) {
-      gcc_jit_rvalue *e = exp_f32_k(c, f_mul(c, u, f32c(c, -2.0)), 1);
-      *out = bin(c, GCC_JIT_BINARY_OP_DIVIDE, c->t_f32, f32c(c, 2.0), f_add(c, f32c(c, 1.0), e));
-    }
-    return 1;
-  }
-  return 0;
-}
-
 static gcc_jit_rvalue *elementwise(cg *c, int n, const cg_ix *ix) {
   const td_node *nd = ND(c, n);
   gcc_jit_rvalue *a[3] = {NULL, NULL, NULL};
-  gcc_jit_rvalue *opt;
-  if (one_plus_tanh(c, n, ix, &opt)) return opt;
   for (int k = 0; k < nd->n_in && k < 3; k++)
     if (!(a[k] = cg_eval(c, nd->in[k], child_ix(c, n, k, ix)))) return NULL;
   td_dtype in = ND(c, nd->in[0])->dtype;

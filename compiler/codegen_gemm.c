@@ -155,6 +155,43 @@ typedef struct mm {
   cg_ix *ix;                            /* output index (batch axes filled) */
 } mm;
 
+/* ---- multiply-adds ------------------------------------------------------------------- *
+ *
+ * Kernels are compiled with -ffp-contract=off (codegen_cpu.c: a value must
+ * round the same wherever a kernel computes it), so GCC fuses nothing; the
+ * GEMM's accumulations ask for their fused multiply-adds explicitly.  On
+ * x86-64-v3 and v4 every product of a float matmul is accumulated with one
+ * rounding (an FMA), on v2 (no FMA instructions) with two. */
+
+/* acc += a * b for scalars of dtype dt (a fused __builtin_fma on float
+ * types where the ISA has FMA: it vectorises like the plain expression). */
+static void fma_acc(cg *c, mm *m, gcc_jit_lvalue *acc, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  if (!td_dtype_is_float(m->dt) || c->isa < 1) {
+    gcc_jit_block_add_assignment_op(c->blk, NULL, acc, GCC_JIT_BINARY_OP_PLUS,
+                                    gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, m->t, a, b));
+    return;
+  }
+  gcc_jit_function *f = gcc_jit_context_get_builtin_function(c->ctx, m->dt == TD_F32 ? "__builtin_fmaf" : "__builtin_fma");
+  gcc_jit_rvalue *args[3] = {a, b, rv(acc)};
+  cg_assign(c, acc, gcc_jit_context_new_call(c->ctx, NULL, f, 3, args));
+}
+
+/* acc += a * b for float vectors of type vt: vfmadd231ps/pd where the ISA
+ * has FMA (gccjit has no vector FMA builtin, so an asm statement whose
+ * operands GCC allocates in vector registers), else a multiply and an add. */
+static void vfma_acc(cg *c, mm *m, gcc_jit_type *vt, gcc_jit_lvalue *acc, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  if (c->isa < 1) {
+    gcc_jit_block_add_assignment_op(c->blk, NULL, acc, GCC_JIT_BINARY_OP_PLUS,
+                                    gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, vt, a, b));
+    return;
+  }
+  gcc_jit_extended_asm *x = gcc_jit_block_add_extended_asm(
+      c->blk, NULL, m->dt == TD_F32 ? "vfmadd231ps %[b], %[a], %[acc]" : "vfmadd231pd %[b], %[a], %[acc]");
+  gcc_jit_extended_asm_add_output_operand(x, "acc", "+v", acc);
+  gcc_jit_extended_asm_add_input_operand(x, "a", "v", a);
+  gcc_jit_extended_asm_add_input_operand(x, "b", "vm", b);
+}
+
 /* ---- the simple path ------------------------------------------------------------------ */
 
 static int simple_path(cg *c, mm *m) {
@@ -182,9 +219,7 @@ static int simple_path(cg *c, mm *m) {
   cg_assign(c, a, elem(c, m->aptr, add(c, add(c, m->aoff, mul(c, i, m->sam)), mul(c, kk, m->sak))));
   gcc_jit_rvalue *brow = keep_i(c, add(c, bbase, mul(c, kk, ldb)), "brow");
   j = cg_loop_open(c, &lj, m->N);
-  gcc_jit_block_add_assignment_op(c->blk, NULL, at(c, row, j), GCC_JIT_BINARY_OP_PLUS,
-                                  gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, m->t, rv(a),
-                                                                elem(c, bp, add(c, brow, j))));
+  fma_acc(c, m, at(c, row, j), rv(a), elem(c, bp, add(c, brow, j)));
   cg_loop_close(c, &lj);
   cg_loop_close(c, &lk);
   j = cg_loop_open(c, &l2, m->N);
@@ -228,16 +263,18 @@ static int dot_epilogue(cg *c, mm *m, const dotv *D, gcc_jit_rvalue *i, gcc_jit_
   return 0;
 }
 
-/* tail[jj] += A[row at abase, k] * B^T[brow[jj], k] for k from k0 to K. */
+/* tail[jj] += A[row at abase, k] * B^T[brow[jj], k] for k from k0 to K,
+ * fused (fma_acc) or a multiply and an add. */
 static void dot_scalar(cg *c, mm *m, gcc_jit_lvalue **tail, gcc_jit_rvalue **brow, gcc_jit_rvalue *abase,
-                       gcc_jit_rvalue *k0, int nj) {
+                       gcc_jit_rvalue *k0, int nj, int fused) {
   cloop lr;
   gcc_jit_rvalue *k = cg_loop_range(c, &lr, k0, m->K, 1);
-  for (int jj = 0; jj < nj; jj++)
-    gcc_jit_block_add_assignment_op(c->blk, NULL, tail[jj], GCC_JIT_BINARY_OP_PLUS,
-                                    gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, m->t,
-                                                                  elem(c, m->aptr, add(c, abase, k)),
-                                                                  elem(c, m->bptr, add(c, brow[jj], k))));
+  for (int jj = 0; jj < nj; jj++) {
+    gcc_jit_rvalue *a = elem(c, m->aptr, add(c, abase, k)), *b = elem(c, m->bptr, add(c, brow[jj], k));
+    if (fused) fma_acc(c, m, tail[jj], a, b);
+    else gcc_jit_block_add_assignment_op(c->blk, NULL, tail[jj], GCC_JIT_BINARY_OP_PLUS,
+                                         gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, m->t, a, b));
+  }
   cg_loop_close(c, &lr);
 }
 
@@ -260,8 +297,11 @@ static int dot_cols(cg *c, mm *m, const dotv *D, gcc_jit_rvalue *i, gcc_jit_rval
   }
   cloop lk;
   gcc_jit_rvalue *k;
-  if (!D->spill) {   /* K is a constant below one vector: scalar products only */
-    dot_scalar(c, m, tail, brow, abase, cg_i64(c, 0), nj);
+  if (!D->spill) {   /* K is a constant below one vector: scalar products only, not fused:
+                       * GCC multiplies the K pairs as one vector and adds them in order
+                       * (W1 Simple, K = 4: 6 ns a call; with fmaf, a loop of scalar FMAs
+                       * or, unrolled, the row loop vectorised, 10-12 ns) */
+    dot_scalar(c, m, tail, brow, abase, cg_i64(c, 0), nj, 0);
     for (int jj = 0; jj < nj; jj++)
       cg_assign(c, gcc_jit_context_new_array_access(c->ctx, NULL, rv(D->sums), cg_i64(c, jj)), rv(tail[jj]));
     return dot_epilogue(c, m, D, i, j0, nj);
@@ -270,11 +310,9 @@ static int dot_cols(cg *c, mm *m, const dotv *D, gcc_jit_rvalue *i, gcc_jit_rval
   gcc_jit_lvalue *av = cg_local(c, D->vt, "av");
   cg_assign(c, av, rv(dot_vec(c, D, m->aptr, add(c, abase, k))));
   for (int jj = 0; jj < nj; jj++)
-    gcc_jit_block_add_assignment_op(c->blk, NULL, acc[jj], GCC_JIT_BINARY_OP_PLUS,
-                                    gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, D->vt, rv(av),
-                                                                  rv(dot_vec(c, D, m->bptr, add(c, brow[jj], k)))));
+    vfma_acc(c, m, D->vt, acc[jj], rv(av), rv(dot_vec(c, D, m->bptr, add(c, brow[jj], k))));
   cg_loop_close(c, &lk);
-  dot_scalar(c, m, tail, brow, abase, kf, nj);
+  dot_scalar(c, m, tail, brow, abase, kf, nj, 1);
   gcc_jit_rvalue *sp = gcc_jit_lvalue_get_address(gcc_jit_context_new_array_access(c->ctx, NULL, rv(D->spill), cg_i64(c, 0)), NULL);
   for (int jj = 0; jj < nj; jj++) {
     cg_assign(c, dot_vec(c, D, sp, cg_i64(c, 0)), rv(acc[jj]));
@@ -467,17 +505,30 @@ static void load_b(cg *c, packed *P, gcc_jit_rvalue *bk, gcc_jit_lvalue **b) {
   }
 }
 
-/* accr[v] += broadcast(a) * b[v] for the NV vectors of one tile row. */
-static void bcast_fma(cg *c, mm *m, packed *P, gcc_jit_lvalue **accr, gcc_jit_lvalue **b, gcc_jit_rvalue *a_elem) {
+/* accr[v] += broadcast(a) * b[v] for the NV vectors of one tile row, a
+ * being an element in memory.  On x86-64-v4 the FMA reads and broadcasts
+ * it itself ({1toN}: what GCC chose when it contracted; a vbroadcastss
+ * first made the small tiles' loop 18 instructions instead of 10, W1
+ * GoodDynamic [16, 16] 100 -> 140 ns); elsewhere into a register first. */
+static void bcast_fma(cg *c, mm *m, packed *P, gcc_jit_lvalue **accr, gcc_jit_lvalue **b, gcc_jit_lvalue *a_elem) {
+  if (c->isa == 2) {
+    char tmpl[64];
+    snprintf(tmpl, sizeof tmpl, "vfmadd231p%c %%[a]%%{1to%d%%}, %%[b], %%[acc]", m->dt == TD_F32 ? 's' : 'd', P->s.vl);
+    for (int v = 0; v < P->s.nv; v++) {
+      gcc_jit_extended_asm *x = gcc_jit_block_add_extended_asm(c->blk, NULL, tmpl);
+      gcc_jit_extended_asm_add_output_operand(x, "acc", "+v", accr[v]);
+      gcc_jit_extended_asm_add_input_operand(x, "a", "m", rv(a_elem));
+      gcc_jit_extended_asm_add_input_operand(x, "b", "v", rv(b[v]));
+    }
+    return;
+  }
   gcc_jit_lvalue *a = cg_local(c, m->t, "a");
-  cg_assign(c, a, a_elem);
+  cg_assign(c, a, rv(a_elem));
   gcc_jit_rvalue *el[64];
   for (int l = 0; l < P->s.vl; l++) el[l] = rv(a);
   gcc_jit_rvalue *av = gcc_jit_context_new_rvalue_from_vector(c->ctx, NULL, P->vt, (size_t)P->s.vl, el);
   for (int v = 0; v < P->s.nv; v++)
-    gcc_jit_block_add_assignment_op(c->blk, NULL, accr[v], GCC_JIT_BINARY_OP_PLUS,
-                                    gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_MULT, P->vt, av,
-                                                                  rv(b[v])));
+    vfma_acc(c, m, P->vt, accr[v], av, rv(b[v]));
 }
 
 /* Adds the current K block's contribution to the MR x NR tile of panels
@@ -524,7 +575,7 @@ static void micro_kernel(cg *c, mm *m, packed *P, gcc_jit_rvalue *ip, gcc_jit_rv
   gcc_jit_rvalue *ak = ic ? NULL : keep_i(c, add(c, ab, mul(c, kk, cg_i64(c, s->mr))), "ak");
   load_b(c, P, bk, b);
   for (int r = 0; r < s->mr; r++)
-    bcast_fma(c, m, P, acc[r], b, ic ? elem(c, m->aptr, add(c, arow[r], kk)) : elem(c, P->ap, add(c, ak, cg_i64(c, r))));
+    bcast_fma(c, m, P, acc[r], b, ic ? at(c, m->aptr, add(c, arow[r], kk)) : at(c, P->ap, add(c, ak, cg_i64(c, r))));
   cg_loop_close(c, &lk);
   for (int r = 0; r < s->mr; r++)
     for (int v = 0; v < s->nv; v++)
@@ -738,7 +789,7 @@ static void pp_step(cg *c, mm *m, packed *P, gcc_jit_lvalue *(*acc)[MAX_NV], gcc
   gcc_jit_rvalue *bk = keep_i(c, add(c, pbase, mul(c, kk, cg_i64(c, s->nr))), "bk");
   gcc_jit_lvalue *b[MAX_NV];
   load_b(c, P, bk, b);
-  for (int r = 0; r < R; r++) bcast_fma(c, m, P, acc[r], b, elem(c, m->aptr, add(c, arow[r], mul(c, kk, m->sak))));
+  for (int r = 0; r < R; r++) bcast_fma(c, m, P, acc[r], b, at(c, m->aptr, add(c, arow[r], mul(c, kk, m->sak))));
 }
 
 /* Is the kernel's epilogue short: at most PP_SHORT_EPILOGUE nodes, none

@@ -592,67 +592,15 @@ static int in_kernel(const td_plan *p, const td_kernel *k, int n) {
   return 0;
 }
 
-/* sum(exp(e - m)) with m = max(e) of stage `*st`: the online-softmax pair.
- * Returns 1 + the id of m, or 0.  (moments_pair likewise.) */
-static int online_pair(const td_plan *p, const td_kernel *k, int s, const int *stage, int *st) {
-  const td_graph *g = p->g;
-  const td_node *sn = &g->nodes[s];
-  if (sn->op != TD_IR_SUM || !td_dtype_is_float(sn->dtype)) return 0;
-  const td_node *ex = &g->nodes[sn->in[0]];
-  if (ex->op != TD_IR_EXP || !in_kernel(p, k, sn->in[0])) return 0;
-  const td_node *sub = &g->nodes[ex->in[0]];
-  if (sub->op != TD_IR_SUB || !in_kernel(p, k, ex->in[0])) return 0;
-  const td_node *m = &g->nodes[sub->in[1]];
-  if (m->op != TD_IR_RMAX || m->in[0] != sub->in[0] || !in_kernel(p, k, sub->in[1])) return 0;
-  *st = stage[sub->in[1]];
-  return sub->in[1] + 1;
-}
-
-/* The stage a node of kernel k depends on (0 for nodes outside it). */
-static int dep_of(const td_plan *p, const td_kernel *k, const int *dep, int n) {
-  return in_kernel(p, k, n) ? dep[n] : 0;
-}
-
-/* Does mu hold one value per row of kernel k (size 1 on every reduced axis)? */
-static int row_scalar(const td_node *mu, const td_kernel *k) {
-  for (int i = 0; i < mu->rank; i++) {
-    int ax = i + k->rank - mu->rank;
-    if (ax >= 0 && (k->red_axes >> ax & 1) && mu->shape[i] != 1) return 0;
-  }
-  return mu->rank <= k->rank;
-}
-
-/* sum((x - mu)^2) with mu a per-row value and sum(x) in stage `*st`. */
-static int moments_pair(const td_plan *p, const td_kernel *k, int s, const int *stage,
-                        const int *dep, int *st) {
-  const td_graph *g = p->g;
-  const td_node *sn = &g->nodes[s];
-  if (sn->op != TD_IR_SUM || !td_dtype_is_float(sn->dtype)) return 0;
-  const td_node *sq = &g->nodes[sn->in[0]];
-  if (sq->op != TD_IR_MUL || sq->in[0] != sq->in[1] || !in_kernel(p, k, sn->in[0])) return 0;
-  const td_node *d = &g->nodes[sq->in[0]];
-  if (d->op != TD_IR_SUB || !in_kernel(p, k, sq->in[0])) return 0;
-  if (!row_scalar(&g->nodes[d->in[1]], k)) return 0;
-  for (int i = 0; i < k->n_nodes && k->nodes[i] < s; i++) {
-    int s1 = k->nodes[i];
-    if (g->nodes[s1].op != TD_IR_SUM || g->nodes[s1].in[0] != d->in[0]) continue;
-    if (dep_of(p, k, dep, d->in[1]) > stage[s1] || dep_of(p, k, dep, d->in[0]) >= stage[s1]) continue;
-    *st = stage[s1];
-    return s1 + 1;
-  }
-  return 0;
-}
-
 /* Per node of kernel k: dep = the last stage it depends on; per reduction:
- * its stage.  Then the stages' node lists. */
+ * its stage, one after its inputs' (so each reduction reads finished
+ * values only).  Then the stages' node lists. */
 static int assign_stages(fuser *f, td_kernel *k) {
   td_plan *p = f->p;
   int *stage = f->scratch, *dep = f->home;  /* home is no longer needed */
-  char *paired = f->ok_bcast;                /* nor is ok_bcast */
   int ns = 0;
-  memset(paired, 0, (size_t)f->g->n_nodes);
   for (int i = 0; i < k->n_nodes; i++) {
-    int id = k->nodes[i], d = 0, st;
+    int id = k->nodes[i], d = 0;
     const td_node *n = N(f, id);
     for (int j = 0; j < n->n_in; j++) {
       int src = n->in[j];
@@ -663,12 +611,6 @@ static int assign_stages(fuser *f, td_kernel *k) {
     dep[id] = d;
     if (td_ops[n->op].kind != TD_K_REDUCE) continue;
     stage[id] = d + 1;
-    int head = online_pair(p, k, id, stage, &st);
-    if (!head) head = moments_pair(p, k, id, stage, dep, &st);
-    if (head && !paired[head - 1]) {  /* one partner per head */
-      paired[head - 1] = 1;
-      stage[id] = st;
-    }
     if (stage[id] > ns) ns = stage[id];
   }
   k->stages = zalloc(f, (size_t)(ns + 1) * sizeof *k->stages);
@@ -679,22 +621,12 @@ static int assign_stages(fuser *f, td_kernel *k) {
     for (int pass = 0; pass < 2; pass++) {
       S->n_reds = 0;
       for (int i = 0; i < k->n_nodes; i++) {
-        int id = k->nodes[i], st = 0, on, mo;
+        int id = k->nodes[i];
         if (td_ops[N(f, id)->op].kind != TD_K_REDUCE || stage[id] != s + 1) continue;
-        on = online_pair(p, k, id, stage, &st);
-        mo = on ? 0 : moments_pair(p, k, id, stage, dep, &st);
-        if (st != s + 1) on = mo = 0;  /* not merged: a later pass */
-        if (pass) {
-          S->reds[S->n_reds] = id;
-          S->partner[S->n_reds] = on ? on - 1 : mo ? mo - 1 : -1;
-        }
+        if (pass) S->reds[S->n_reds] = id;
         S->n_reds++;
-        if (on) S->kind = TD_STAGE_ONLINE_SOFTMAX;
-        else if (mo) S->kind = TD_STAGE_MOMENTS;
       }
-      if (!pass && (!(S->reds = zalloc(f, (size_t)S->n_reds * sizeof(int))) ||
-                    !(S->partner = zalloc(f, (size_t)S->n_reds * sizeof(int)))))
-        return -1;
+      if (!pass && !(S->reds = zalloc(f, (size_t)S->n_reds * sizeof(int)))) return -1;
     }
   }
   k->n_passes = ns + (k->row_root ? 0 : 1);

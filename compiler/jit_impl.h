@@ -227,11 +227,6 @@ void cg_store(cg *c, int n, const cg_ix *ix, gcc_jit_rvalue *v);
 gcc_jit_rvalue *cg_convert(cg *c, gcc_jit_rvalue *a, td_dtype from, td_dtype to);
 /* Literal of dtype dt (f for floats, i for integers and bools). */
 gcc_jit_rvalue *cg_const(cg *c, td_dtype dt, double f, int64_t i);
-/* e^a for dtype dt (f32: an inline polynomial that vectorises). */
-gcc_jit_rvalue *cg_exp(cg *c, td_dtype dt, gcc_jit_rvalue *a);
-/* exp for f32 that flushes results below 2^-127 to 0 (one scale factor,
- * cheaper); other dtypes as cg_exp.  codegen_expr.c states its bounds. */
-gcc_jit_rvalue *cg_exp_flush(cg *c, td_dtype dt, gcc_jit_rvalue *a);
 /* Calls a GCC builtin of one or two arguments ("__builtin_expf"). */
 gcc_jit_rvalue *cg_builtin(cg *c, const char *name, gcc_jit_rvalue *a, gcc_jit_rvalue *b);
 

@@ -12,6 +12,7 @@
  */
 #include "passes.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "../interp/kernels.h"
@@ -293,6 +294,15 @@ static int const_is(const td_node *c, double v) {
   return c->attr.i == (int64_t)v;
 }
 
+/* Is new-graph node c a CONST zero that leaves every x unchanged, signed
+ * zeros included: for floats x + (-0.0) and x - (+0.0) are x, but
+ * -0.0 + (+0.0) is +0.0, so x + 0 stays an addition (neg: the zero of an
+ * addition, else of a subtraction). */
+static int zero_identity(const td_node *c, int neg) {
+  if (!const_is(c, 0)) return 0;
+  return !td_dtype_is_float(c->dtype) || !!signbit(c->attr.f) == neg;
+}
+
 /* For x OP c or c OP x with identity constant c: the new id of x, or -1. */
 static int binary_identity(const rebuild *r, const td_node *n) {
   const td_node *a = rb_in(r, n, 0), *b = rb_in(r, n, 1);
@@ -303,11 +313,11 @@ static int binary_identity(const rebuild *r, const td_node *n) {
     if (const_is(a, 1) && same_type(b, n)) return ib;
     return -1;
   case TD_IR_ADD:
-    if (const_is(b, 0) && same_type(a, n)) return ia;
-    if (const_is(a, 0) && same_type(b, n)) return ib;
+    if (zero_identity(b, 1) && same_type(a, n)) return ia;
+    if (zero_identity(a, 1) && same_type(b, n)) return ib;
     return -1;
   case TD_IR_SUB:
-    return const_is(b, 0) && same_type(a, n) ? ia : -1;
+    return zero_identity(b, 0) && same_type(a, n) ? ia : -1;
   case TD_IR_DIV:
     return const_is(b, 1) && same_type(a, n) ? ia : -1;
   default: return -1;

@@ -12,7 +12,7 @@
  *              each "stage" is one pass over the reduced axes computing one
  *              or more reductions; a final pass writes the output row
  *              (or, for a row_root kernel, one value per row).  Softmax and
- *              layer_norm are one kernel with two passes (see td_stage_kind).
+ *              layer_norm are one kernel with three passes (see td_kstage).
  *   MATMUL     a (batched) matmul whose operands are strided views of
  *              buffers, with a pointwise epilogue (bias, activation,
  *              residual, scaling...) applied to each accumulated element
@@ -40,23 +40,12 @@ typedef enum td_kkind {
   TD_KERN_OTHER       /* reserved for ops no other kind covers */
 } td_kkind;
 
-typedef enum td_stage_kind {
-  TD_STAGE_PLAIN,     /* independent reductions sharing one pass */
-  /* max m = max(e) and s = sum(exp(e - m)) in one pass with a running
-   * maximum: s is rescaled by exp(m_old - m_new) when m grows. */
-  TD_STAGE_ONLINE_SOFTMAX,
-  /* s1 = sum(x) and s2 = sum((x - mu)^2) for a per-row mu computed from s1:
-   * one pass accumulating sum(x) and sum(x^2) in f64, then
-   * s2 = sum(x^2) - 2 mu sum(x) + n mu^2. */
-  TD_STAGE_MOMENTS
-} td_stage_kind;
-
+/* One pass over the reduced axes of every row: reductions that do not
+ * depend on each other.  A reduction that needs another one's finished
+ * value (the sum of exp(x - max) of softmax, the variance of layer_norm,
+ * which needs the mean) is in a later pass, as eager mode computes it. */
 typedef struct td_kstage {
-  td_stage_kind kind;  /* ONLINE_SOFTMAX / MOMENTS when it holds such a pair */
   int *reds;           /* REDUCE nodes computed in this pass (ascending ids) */
-  int *partner;        /* per red: -1, or the reduction it is paired with
-                          (the max of an online softmax sum, the sum(x) of
-                          a moments sum), which is earlier in reds */
   int n_reds;
 } td_kstage;
 

@@ -638,10 +638,9 @@ static int emit_pointwise(cx *c) {
 
 /* ---- REDUCE kernels: one block per row ---- */
 
-/* A reduction of a stage is described by rowplan.h's td_rred (the roles
- * and accumulators decided with the CPU backend); its accumulators are
- * named a<id>, q<id> (moments: sum of squares) and x<id> (arg index) after
- * the node id. */
+/* A reduction of a stage is described by rowplan.h's td_rred (the
+ * accumulators decided with the CPU backend); its accumulators are named
+ * a<id> and x<id> (arg index) after the node id. */
 
 static td_dtype in_dtype(cx *c, int red) { return ND(c, ND(c, red)->in[0])->dtype; }
 
@@ -657,9 +656,7 @@ static const char *acc_init(cx *c, const td_rred *r) {
 /* Sets (decl: declares) the accumulators of a stage to their identities. */
 static void stage_init(cx *c, const td_rred *r, int n, int decl) {
   for (int i = 0; i < n; i++) {
-    if (r[i].has_acc)
-      line(c, "%s%sa%d = %s;", decl ? vtn[r[i].acc_dt] : "", decl ? " " : "", r[i].node, acc_init(c, &r[i]));
-    if (r[i].has_sq) line(c, "%sq%d = 0.0;", decl ? "double " : "", r[i].node);
+    line(c, "%s%sa%d = %s;", decl ? vtn[r[i].acc_dt] : "", decl ? " " : "", r[i].node, acc_init(c, &r[i]));
     if (r[i].has_idx) line(c, "%sx%d = -1;", decl ? "int64_t " : "", r[i].node);
   }
 }
@@ -682,24 +679,13 @@ static const char *red_index(cx *c, const cx_ix *ix) {
 
 static int stage_body(cx *c, const td_rred *r, int n, const cx_ix *ix) {
   for (int i = 0; i < n; i++) {
-    if (!r[i].steps) continue;   /* driven by their partners */
     const td_node *nd = ND(c, r[i].node);
     int src = r[i].src;
     const char *v = ev(c, src, ix);
     if (!v) return -1;
     td_dtype dt = ND(c, src)->dtype;
     int id = r[i].node;
-    if (r[i].role == TD_RR_ONLINE_TAIL) {
-      int h = r[r[i].partner].node;
-      open_block(c, S(c, "if (%s)", better(c, TD_IR_RMAX, dt, v, S(c, "a%d", h))));
-      line(c, "a%d *= (a%d == %s) ? 1.0 : exp((double)a%d - (double)%s);", id, h, v, h, v);
-      line(c, "a%d = %s;", h, v);
-      close_block(c);
-      line(c, "a%d += (%s == a%d) ? (double)a%d - (double)a%d + 1.0 : (double)td_exp(%s - a%d);", id, v, h, h, h, v, h);
-    } else if (r[i].role == TD_RR_MOMENTS_HEAD) {
-      line(c, "a%d += (double)%s;", id, v);
-      line(c, "q%d += (double)%s * (double)%s;", id, v, v);
-    } else if (nd->op == TD_IR_SUM || nd->op == TD_IR_PROD) {
+    if (nd->op == TD_IR_SUM || nd->op == TD_IR_PROD) {
       const char *o = nd->op == TD_IR_SUM ? "+" : "*";
       if (td_dtype_is_float(dt)) line(c, "a%d = a%d %s (double)%s;", id, id, o, v);
       else line(c, "a%d = (int64_t)((uint64_t)a%d %s (uint64_t)%s);", id, id, o, convert(c, v, dt, TD_I64));
@@ -720,25 +706,13 @@ static void combine(cx *c, const td_rred *r, int n) {
     const td_node *nd = ND(c, r[i].node);
     td_dtype dt = in_dtype(c, r[i].node);
     int id = r[i].node;
-    if (r[i].role == TD_RR_ONLINE_TAIL) {
-      int h = r[r[i].partner].node;
-      open_block(c, "");
-      line(c, "%s mx = %s ? o_a%d : a%d;", vtn[dt], better(c, TD_IR_RMAX, dt, S(c, "o_a%d", h), S(c, "a%d", h)), h, h);
-      line(c, "double s0 = (a%d == mx) ? 1.0 : exp((double)a%d - (double)mx);", h, h);
-      line(c, "double s1 = (o_a%d == mx) ? 1.0 : exp((double)o_a%d - (double)mx);", h, h);
-      line(c, "a%d = a%d * s0 + o_a%d * s1;", id, id, id);
-      line(c, "a%d = mx;", h);
-      close_block(c);
-    } else if (r[i].role == TD_RR_MOMENTS_HEAD) {
-      line(c, "a%d += o_a%d;", id, id);
-      line(c, "q%d += o_q%d;", id, id);
-    } else if (r[i].role == TD_RR_PLAIN && (nd->op == TD_IR_SUM || nd->op == TD_IR_PROD)) {
+    if (nd->op == TD_IR_SUM || nd->op == TD_IR_PROD) {
       const char *o = nd->op == TD_IR_SUM ? "+" : "*";
       if (td_dtype_is_float(dt)) line(c, "a%d = a%d %s o_a%d;", id, id, o, id);
       else line(c, "a%d = (int64_t)((uint64_t)a%d %s (uint64_t)o_a%d);", id, id, o, id);
-    } else if (r[i].role == TD_RR_PLAIN && (nd->op == TD_IR_RMAX || nd->op == TD_IR_RMIN)) {
+    } else if (nd->op == TD_IR_RMAX || nd->op == TD_IR_RMIN) {
       line(c, "if (%s) a%d = o_a%d;", better(c, nd->op, dt, S(c, "o_a%d", id), S(c, "a%d", id)), id, id);
-    } else if (r[i].role == TD_RR_PLAIN) {
+    } else {
       const char *av = S(c, "a%d", id), *bv = S(c, "o_a%d", id);
       const char *tie = td_dtype_is_float(dt) ? S(c, "(%s == %s || (%s != %s && %s != %s))", bv, av, bv, bv, av, av)
                                               : S(c, "(%s == %s)", bv, av);
@@ -752,8 +726,7 @@ static void combine(cx *c, const td_rred *r, int n) {
 static void shuffle_in(cx *c, const td_rred *r, int n) {
   for (int i = 0; i < n; i++) {
     int id = r[i].node;
-    if (r[i].has_acc) line(c, "%s o_a%d = td_shfl_down(a%d, off);", vtn[r[i].acc_dt], id, id);
-    if (r[i].has_sq) line(c, "double o_q%d = td_shfl_down(q%d, off);", id, id);
+    line(c, "%s o_a%d = td_shfl_down(a%d, off);", vtn[r[i].acc_dt], id, id);
     if (r[i].has_idx) line(c, "int64_t o_x%d = td_shfl_down(x%d, off);", id, id);
   }
 }
@@ -769,9 +742,9 @@ static void warp_reduce(cx *c, const td_rred *r, int n) {
 static void shared_io(cx *c, const td_rred *r, int n, int s, const char *slot, int to_shared) {
   for (int i = 0; i < n; i++) {
     int id = r[i].node;
-    const char *names[3] = {"a", "q", "x"};
-    int has[3] = {r[i].has_acc, r[i].has_sq, r[i].has_idx};
-    for (int j = 0; j < 3; j++) {
+    const char *names[2] = {"a", "x"};
+    int has[2] = {1, r[i].has_idx};
+    for (int j = 0; j < 2; j++) {
       if (!has[j]) continue;
       if (to_shared) line(c, "sh%d_%s%d[%s] = %s%d;", s, names[j], id, slot, names[j], id);
       else line(c, "%s%d = sh%d_%s%d[%s];", names[j], id, s, names[j], id, slot);
@@ -784,8 +757,7 @@ static void shared_io(cx *c, const td_rred *r, int n, int s, const char *slot, i
 static void block_reduce(cx *c, const td_rred *r, int n, int s) {
   for (int i = 0; i < n; i++) {
     int id = r[i].node;
-    if (r[i].has_acc) line(c, "__shared__ %s sh%d_a%d[32];", vtn[r[i].acc_dt], s, id);
-    if (r[i].has_sq) line(c, "__shared__ double sh%d_q%d[32];", s, id);
+    line(c, "__shared__ %s sh%d_a%d[32];", vtn[r[i].acc_dt], s, id);
     if (r[i].has_idx) line(c, "__shared__ int64_t sh%d_x%d[32];", s, id);
   }
   warp_reduce(c, r, n);
@@ -818,26 +790,13 @@ static cx_ix *row_ix(cx *c, int n, const cx_ix *row) {
   return td_ix_row(&x, ND(c, n), c->k->space, c->k->rank, c->k->red_axes, row);
 }
 
-static int stage_finish(cx *c, const td_rred *r, int n, const cx_ix *row, const char *count) {
+static void stage_finish(cx *c, const td_rred *r, int n) {
   for (int i = 0; i < n; i++) {
     const td_node *nd = ND(c, r[i].node);
-    if (r[i].role == TD_RR_MOMENTS_TAIL) continue;
     int id = r[i].node;
     const char *v = r[i].has_idx ? S(c, "x%d", id) : S(c, "a%d", id);
     c->red_val[id] = keep(c, vtn[nd->dtype], convert(c, v, r[i].fin_dt, nd->dtype));
   }
-  for (int i = 0; i < n; i++) {
-    if (r[i].role != TD_RR_MOMENTS_TAIL) continue;
-    int h = r[r[i].partner].node;
-    int mu_node = r[i].mu;
-    const char *mu = ev(c, mu_node, row_ix(c, mu_node, row));
-    if (!mu) return -1;
-    const char *s = keep(c, "double", S(c, "q%d - 2.0 * (double)%s * a%d + (double)%s * ((double)%s * (double)%s)", h,
-                                        mu, h, count, mu, mu));
-    c->red_val[r[i].node] = keep(c, vtn[ND(c, r[i].node)->dtype],
-                                 convert(c, S(c, "(%s < 0.0 ? 0.0 : %s)", s, s), TD_F64, ND(c, r[i].node)->dtype));
-  }
-  return 0;
 }
 
 static int emit_stage(cx *c, int s, const cx_ix *row, const char *rlen) {
@@ -857,7 +816,8 @@ static int emit_stage(cx *c, int s, const cx_ix *row, const char *rlen) {
   mark_release(c, m);
   close_block(c);
   if (!c->cols) block_reduce(c, r, n, s);
-  return stage_finish(c, r, n, row, rlen);
+  stage_finish(c, r, n);
+  return 0;
 }
 
 /* Column mode: when the innermost axis of the space is kept and at least 64

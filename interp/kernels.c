@@ -11,8 +11,9 @@
  *
  * Reductions merge runs of adjacent reduced / kept axes and walk the input
  * in memory order: when the innermost run is reduced each row collapses to
- * one value (f32 sums in double with 8 accumulators, f64 sums pairwise),
- * otherwise a row is combined elementwise into the output row.  f32 and f64
+ * one value (float sums in 16 double lanes, the order compiled row kernels
+ * use too, so the two agree bit for bit), otherwise a row is combined
+ * elementwise into the output row, in memory order.  f32 and f64
  * sums and products accumulate in double, integer ones in 64-bit integers
  * with wrap-around; max/min propagate NaN; argmax/argmin return the first
  * extreme index and treat NaN as the extreme (NumPy's rule).
@@ -259,13 +260,22 @@ static ew_fn copy_fn(size_t es) {
   X(EQ, T, a == b) X(NE, T, a != b)
 
 #define DEF_UN(OP, T, EXPR) EW1(un_##OP##_##T, T, T, EXPR)
+/* runtime/scalar.h's f32 transcendentals are written with fmaf: in a clone
+ * for CPUs with FMA that is one instruction and the loops vectorise; the
+ * default clone calls libm's fmaf, as exact (an FMA rounds once wherever it
+ * runs), so eager results never depend on the CPU. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define DEF_UN_F32(OP, T, EXPR) __attribute__((target_clones("arch=x86-64-v3", "default"))) DEF_UN(OP, T, EXPR)
+#else
+#define DEF_UN_F32(OP, T, EXPR) DEF_UN(OP, T, EXPR)
+#endif
 #define DEF_BIN(OP, T, EXPR) EW2(bin_##OP##_##T, T, T, EXPR)
 #define DEF_CMP(OP, T, EXPR) EW2(cmp_##OP##_##T, T, uint8_t, EXPR)
 #define CASE_UN(OP, T, EXPR) case TD_IR_##OP: return un_##OP##_##T;
 #define CASE_BIN(OP, T, EXPR) case TD_IR_##OP: return bin_##OP##_##T;
 #define CASE_CMP(OP, T, EXPR) case TD_IR_##OP: return cmp_##OP##_##T;
 
-FLOAT_UNARY(DEF_UN, float)
+FLOAT_UNARY(DEF_UN_F32, float)
 FLOAT_UNARY(DEF_UN, double)
 INT_UNARY(DEF_UN, int32_t, uint32_t)
 INT_UNARY(DEF_UN, int64_t, uint64_t)
@@ -477,29 +487,26 @@ static void red_rows(const red_plan *p, const char *x, size_t es, void *acc, red
   }
 }
 
-/* f32 row sum in double, 8 independent accumulators. */
-static double sum_f32(const float *x, int64_t n) {
-  double s[8] = {0}, t = 0;
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; l++) s[l] += x[i + l];
-  for (; i < n; i++) t += x[i];
-  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + t;
-}
-
-/* f64 row sum, pairwise above 256 elements (error grows like log n). */
-static double sum_f64(const double *x, int64_t n) {
-  if (n > 256) {
-    int64_t h = (n / 2) & ~(int64_t)7;
-    return sum_f64(x, h) + sum_f64(x + h, n - h);
+/* The order of every float sum over a contiguous run, shared with compiled
+ * row kernels (compiler/codegen_reduce.c, "16 lanes"), so that the two
+ * agree bit for bit: 16 double lanes, lane l adding elements l, l + 16, ...
+ * of the first n - n % 16, the last n % 16 elements added to lane 0 in
+ * order, then lane j += lane j + h for h = 8, 4, 2, 1.  The lanes also
+ * make the loop vectorise (a single accumulator could not). */
+#define SUM16(NAME, T)                                                           \
+  static double NAME(const T *x, int64_t n) {                                    \
+    double s[16] = {0};                                                          \
+    int64_t full = n - n % 16, i = 0;                                            \
+    for (; i < full; i += 16)                                                    \
+      for (int l = 0; l < 16; l++) s[l] += (double)x[i + l];                     \
+    for (; i < n; i++) s[0] += (double)x[i];                                     \
+    for (int h = 8; h >= 1; h /= 2)                                              \
+      for (int j = 0; j < h; j++) s[j] += s[j + h];                              \
+    return s[0];                                                                 \
   }
-  double s[8] = {0}, t = 0;
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; l++) s[l] += x[i + l];
-  for (; i < n; i++) t += x[i];
-  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + t;
-}
+SUM16(sum_f32, float)
+SUM16(sum_f64, double)
+#undef SUM16
 
 static void sum_row_f32(void *acc_, int64_t o, const void *x_, int64_t n, int red) {
   double *acc = acc_;

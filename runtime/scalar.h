@@ -21,6 +21,12 @@
  *   td_relu  max(a, 0) with NaN propagating (relu(NaN) is NaN).
  *   td_round half to even (rint under the default rounding mode).
  *   td_gelu  the exact form 0.5 * a * (1 + erf(a / sqrt(2))).
+ *   f32 exp, log, tanh, erf, gelu (and sigmoid, silu through exp) are
+ *            tdsl's own polynomial and rational approximations, not libm's
+ *            (see "f32 transcendentals" below): the compiled code
+ *            (compiler/codegen_expr.c) emits these very operations in this
+ *            order, so eager, compiled and CUDA results agree bit for bit.
+ *            f64 uses libm, and so does compiled code.
  *   td_f2i32 / td_f2i64  float -> int CAST: truncate, saturate, NaN -> 0.
  *   td_floor/td_ceil/td_round/td_abs/td_relu/td_min/td_max also accept
  *            ints (exact); the transcendental helpers take f32 or f64 only
@@ -39,10 +45,143 @@
 #define TD_SCALAR_FN static inline
 #endif
 
+/* ---- f32 transcendentals ----
+ *
+ * Vectorisable approximations (no libm call, both sides of every case split
+ * computed, then one selected), the reference for compiler/codegen_expr.c,
+ * which emits the same operations in the same order (exp_f32_k, tanh_f32,
+ * erf_parts, gelu_f32, log_f32 there; constants are rounded
+ * decimal -> double -> float there too, hence the (float) casts).  The
+ * fused multiply-adds are explicit (fmaf: one rounding, the same value on
+ * every CPU and GPU; one instruction where the ISA has FMA), and nothing
+ * else may be contracted into one (the build uses -ffp-contract=off;
+ * generated code too; CUDA --fmad=false).  Errors
+ * against float64 libm are measured by tests/unit/test_mathfns.c (the
+ * table in docs/compiler.md): exp and tanh relative 4e-7, erf absolute
+ * 2e-7, gelu absolute 1.5e-7, log relative 3e-7 away from 1. */
+typedef union td_f32_bits_ {
+  float f;
+  int32_t i;
+} td_f32_bits_;
+
+TD_SCALAR_FN float td_f32_from_bits_(int32_t i) {
+  td_f32_bits_ u;
+  u.i = i;
+  return u.f;
+}
+
+TD_SCALAR_FN int32_t td_f32_to_bits_(float f) {
+  td_f32_bits_ u;
+  u.f = f;
+  return u.i;
+}
+
+/* Horner: k[0] + u (k[1] + u (... + u k[n-1])), one FMA per step. */
+TD_SCALAR_FN float td_horner_f32_(const float *k, int n, float u) {
+  float p = k[n - 1];
+  for (int i = n - 2; i >= 0; i--) p = fmaf(p, u, k[i]);
+  return p;
+}
+
+/* Cody-Waite x = n ln2 + r, Cephes' degree-6 polynomial for e^r, and 2^n
+ * as 2^h 2^(n-h), h = n >> 1, both factors normal; x clamped to [-110, 89]
+ * first (NaN passes the clamps, and so through the arithmetic). */
+TD_SCALAR_FN float td_exp_f32(float x) {
+  const float cf[6] = {(float)1.9875691500e-4, (float)1.3981999507e-3, (float)8.3334519073e-3,
+                              (float)4.1665795894e-2, (float)1.6666665459e-1, (float)5.0000001201e-1};
+  float t = x > 89.0f ? 89.0f : x;
+  float xc = t < -110.0f ? -110.0f : t;
+  float n = rintf(xc * (float)1.44269504088896341);
+  float r = fmaf(n, -0.693359375f, xc);
+  r = fmaf(n, -(float)-2.12194440e-4, r);
+  float p = cf[0];
+  for (int i = 1; i < 6; i++) p = fmaf(p, r, cf[i]);
+  p = fmaf(p, r * r, r) + 1.0f;
+  int32_t ni = n == n ? (int32_t)n : 0;   /* NaN: p is NaN whatever the scale */
+  int32_t h = ni >> 1;
+  p = p * td_f32_from_bits_((h + 127) << 23);
+  return p * td_f32_from_bits_((ni - h + 127) << 23);
+}
+
+/* |x| < 0.625: x P(x^2); else +-(1 - 2 / (e^(2|x|) + 1)), |x| clamped at 10. */
+TD_SCALAR_FN float td_tanh_f32(float x) {
+  const float P[6] = {(float)1.0, (float)-0.33333155512809753, (float)0.13329674303531647,
+                             (float)-0.053638387471437454, (float)0.02038448303937912,
+                             (float)-0.00547208683565259};
+  float ax = fabsf(x);
+  float small = x * td_horner_f32_(P, 6, x * x);
+  float axc = ax > 10.0f ? 10.0f : ax;
+  float e = td_exp_f32(axc * 2.0f);
+  float big = 1.0f - 2.0f / (e + 1.0f);
+  big = x < 0.0f ? -big : big;
+  return ax < 0.625f ? small : big;
+}
+
+/* erf's parts at x: *small = erf(x) for |x| < 1 (x P(x^2)); the return
+ * value erfc(|x|) for |x| >= 1 (e^-x^2 Q(1/|x|), Q fitted to erfcx on
+ * [1, 4]; 0 beyond 4); *ax = |x|. */
+TD_SCALAR_FN float td_erf_parts_f32_(float x, float *ax, float *small) {
+  const float P[6] = {(float)1.1283791065216064, (float)-0.3761230707168579,
+                             (float)0.11280214786529541, (float)-0.026714764535427094,
+                             (float)0.004923390224575996, (float)-0.0005660624592565};
+  const float Q[9] = {(float)0.00024081504670903087, (float)0.5595282912254333,
+                             (float)0.038611654192209244, (float)-0.45846399664878845,
+                             (float)0.4659734070301056, (float)-0.19677415490150452,
+                             (float)-0.016038144007325172, (float)0.047995295375585556,
+                             (float)-0.013489649631083012};
+  *ax = fabsf(x);
+  *small = x * td_horner_f32_(P, 6, x * x);
+  float t = *ax < 1.0f ? 1.0f : *ax;
+  t = t > 4.0f ? 4.0f : t;
+  float u = 1.0f / t;
+  float e = td_exp_f32(-(t * t));
+  float tl = e * td_horner_f32_(Q, 9, u);
+  return *ax > 4.0f ? 0.0f : tl;
+}
+
+TD_SCALAR_FN float td_erf_f32(float x) {
+  float ax, small, tail = td_erf_parts_f32_(x, &ax, &small);
+  float big = 1.0f - tail;
+  big = x < 0.0f ? -big : big;
+  return ax < 1.0f ? small : big;
+}
+
+/* 0.5 a (1 + erf(a / sqrt 2)), with 1 + erf(s) for s <= -1 taken as
+ * erfc(|s|) directly (no cancellation). */
+TD_SCALAR_FN float td_gelu_f32(float a) {
+  float s = a * 0.70710678118654752f;
+  float ax, small, tl = td_erf_parts_f32_(s, &ax, &small);
+  float big = s < 0.0f ? tl : 2.0f - tl;
+  float one_p = ax < 1.0f ? 1.0f + small : big;
+  return (0.5f * a) * one_p;
+}
+
+/* x = m 2^e, m in [0.707, 1.414), log m = 2 atanh((m - 1) / (m + 1)) as an
+ * odd series to s^9; subnormals scaled by 2^23 first; 0 -> -inf, < 0 ->
+ * NaN, +inf and NaN returned as they are. */
+TD_SCALAR_FN float td_log_f32(float x) {
+  const float S[4] = {(float)(2.0 / 3), (float)(2.0 / 5), (float)(2.0 / 7), (float)(2.0 / 9)};
+  int sub = x < 0x1p-126f;
+  float xs = sub ? x * 0x1p23f : x;
+  int32_t bits = td_f32_to_bits_(xs);
+  int32_t e = ((bits >> 23) - 127) - (sub ? 23 : 0);
+  float m = td_f32_from_bits_((bits & 0x7fffff) | 0x3f800000);
+  int big = m > (float)1.41421356237;
+  m = big ? m * 0.5f : m;
+  float ef = (float)(e + (big ? 1 : 0));
+  float sx = (m - 1.0f) / (m + 1.0f);
+  float z = sx * sx;
+  float lm = fmaf(sx * z, td_horner_f32_(S, 4, z), sx * 2.0f);
+  float r = fmaf(ef, 0.693359375f, fmaf(ef, (float)-2.12194440e-4, lm));
+  float inf = td_f32_from_bits_(0x7f800000);
+  r = x == inf ? x : r;
+  r = x == 0.0f ? -inf : r;
+  r = x < 0.0f ? td_f32_from_bits_(0x7fc00000) : r;
+  return x != x ? x : r;
+}
+
 /* ---- float transcendental and rounding helpers ---- */
-TD_SCALAR_FN float td_exp_f32(float a) { return expf(a); }
 TD_SCALAR_FN double td_exp_f64(double a) { return exp(a); }
-TD_SCALAR_FN float td_log_f32(float a) { return logf(a); }
 TD_SCALAR_FN double td_log_f64(double a) { return log(a); }
 TD_SCALAR_FN float td_sqrt_f32(float a) { return sqrtf(a); }
 TD_SCALAR_FN double td_sqrt_f64(double a) { return sqrt(a); }
@@ -52,17 +191,12 @@ TD_SCALAR_FN float td_sin_f32(float a) { return sinf(a); }
 TD_SCALAR_FN double td_sin_f64(double a) { return sin(a); }
 TD_SCALAR_FN float td_cos_f32(float a) { return cosf(a); }
 TD_SCALAR_FN double td_cos_f64(double a) { return cos(a); }
-TD_SCALAR_FN float td_tanh_f32(float a) { return tanhf(a); }
 TD_SCALAR_FN double td_tanh_f64(double a) { return tanh(a); }
-TD_SCALAR_FN float td_erf_f32(float a) { return erff(a); }
 TD_SCALAR_FN double td_erf_f64(double a) { return erf(a); }
-TD_SCALAR_FN float td_sigmoid_f32(float a) { return 1.0f / (1.0f + expf(-a)); }
+TD_SCALAR_FN float td_sigmoid_f32(float a) { return 1.0f / (1.0f + td_exp_f32(-a)); }
 TD_SCALAR_FN double td_sigmoid_f64(double a) { return 1.0 / (1.0 + exp(-a)); }
-TD_SCALAR_FN float td_silu_f32(float a) { return a / (1.0f + expf(-a)); }
+TD_SCALAR_FN float td_silu_f32(float a) { return a / (1.0f + td_exp_f32(-a)); }
 TD_SCALAR_FN double td_silu_f64(double a) { return a / (1.0 + exp(-a)); }
-TD_SCALAR_FN float td_gelu_f32(float a) {
-  return 0.5f * a * (1.0f + erff(a * 0.70710678118654752f));
-}
 TD_SCALAR_FN double td_gelu_f64(double a) {
   return 0.5 * a * (1.0 + erf(a * 0.70710678118654752440));
 }

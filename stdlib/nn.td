@@ -105,9 +105,12 @@ fn rms_norm(x, weight, eps: float = 0.000001) {
   x * rsqrt(mean(x * x, axis = -1, keepdims = true) + eps) * weight
 }
 
-# GELU with the tanh approximation (PyTorch's approximate="tanh").
+# GELU with the tanh approximation (PyTorch's approximate="tanh"),
+# 0.5 x (1 + tanh(u)) with u = sqrt(2 / pi) (x + 0.044715 x^3), written as
+# the equal x * sigmoid(2u): one exp and one division, and no cancellation
+# where tanh(u) is near -1 (1 + tanh(u) loses all its digits there).
 fn gelu_tanh(x) {
-  0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+  x * sigmoid(1.5957691216057308 * (x + 0.044715 * x * x * x))
 }
 
 fn leaky_relu(x, slope: float = 0.01) {
