@@ -33,6 +33,12 @@
 enum { HOME_NONE = -1, HOME_LEAF = -2, HOME_INLINE = -3 };
 #define COST_INF 1000000
 #define CHEAP_MAX 4
+/* How deep an expression a kernel evaluates at most: the code generators
+ * evaluate a node by evaluating its inputs first (recursively), so a chain
+ * of 100 000 unrolled sin() calls fused into one kernel overflowed their
+ * stack.  A node deeper than this below its kernel's root is materialised
+ * (the root of a kernel of its own) instead. */
+#define FUSE_DEPTH_MAX 200
 
 typedef struct kb {            /* a kernel under construction */
   td_kkind kind;
@@ -54,6 +60,7 @@ typedef struct fuser {
   int *home;
   int **kset, *kset_n;         /* HOME_INLINE nodes: kernels evaluating them */
   int *cost;
+  int *depth;                  /* decided nodes: levels below the root of their kernel */
   int *scratch;                /* set S under construction */
   kb *kbs;
   int n_kbs, cap_kbs;
@@ -151,9 +158,10 @@ static int fuser_init(fuser *f, td_plan *p, td_err *err) {
   f->kset = zalloc(f, n * sizeof(int *));
   f->kset_n = zalloc(f, n * sizeof(int));
   f->cost = zalloc(f, n * sizeof(int));
+  f->depth = zalloc(f, n * sizeof(int));
   f->scratch = zalloc(f, n * sizeof(int));
   if (!f->must_mat || !f->need_buf || !f->view || !f->ok_bcast || !f->ok_ident || !f->home ||
-      !f->kset || !f->kset_n || !f->cost || !f->scratch || build_users(f))
+      !f->kset || !f->kset_n || !f->cost || !f->depth || !f->scratch || build_users(f))
     return -1;
   for (int i = 0; i < f->g->n_nodes; i++) f->home[i] = HOME_NONE;
   for (int i = 0; i < f->g->n_outputs; i++) f->must_mat[f->g->outputs[i]] = 1;
@@ -458,12 +466,26 @@ static int new_root(fuser *f, int n) {
   return k < 0 ? -1 : 0;
 }
 
+/* Levels below its kernel's root at which n would be evaluated: one more
+ * than its deepest user (a root is at level 0). */
+static int depth_below(const fuser *f, int n) {
+  int d = 0;
+  for (int u = f->ustart[n]; u < f->ustart[n + 1]; u++) {
+    int user = f->users[u];
+    if (N(f, user)->op != TD_IR_PRINT && f->depth[user] + 1 > d) d = f->depth[user] + 1;
+  }
+  return d;
+}
+
 static int decide(fuser *f, int n) {
   const td_node *nd = N(f, n);
   if (nd->op == TD_IR_PRINT) return 0;
   if (nd->op == TD_IR_INPUT || nd->op == TD_IR_PARAM) { f->home[n] = HOME_LEAF; return 0; }
   int ns = user_kernels(f, n);
-  int forced = f->must_mat[n] || f->need_buf[n];
+  f->depth[n] = depth_below(f, n);
+  int forced = f->must_mat[n] || f->need_buf[n] ||
+               (f->depth[n] > FUSE_DEPTH_MAX && !is_generator(nd->op) && !f->view[n]);
+  if (forced) f->depth[n] = 0;
   if (!forced && (f->view[n] || is_generator(nd->op))) return make_inline(f, n, ns);
   if (forced) return new_root(f, n);
   if (ns == 0) return 0;  /* read by nobody that evaluates it */

@@ -678,3 +678,22 @@ Test(explain, json_and_dot_are_well_formed_enough) {
   cr_expect(!strncmp(d, "digraph", 7) && strstr(d, "subgraph cluster_") != NULL);
   free(d);
 }
+
+/* A chain of 20 000 sin() (an unrolled loop) is not fused into one kernel
+ * whose expression is 20 000 deep: the code generators evaluate inputs
+ * recursively, and deeper expressions overflowed their stack (10^5 ops
+ * crashed --compiled; 10^4 under ASan).  No kernel evaluates an expression
+ * more than 201 levels deep, and the chain is split into about 100. */
+Test(fusion, deep_chains_are_split_into_kernels_of_bounded_depth) {
+  int x = input("x", TD_F32, 1, (td_dim[]){4}), y = x;
+  for (int i = 0; i < 20000; i++) y = un(TD_IR_SIN, y);
+  out(y);
+  td_err e;
+  td_plan *p = td_plan_build(G, &e);
+  cr_assert_not_null(p, "%s", e.msg);
+  cr_expect_geq(p->n_kernels, 100);
+  for (int k = 0; k < p->n_kernels; k++) {
+    /* nodes of kernel k in a chain: its depth is how many it evaluates */
+    cr_expect_leq(p->kernels[k].n_nodes, 202, "kernel %d evaluates %d nodes", k, p->kernels[k].n_nodes);
+  }
+}
