@@ -361,6 +361,12 @@ int tdb_api_init(tdb_api *A) {
   if (!(A->ctx = gcc_jit_context_acquire())) return -1;
   gcc_jit_context_set_bool_print_errors_to_stderr(A->ctx, 0);
   gcc_jit_context_set_int_option(A->ctx, GCC_JIT_INT_OPTION_OPTIMIZATION_LEVEL, 2);
+  /* The fast path of an entry of a few kernels is always_inline into its C
+   * API wrapper (build.c); one with several outputs and a gather's status
+   * check grew past GCC's default size limit, and GCC refuses to build a
+   * function it was told to inline but would not ("inlining failed in call
+   * to always_inline"). */
+  gcc_jit_context_add_command_line_option(A->ctx, "--param=max-inline-insns-single=4000");
   A->t_int = gcc_jit_context_get_type(A->ctx, GCC_JIT_TYPE_INT);
   A->t_i64 = gcc_jit_context_get_type(A->ctx, GCC_JIT_TYPE_INT64_T);
   A->t_vp = gcc_jit_context_get_type(A->ctx, GCC_JIT_TYPE_VOID_PTR);

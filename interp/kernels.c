@@ -896,6 +896,9 @@ int tdk_gather(int axis, const td_tensor *x, const td_tensor *idx, td_tensor *ou
   int64_t d = x->shape[axis], outer = 1, inner = 1, ni = idx->numel;
   for (int k = 0; k < axis; k++) outer *= x->shape[k];
   for (int k = axis + 1; k < x->rank; k++) inner *= x->shape[k];
+  /* The indices that are read are checked, as compiled code checks them:
+   * an empty result (another axis of size 0) reads nothing. */
+  if (out->numel == 0) return 0;
   for (int64_t j = 0; j < ni; j++) {
     int64_t v = idx_at(idx, j);
     if (v < -d || v >= d)

@@ -696,7 +696,7 @@ static const char checks_td[] =
 
 static void write_zeros(const char *name, int rank, const int64_t *shape) {
   td_err err;
-  td_tensor *t = td_tensor_new(TD_F32, rank, shape, &err);
+  td_tensor *t = td_tensor_zeros(TD_F32, rank, shape, &err);
   cr_assert_not_null(t, "%s", err.msg);
   cr_assert_eq(td_npy_write(path(name), t, &err), 0, "%s", err.msg);
   td_tensor_release(t);
@@ -800,4 +800,31 @@ Test(build, another_models_library_is_refused_by_create) {
   char *out = read_text(path("out.txt"));
   cr_expect(strstr(out, "refused: this library holds another model"), "%s", out);
   free(out);
+}
+
+/* An entry of four outputs with a gather: its fast path, always_inline into
+ * the C API wrapper, grew past GCC's inlining limit and tdsl build failed
+ * ("inlining failed in call to always_inline"); found by tests/difftest. */
+Test(build, entries_of_several_outputs_and_a_gather_build) {
+  skip_if_sanitized();
+  write_file(path("o4.td"), "fn o4(a: f32[N], b: f32[N], c: f32[N], x: f32[5], i: i64[N]) -> "
+                            "(f32[N], f32[N], f32[N], f32[N]) { (a + 1, b * 2, c - 3, take(x, i)) }\n");
+  cr_assert_eq(sh("'%s' build '%s' -o '%s' --exe 2>'%s'", TDSL_BIN, path("o4.td"), path("out"), path("err.txt")), 0,
+               "%s", read_text(path("err.txt")));
+  write_zeros("a.npy", 1, (int64_t[]){3});
+  write_zeros("x.npy", 1, (int64_t[]){5});
+  int64_t three = 3;
+  td_err err;
+  td_tensor *i = td_tensor_zeros(TD_I64, 1, &three, &err);
+  ((int64_t *)i->data)[2] = 4;
+  cr_assert_eq(td_npy_write(path("i.npy"), i, &err), 0);
+  td_tensor_release(i);
+  cr_assert_eq(sh("cd '%s' && out/o4 --in a=a.npy --in b=a.npy --in c=a.npy --in x=x.npy --in i=i.npy "
+                  "--out y0.npy --out y1.npy --out y2.npy --out y3.npy", dir),
+               0);
+  td_tensor *y0 = read_npy("y0.npy"), *y2 = read_npy("y2.npy");
+  cr_expect_eq(((float *)y0->data)[0], 1.0f, "y0 %s %g", td_dtype_name(y0->dtype), (double)((float *)y0->data)[0]);
+  cr_expect_eq(((float *)y2->data)[1], -3.0f);
+  td_tensor_release(y0);
+  td_tensor_release(y2);
 }

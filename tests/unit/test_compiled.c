@@ -347,6 +347,13 @@ Test(kinds, sizes_invalid_at_run_time_are_refused_alike) {
     for (int64_t n = 0; n <= 1; n++) check_text_at(progs[i], n);
 }
 
+/* take() into an empty result reads nothing, so no index is out of range
+ * for a read: eager refused it while compiled code (a kernel of extent 0)
+ * ran; found by tests/difftest. */
+Test(kinds, take_into_an_empty_result_checks_no_index) {
+  check_text_at("fn t(x: f32[3, N], i: i64[2]) -> f32[2, N] { take(x, i + 7, axis = 0) }\n", 0);
+}
+
 Test(kinds, softmax_and_layer_norm) {
   check_text("import nn\n"
              "fn s(x: f32[N, 7]) -> f32[N, 7] { nn.softmax(x) }\n"
