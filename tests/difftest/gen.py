@@ -26,7 +26,8 @@ sample stays green until they are):
   take-empty          take() whose indices may be out of range while its
                       result is empty (an axis of size 0, or a bad index)
   pow-sqrt            pow(x, 0.5) (and x ** 0.5)
-  many-outputs        more than four outputs
+  four-outputs        more than three outputs
+  inf-inputs          NaN, inf and -0 among the input values
 """
 import random
 
@@ -36,7 +37,7 @@ from ops import Invalid, Lit
 from program import Program
 
 FEATURES = ("reduce-equal-dims", "index-runtime", "slice-past-end", "negative-size",
-            "empty-reduce", "take-empty", "pow-sqrt", "many-outputs")
+            "empty-reduce", "take-empty", "pow-sqrt", "four-outputs", "inf-inputs")
 
 FRESH_DTYPES = [("f32", 70), ("f16", 6), ("f64", 6), ("i32", 4), ("i64", 7), ("bool", 4)]
 UNARY_W = [("exp", 3), ("log", 3), ("sqrt", 2), ("rsqrt", 1), ("abs", 2), ("neg", 2),
@@ -78,6 +79,7 @@ class Gen:
     # ---- the program ----
     def program(self, name):
         rng = self.rng
+        self.name = name
         self.syms = ["N", "M"][:wchoice(rng, [(0, 1), (1, 5), (2, 5)])]
         self.inputs, self.nodes, self.layers = [], [], []
         self.uses = {}
@@ -104,13 +106,15 @@ class Gen:
         extra = [n for n in self.pool() if n not in outs]
         if extra and rng.random() < 0.25:
             outs.append(rng.choice(extra))
-        if "many-outputs" in self.avoid:
-            outs = outs[:4]
+        if "four-outputs" in self.avoid:
+            outs = outs[:3]
         outs = [self.to_saveable(o) for o in outs]
         # inputs nobody uses are dropped
         p = Program(name, self.syms, self.inputs, self.nodes, outs, self.layers, self.seed,
                     ret_type=rng.random() < 0.5)
-        return p.live()
+        p = p.live()
+        p.specials = "inf-inputs" not in self.avoid
+        return p
 
     def families(self):
         f = [("unary", 12), ("binary", 14), ("where", 5), ("clamp", 2), ("logic", 1),
@@ -355,10 +359,10 @@ class Gen:
         fn = wchoice(rng, [("softmax", 4), ("log_softmax", 2), ("layer_norm", 2), ("rms_norm", 1),
                            ("gelu_tanh", 1), ("leaky_relu", 1), ("cross_entropy", 1)])
         if fn in ("softmax", "log_softmax"):
-            axis = rng.randrange(-x.rank, x.rank)
-            if not self.axis_ok_for_order_reduce(x, axis):
+            axis = rng.randrange(-x.rank, x.rank) if rng.random() < 0.7 else None
+            if not self.axis_ok_for_order_reduce(x, -1 if axis is None else axis):
                 raise Invalid("avoid")
-            attrs = {"axis": axis} if rng.random() < 0.7 else {}
+            attrs = {} if axis is None else {"axis": axis}
             self.add(ops.mk_nn(fn, x, **attrs))
         elif fn in ("layer_norm", "rms_norm"):
             d = x.shape[-1]
@@ -665,7 +669,7 @@ class Gen:
         rng = self.rng
         kind = wchoice(rng, [("Linear", 5), ("LayerNorm", 2), ("RMSNorm", 1), ("MLP", 2),
                              ("Embedding", 2), ("MultiHeadAttention", 1)])
-        name = "l%d" % len(self.layers)
+        name = "%s_l%d" % (self.name, len(self.layers))   # unique in a batch
         if kind == "Embedding":
             nrows, d = rng.choice([3, 5, 8]), rng.choice([2, 4])
             layer = ops.Layer(name, kind, (nrows, d))

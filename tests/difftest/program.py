@@ -26,11 +26,14 @@ class Program:
         self.layers = list(layers)
         self.seed = seed
         self.ret_type = ret_type
+        self.specials = True     # may get NaN/inf/-0 inputs
 
     def copy(self):
         """A copy sharing Nodes (the reducer rebuilds what it changes)."""
-        return Program(self.name, self.syms, self.inputs, self.nodes, self.outputs, self.layers,
-                       self.seed, self.ret_type)
+        p = Program(self.name, self.syms, self.inputs, self.nodes, self.outputs, self.layers,
+                    self.seed, self.ret_type)
+        p.specials = self.specials
+        return p
 
     @property
     def is_model(self):

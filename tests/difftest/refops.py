@@ -400,7 +400,22 @@ def binary(op, a, b, dt):
         r.bad |= q.bad
         return r
     ulps = 0 if op in ("maximum", "minimum") else ULPS[op]
-    return elementwise(BINARY_F[op], [a, b], dt, compute_dtype(dt), ulps)
+    r = elementwise(BINARY_F[op], [a, b], dt, compute_dtype(dt), ulps)
+    # a pole between the corners: a divisor (or the base of a negative
+    # power) whose interval holds 0 leaves the result undetermined
+    if op == "div":
+        r.bad |= np.broadcast_to(_holds_zero(b), r.shape)
+    elif op == "pow":
+        with np.errstate(invalid="ignore"):
+            neg = np.broadcast_to(b.v < 0, r.shape)
+        r.bad |= neg & np.broadcast_to(_holds_zero(a), r.shape)
+    return r
+
+
+def _holds_zero(x):
+    """Elements whose interval [v - e, v + e] holds 0 without being exact."""
+    with np.errstate(invalid="ignore"):
+        return (x.e > 0) & (np.abs(x.v) <= x.e)
 
 
 def where(c, a, b, dt):

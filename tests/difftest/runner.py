@@ -254,22 +254,23 @@ def plan_inputs(prog, rng_seed, big):
     rng = np.random.default_rng(rng_seed)
     bindings = prog.bindings(random.Random(rng_seed), big)
     params = prog.make_params(rng) if prog.is_model else {}
-    special = rng.random() < 0.1
+    special = rng.random() < 0.1 and prog.specials
     return [(env, prog.make_inputs(env, rng, special)) for env in bindings], params
 
 
-def run_program(cfg, prog, tdfile, artdir, pdir, rng_seed, build_err=None):
-    """Runs every backend at every binding; returns an Outcome."""
+def run_program(cfg, prog, tdfile, artdir, pdir, plan, params, art_weights=None, build_err=None):
+    """Runs every backend at every binding of plan; returns an Outcome.
+    An artifact holds the parameters of every model of its file and loads
+    them all at once: art_weights is that file's (default: prog's own)."""
     out = Outcome(prog)
     os.makedirs(pdir, exist_ok=True)
-    plan, params = plan_inputs(prog, rng_seed, cfg.big)
     weights = None
     if params:
         weights = os.path.join(pdir, "weights.safetensors")
         write_safetensors(weights, params)
     for bi, (env, values) in enumerate(plan):
         fails = run_binding(cfg, prog, tdfile, artdir, pdir, env, bi, values, params, weights, out,
-                            build_err)
+                            build_err, art_weights or weights)
         out.failures.extend(fails)
         out.bindings += 1
     return out
@@ -284,7 +285,8 @@ def save_inputs(pdir, bi, values):
     return paths
 
 
-def run_binding(cfg, prog, tdfile, artdir, pdir, env, bi, values, params, weights, out, build_err):
+def run_binding(cfg, prog, tdfile, artdir, pdir, env, bi, values, params, weights, out, build_err,
+                art_weights=None):
     fails = []
     inputs = save_inputs(pdir, bi, values)
     try:
@@ -305,7 +307,8 @@ def run_binding(cfg, prog, tdfile, artdir, pdir, env, bi, values, params, weight
         for o in outs:
             if os.path.exists(o):
                 os.unlink(o)
-        argv, threads = backend_cmd(cfg, b, tdfile, artdir, prog, inputs, outs, weights)
+        argv, threads = backend_cmd(cfg, b, tdfile, artdir, prog, inputs, outs,
+                                    art_weights or weights if b == "artifact" else weights)
         r = run_cmd(argv, base_env(cfg, threads), cfg.timeout)
         out.runs += 1
         out.secs[b] += r.secs
@@ -435,6 +438,14 @@ def run_batch(cfg, progs, bdir, seeds):
         with open(tdfile, "w") as f:
             f.write(text)
         progs = good
+    plans = {p.name: plan_inputs(p, seeds[p.name], cfg.big) for p in progs}
+    allparams = {}
+    for p in progs:
+        allparams.update(plans[p.name][1])
+    batch_weights = None
+    if allparams:
+        batch_weights = os.path.join(bdir, "weights.safetensors")
+        write_safetensors(batch_weights, allparams)
     artdir = os.path.join(bdir, "art")
     batch_built = True
     if "artifact" in cfg.backends:
@@ -442,11 +453,13 @@ def run_batch(cfg, progs, bdir, seeds):
         batch_built = b.status() == "ok"
     for p in progs:
         pdir = os.path.join(bdir, p.name)
-        part, build_err = artdir, None
+        part, build_err, aw = artdir, None, batch_weights
         if not batch_built:
             # find who breaks the build: each program built on its own
             part, build_err = build_one(cfg, p, pdir, env)
-        o = run_program(cfg, p, tdfile, part, pdir, seeds[p.name], build_err=build_err)
+            aw = None
+        plan, params = plans[p.name]
+        o = run_program(cfg, p, tdfile, part, pdir, plan, params, aw, build_err)
         if build_err is not None:
             o.failures.append(Failure(p, "crash" if build_err.status() == "crash" else "build",
                                       ["artifact"], "tdsl build: " + build_err.why()))
