@@ -17,7 +17,7 @@ zero-size literal dims.
 `avoid` names generator features to leave out (tests/difftest/known-bugs
 lists those that trigger bugs not fixed yet, so that the make check
 sample stays green until they are):
-  reduce-equal-dims   reductions without keepdims of shapes with equal dims
+  reduce-equal-dims   reductions of shapes with equal dims
   index-runtime       integer indices on symbolic axes (out of range at 0)
   slice-past-end      slice bounds given by a symbol (may pass the data)
   negative-size       slices whose count may be negative at run time
@@ -121,7 +121,7 @@ class Gen:
              ("reduce", 15), ("nn", 5), ("matmul", 7), ("reshape", 4), ("flatten", 1),
              ("permute", 4), ("concat", 3), ("stack", 2), ("split", 2), ("squeeze", 3),
              ("broadcast_to", 2), ("index", 11), ("take", 3), ("one_hot", 1), ("cast", 5),
-             ("create", 3), ("print", 1)]
+             ("create", 3), ("print", 1), ("movechain", 4)]
         if self.allow_layers:
             f.append(("layer", 6))
         return f
@@ -140,6 +140,9 @@ class Gen:
     def pick(self, pred=lambda n: True, fresh=None):
         """A pool value satisfying pred (unused ones preferred), or a fresh
         input from fresh() when there is none (or, rarely, anyway)."""
+        if getattr(self, "prefer", None) is not None and pred(self.prefer):
+            p, self.prefer = self.prefer, None
+            return p
         cands = [n for n in self.pool() if pred(n)]
         if cands and (fresh is None or self.rng.random() < 0.85):
             w = [(n, 4 if self.uses.get(id(n), 0) == 0 else 1) for n in cands]
@@ -348,8 +351,10 @@ class Gen:
         if fn in ORDER_REDUCE and not self.axis_ok_for_order_reduce(x, axes):
             fn = "sum"
         keep = rng.random() < 0.4
-        if "reduce-equal-dims" in self.avoid and not keep and has_equal_dims(x.shape):
-            keep = True
+        if "reduce-equal-dims" in self.avoid and has_equal_dims(x.shape) and \
+                not (fn in ("argmax", "argmin") and axes is None):
+            # also with keepdims: a squeeze or reshape after it goes wrong alike
+            raise Invalid("avoid")
         self.add(ops.mk_reduce(fn, x, axes, keep))
         return True
 
@@ -453,7 +458,37 @@ class Gen:
                 items[i] = -1
         if len(items) > 8:
             raise Invalid("rank")
-        self.add(ops.mk_reshape(x, items))
+        n = ops.mk_reshape(x, items)
+        # some sizes written as x.shape[k]
+        refs = {}
+        for i, d in enumerate(items):
+            if not isinstance(d, int) and not d.is_const() and rng.random() < 0.4:
+                ks = [k for k, e in enumerate(x.shape) if e == d]
+                if ks:
+                    refs[i] = rng.choice(ks)
+        n.attrs["refs"] = refs
+        self.add(n)
+        return True
+
+    def g_movechain(self):
+        """Two to four movement ops in a row, written as one expression:
+        views of views are where index arithmetic goes wrong."""
+        rng = self.rng
+        steps = [self.g_permute, self.g_index, self.g_reshape, self.g_squeeze, self.g_broadcast_to,
+                 self.g_concat]
+        k = rng.randint(2, 4)
+        self.prefer = None
+        for i in range(k):
+            try:
+                rng.choice(steps)()
+            except Invalid:
+                if i == 0:
+                    raise
+                break
+            last = self.nodes[-1]
+            last.inline = i < k - 1
+            self.prefer = last
+        self.prefer = None
         return True
 
     def g_flatten(self):

@@ -695,8 +695,10 @@ def render(n, a):
     if op == "matmul":
         return "%s @ %s" % (a(n.args[0], "binop"), a(n.args[1], "binop"))
     if op == "reshape":
-        items = ", ".join("-1" if isinstance(d, int) and d == -1 else Dim.of(d).render()
-                          for d in at["items"])
+        refs = at.get("refs", {})
+        items = ", ".join("-1" if isinstance(d, int) and d == -1 else
+                          "%s.shape[%d]" % (a(n.args[0], "postfix"), refs[i]) if i in refs else
+                          Dim.of(d).render() for i, d in enumerate(at["items"]))
         return "reshape(%s, [%s])" % (a(n.args[0], "arg"), items)
     if op == "flatten":
         return "flatten(%s)" % a(n.args[0], "arg")

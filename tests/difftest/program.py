@@ -268,11 +268,17 @@ def _input_values(x, shape, env, rng, special):
     if dt == "bool":
         return rng.random(shape) < 0.5
     if dt in R.INTS:
-        return rng.integers(-5, 6, size=shape).astype(R.NP_DTYPE[dt])
+        v = rng.integers(-5, 6, size=shape).astype(R.NP_DTYPE[dt])
+        if special and v.size:
+            # the extremes, where arithmetic wraps around
+            info = np.iinfo(R.NP_DTYPE[dt])
+            pos = rng.integers(v.size, size=max(1, v.size // 8))
+            v.flat[pos] = rng.choice([info.min, info.max, info.max - 1, info.min + 1], size=pos.size)
+        return v
     # floats: multiples of 1/16 in [-4, 4] (exact in every float dtype)
     v = rng.integers(-64, 65, size=shape) / 16.0
     if special and v.size:
         k = max(1, v.size // 8)
         pos = rng.integers(v.size, size=k)
-        v.flat[pos] = rng.choice([np.nan, np.inf, -np.inf, -0.0, 1e4, -1e4], size=k)
+        v.flat[pos] = rng.choice([np.nan, np.inf, -np.inf, -0.0, 1e4, -1e4, 3e9, -1e20], size=k)
     return v.astype(R.NP_DTYPE[dt])

@@ -383,8 +383,15 @@ def binary(op, a, b, dt):
     """a OP b with both operands already of dtype dt (the promoted one)."""
     a, b = cast(a, dt), cast(b, dt)
     if op in COMPARE:
-        f = COMPARE[op]
-        return elementwise(f, [a, b], "bool", compute_dtype(dt), disc=True)
+        r = elementwise(COMPARE[op], [a, b], "bool", compute_dtype(dt), disc=True)
+        if op in ("eq", "ne") and dt in FLOATS:
+            # equality is a single point: no corner lands on it, so the
+            # result is undetermined wherever |a - b| is within the bounds
+            (a2, b2), _ = _bcast([a, b])
+            with np.errstate(invalid="ignore"):
+                tol = a2.e + b2.e
+                r.bad |= (tol > 0) & (np.abs(a2.v - b2.v) <= tol)
+        return r
     if op in ("and", "or"):
         f = np.logical_and if op == "and" else np.logical_or
         return elementwise(f, [a, b], "bool", "bool")
