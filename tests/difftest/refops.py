@@ -627,7 +627,10 @@ def slice_axis(x, axis, start, step, count):
 def take(x, idx, axis):
     d = x.shape[axis]
     iv = idx.v
-    if iv.size and (np.any(iv < -d) or np.any(iv >= d)):
+    # docs/language.md: the indices that are read are checked; an empty
+    # result (another axis of size 0) reads nothing and checks none
+    n_out = int(np.prod(x.shape[:axis] + tuple(iv.shape) + x.shape[axis + 1:]))
+    if n_out and (np.any(iv < -d) or np.any(iv >= d)):
         raise RefError("take-range", "take: index out of range for an axis of size %d" % d)
     j = np.where(iv < 0, iv + d, iv)
     out = x.map(lambda a: np.take(a, j, axis=axis))
