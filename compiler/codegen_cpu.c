@@ -106,10 +106,9 @@ gcc_jit_rvalue *cg_bufptr(cg *c, int node) {
 
 cg_ix *cg_ix_new(cg *c, int rank) {
   cg_ix *ix = td_arena_alloc(c->arena, sizeof *ix);
-  if (!ix) {
-    static cg_ix dummy;  /* arena exhausted: td_err is set by the caller's next alloc */
+  if (!ix) {   /* the code generator's own spare: never shared between compilations on other threads */
     td_err_set(c->err, "out of memory");
-    return &dummy;
+    ix = &c->spare_ix;
   }
   ix->rank = rank;
   return ix;

@@ -71,6 +71,7 @@ typedef struct cg {
   gcc_jit_rvalue *p_bufs, *p_dv, *p_scratch, *p_status, *p_rt, *p_lo, *p_hi;
   int par_axis;                      /* axis of the kernel space run over [lo, hi), or -1 */
   int bounds;                        /* TDSL_DEBUG=bounds: element accesses checked (cg_element) */
+  cg_ix spare_ix;                    /* what cg_ix_new returns when memory runs out (the error is set) */
   gcc_jit_lvalue **bufptr;           /* per plan buffer: typed pointer local, lazily */
   gcc_jit_lvalue **dimloc;           /* per dims entry: local in this function, lazily */
   int n_dimloc;

@@ -90,6 +90,7 @@ typedef struct cx {
   td_graph *g;
   td_err *err;
   td_arena *a;
+  cx_ix spare_ix;            /* what ix_new returns when memory runs out (failed is set) */
   td_cuda_dimref *dims;
   int n_dims, cap_dims;
   const td_kernel *k;
@@ -277,7 +278,7 @@ static void mark_release(cx *c, mark m) {
 
 static cx_ix *ix_new(cx *c, int rank) {
   cx_ix *ix = td_arena_alloc(c->a, sizeof *ix);
-  if (!ix) { c->failed = 1; static cx_ix dummy; return &dummy; }
+  if (!ix) { c->failed = 1; return &c->spare_ix; }   /* this generator's own, not a shared static */
   memset(ix, 0, sizeof *ix);
   ix->rank = rank;
   for (int k = 0; k < rank; k++) { ix->v[k] = "0LL"; ix->zero[k] = 1; }
