@@ -633,6 +633,9 @@ def take(x, idx, axis):
     if n_out and (np.any(iv < -d) or np.any(iv >= d)):
         raise RefError("take-range", "take: index out of range for an axis of size %d" % d)
     j = np.where(iv < 0, iv + d, iv)
+    if not n_out:   # nothing is read: any index stands for an empty gather
+        shape = x.shape[:axis] + tuple(iv.shape) + x.shape[axis + 1:]
+        return x.map(lambda a: np.zeros(shape, dtype=a.dtype))
     out = x.map(lambda a: np.take(a, j, axis=axis))
     # an unreliable index makes its whole gathered row unreliable
     ib = idx.bad.reshape((1,) * axis + idx.bad.shape + (1,) * (x.v.ndim - axis - 1))
