@@ -219,7 +219,7 @@ def failure_class(f):
     gist = f["detail"]
     for pat in (r"^.*?error: ", r"/\S+", r"-?\d+(\.\d+)?(e[-+]?\d+)?", r"'[^']*'"):
         gist = re.sub(pat, "#", gist, count=1 if pat.startswith("^") else 0)
-    return (f["kind"], tuple(f["backends"][:1]), gist[:60])
+    return (f["kind"], tuple(f["backends"]), gist[:60])
 
 
 def pick_to_reduce(failing, limit):

@@ -28,6 +28,7 @@ sample stays green until they are):
   pow-sqrt            pow(x, 0.5) (and x ** 0.5)
   four-outputs        more than three outputs
   inf-inputs          NaN, inf and -0 among the input values
+  f64                 f64 values (inputs, casts, eye/full dtypes)
 """
 import random
 
@@ -37,7 +38,7 @@ from ops import Invalid, Lit
 from program import Program
 
 FEATURES = ("reduce-equal-dims", "index-runtime", "slice-past-end", "negative-size",
-            "empty-reduce", "take-empty", "pow-sqrt", "four-outputs", "inf-inputs")
+            "empty-reduce", "take-empty", "pow-sqrt", "four-outputs", "inf-inputs", "f64")
 
 FRESH_DTYPES = [("f32", 70), ("f16", 6), ("f64", 6), ("i32", 4), ("i64", 7), ("bool", 4)]
 UNARY_W = [("exp", 3), ("log", 3), ("sqrt", 2), ("rsqrt", 1), ("abs", 2), ("neg", 2),
@@ -153,8 +154,10 @@ class Gen:
 
     def fresh_dtype(self, floats=False):
         if floats:
-            return wchoice(self.rng, [("f32", 85), ("f16", 7), ("f64", 8)])
-        return wchoice(self.rng, FRESH_DTYPES)
+            dt = wchoice(self.rng, [("f32", 85), ("f16", 7), ("f64", 8)])
+        else:
+            dt = wchoice(self.rng, FRESH_DTYPES)
+        return "f32" if dt == "f64" and "f64" in self.avoid else dt
 
     def fresh_dim(self):
         rng = self.rng
@@ -236,7 +239,8 @@ class Gen:
         if r < 0.55 and x.rank >= 1:
             return self.add(ops.mk_arange(x.shape[-1]), 0.8)
         if r < 0.75 and x.rank >= 2 and x.shape[-1] == x.shape[-2]:
-            return self.add(ops.mk_eye(x.shape[-1], rng.choice([None, None, "f64", "i32"])), 0.8)
+            return self.add(ops.mk_eye(x.shape[-1], rng.choice([None, None, "f64" if "f64" not in self.avoid
+                                                                else "f16", "i32"])), 0.8)
         v = self.literal(x.dt)
         if v.kind == "size":
             v = Lit("int", 2)
@@ -682,7 +686,7 @@ class Gen:
         x = self.pick()
         to = wchoice(rng, [("f32", 4), ("f16", 3), ("bf16", 3), ("f64", 2), ("i32", 2),
                            ("i64", 2), ("bool", 1)])
-        if to == x.dt:
+        if to == x.dt or to == "f64" and "f64" in self.avoid:
             raise Invalid("same dtype")
         self.add(ops.mk_cast(x, to), 0.5)
         return True

@@ -60,6 +60,8 @@ DENORM_MIN = {"f64": 5e-324, "f32": 1.4e-45, "f16": 2.0 ** -24, "bf16": 9.2e-41}
 # Flushing of f32/f64 subnormals is tolerated (generated code may run with
 # FTZ); f16/bf16 subnormals are part of their documented range.
 ATOL = {"f64": 2.3e-308, "f32": 1.2e-38, "f16": 0.0, "bf16": 1.2e-38}
+MAX = {"f64": 1.7976931348623157e308, "f32": 3.4028234663852886e38, "f16": 65504.0,
+       "bf16": 3.3895313892515355e38}
 NP_DTYPE = {"bool": np.bool_, "i32": np.int32, "i64": np.int64, "f16": np.float16,
             "f32": np.float32, "f64": np.float64}
 # The promotion order of docs/language.md: bool < i32 < i64 < f16, bf16 < f32 < f64.
@@ -506,13 +508,17 @@ def reduce(op, x, axes, keepdims):
         cdt = compute_dtype(dt)
         u = UNIT[cdt]
         with np.errstate(all="ignore"):
+            fin = np.where(np.isfinite(x.v), np.abs(x.v), 0.0)
             if op == "sum":
                 r = np.sum(x.v, **kd)
                 e = np.sum(x.e, **kd) + n * u * np.sum(np.abs(x.v), **kd)
+                # partial sums may overflow in some orders and not in others
+                bad = bad | (np.sum(fin, **kd) > MAX[cdt])
             else:
                 r = np.prod(x.v, **kd)
                 ax_ = np.abs(x.v)
                 e = np.prod(ax_ + x.e, **kd) - np.prod(ax_, **kd) + n * u * np.abs(r)
+                bad = bad | (np.prod(np.maximum(fin, 1.0), **kd) > MAX[cdt])
             e = np.where(np.isfinite(e), e, np.inf)
             finite = np.isfinite(r)
             if dt != cdt:
@@ -584,9 +590,17 @@ def matmul(a, b, dt):
     else:
         cdt = compute_dtype(dt)
         with np.errstate(all="ignore"):
-            r = np.matmul(av, bv)
+            if np.all(np.isfinite(av)) and np.all(np.isfinite(bv)):
+                r = np.matmul(av, bv)
+            else:
+                # BLAS does not propagate NaN and inf faithfully: sum the
+                # products themselves
+                r = np.sum(av[..., :, :, None] * bv[..., None, :, :], axis=-2)
             A, B = np.abs(av), np.abs(bv)
-            AB = np.matmul(A, B)
+            AB = np.matmul(np.where(np.isfinite(A), A, 0.0), np.where(np.isfinite(B), B, 0.0))
+            # a product or partial sum past the largest finite value: inf
+            # without FMA, finite with it, NaN against an inf term
+            over = AB > MAX[cdt]
             e = np.matmul(A + ae, B + be) - AB + K * UNIT[cdt] * AB
             finite = np.isfinite(r)
             if dt != cdt:
@@ -595,7 +609,7 @@ def matmul(a, b, dt):
             e = np.where(np.isfinite(e), e, np.inf)
             exact = (np.matmul((ae > 0).astype(np.float64), np.ones(bv.shape)) +
                      np.matmul(np.ones(av.shape), (be > 0).astype(np.float64))) == 0
-            bad = bad | (finite & np.isinf(e)) | (~finite & ~exact)
+            bad = bad | (finite & np.isinf(e)) | (~finite & ~exact) | over
             e = np.where(finite, e, 0.0)
         out = Val(round_to(r, dt), dt, e, bad)
         _overflow_check(out, r, e)
