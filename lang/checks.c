@@ -209,7 +209,8 @@ static void slice_checks(deriver *v, const td_node *n) {
   for (int k = 0; k < n->rank; k++) {
     td_dim d = x->shape[k], start = n->attr.start[k], count = n->shape[k];
     int64_t step = n->attr.step[k], ok;
-    if (step > 0) /* start >= 0 and size - 1 - (start + step * (count - 1)) >= 0 */
+    if (step == INT64_MIN || step == INT64_MAX) ok = 0;   /* -step, step - 1 and the like would overflow */
+    else if (step > 0) /* start >= 0 and size - 1 - (start + step * (count - 1)) >= 0 */
       ok = proven(v->g, 0, 1, start, 0, 0, 0, 0) && proven(v->g, step - 1, 1, d, -1, start, -step, count);
     else          /* size - 1 - start >= 0 and start + step * (count - 1) >= 0 */
       ok = proven(v->g, -1, 1, d, -1, start, 0, 0) && proven(v->g, -step, 1, start, step, count, 0, 0);
