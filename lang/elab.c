@@ -24,6 +24,7 @@
 #include <string.h>
 #include "elab_impl.h"
 #include "../runtime/philox.h"
+#include "../runtime/strbuf.h"
 
 #define MAX_DEPTH 200
 #define MAX_UNROLL 100000
@@ -116,21 +117,10 @@ el_scope *el_scope_new(el_ctx *c, el_scope *parent) {
 
 #define INDEX_FROM 16   /* bindings past which a scope gets a hash index */
 
-/* FNV-1a, then a finaliser: names that differ in their last characters
- * ("w1", "w2") must differ in the low bits a power-of-two table uses. */
-static uint32_t name_hash(const char *s) {
-  uint32_t h = 2166136261u;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
-  h ^= h >> 16;
-  h *= 0x85ebca6bu;
-  h ^= h >> 13;
-  h *= 0xc2b2ae35u;
-  return h ^ (h >> 16);
-}
 
 static void index_put(el_scope *s, int i) {
   uint32_t m = (uint32_t)s->idx_cap - 1;
-  for (uint32_t k = name_hash(s->b[i].name) & m;; k = (k + 1) & m)
+  for (uint32_t k = td_str_hash(s->b[i].name) & m;; k = (k + 1) & m)
     if (!s->idx[k]) { s->idx[k] = i + 1; return; }
 }
 
@@ -157,7 +147,7 @@ static void index_sync(el_ctx *c, el_scope *s) {
 static el_binding *find_in(el_scope *s, const char *name) {
   if (s->idx && s->idx_b == s->b && s->idx_n == s->n) {
     uint32_t m = (uint32_t)s->idx_cap - 1;
-    for (uint32_t k = name_hash(name) & m; s->idx[k]; k = (k + 1) & m)
+    for (uint32_t k = td_str_hash(name) & m; s->idx[k]; k = (k + 1) & m)
       if (!strcmp(s->b[s->idx[k] - 1].name, name)) return &s->b[s->idx[k] - 1];
     return NULL;
   }

@@ -36,21 +36,10 @@ void td_tensor_map_free(td_tensor_map *m) {
   td_tensor_map_init(m);
 }
 
-/* FNV-1a, then a finaliser: names that differ in their last characters
- * ("w1", "w2") must differ in the low bits a power-of-two table uses. */
-static uint32_t name_hash(const char *s) {
-  uint32_t h = 2166136261u;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
-  h ^= h >> 16;
-  h *= 0x85ebca6bu;
-  h ^= h >> 13;
-  h *= 0xc2b2ae35u;
-  return h ^ (h >> 16);
-}
 
 /* Slot of name in m->index (its entry, or the empty slot where it goes). */
 static int index_slot(const td_tensor_map *m, const char *name) {
-  uint32_t mask = (uint32_t)m->index_cap - 1, k = name_hash(name) & mask;
+  uint32_t mask = (uint32_t)m->index_cap - 1, k = td_str_hash(name) & mask;
   while (m->index[k] && strcmp(m->items[m->index[k] - 1].name, name) != 0) k = (k + 1) & mask;
   return (int)k;
 }

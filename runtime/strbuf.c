@@ -62,3 +62,13 @@ void td_sb_add_aligned(td_strbuf *b, const char *text) {
     p = nl + 1;
   }
 }
+
+uint32_t td_str_hash(const char *s) {
+  uint32_t h = 2166136261u;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  return h ^ (h >> 16);
+}

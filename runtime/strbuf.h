@@ -8,6 +8,7 @@
 #define TD_STRBUF_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct td_strbuf {
   char *s;        /* the text (NULL while empty) */
@@ -22,5 +23,10 @@ void td_sb_puts(td_strbuf *b, const char *s);
  * (print() of several values, one of them a multi-line array). */
 void td_sb_add_aligned(td_strbuf *b, const char *text);
 void td_sb_printf(td_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A hash of a NUL-terminated string for power-of-two tables: FNV-1a, then
+ * a finaliser, so names that differ in their last characters ("w1", "w2")
+ * differ in the low bits. */
+uint32_t td_str_hash(const char *s);
 
 #endif
