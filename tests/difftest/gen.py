@@ -29,16 +29,20 @@ sample stays green until they are):
   four-outputs        more than three outputs
   inf-inputs          NaN, inf and -0 among the input values
   f64                 f64 values (inputs, casts, eye/full dtypes)
+  rank-7              tensors of rank 7 or 8
+  size-degree-5       shapes whose element count has a term of degree 5 or
+                      more in the symbols (N * N * N * N * N)
 """
 import random
 
 import ops
-from dims import Dim
+from dims import Dim, numel
 from ops import Invalid, Lit
 from program import Program
 
 FEATURES = ("reduce-equal-dims", "index-runtime", "slice-past-end", "negative-size",
-            "empty-reduce", "take-empty", "pow-sqrt", "four-outputs", "inf-inputs", "f64")
+            "empty-reduce", "take-empty", "pow-sqrt", "four-outputs", "inf-inputs", "f64", "rank-7",
+            "size-degree-5")
 
 FRESH_DTYPES = [("f32", 70), ("f16", 6), ("f64", 6), ("i32", 4), ("i64", 7), ("bool", 4)]
 UNARY_W = [("exp", 3), ("log", 3), ("sqrt", 2), ("rsqrt", 1), ("abs", 2), ("neg", 2),
@@ -86,7 +90,10 @@ class Gen:
         self.uses = {}
         self.allow_layers = rng.random() < 0.15
         for _ in range(rng.choice([1, 1, 2])):
-            self.fresh(self.fresh_dtype(), self.fresh_shape())
+            try:
+                self.fresh(self.fresh_dtype(), self.fresh_shape())
+            except Invalid:
+                pass
         n_ops = rng.randint(2, self.max_ops)
         done = 0
         for _ in range(n_ops * 6):
@@ -132,6 +139,10 @@ class Gen:
         return self.inputs + [n for n in self.nodes if n.op not in ("split", "print")]
 
     def add(self, n, inline_p=0.35):
+        if "rank-7" in self.avoid and n.rank > 6:
+            raise Invalid("avoid")
+        if "size-degree-5" in self.avoid and _degree(numel(n.shape)) > 4:
+            raise Invalid("avoid")
         for x in n.operands():
             self.uses[id(x)] = self.uses.get(id(x), 0) + 1
         n.inline = self.rng.random() < inline_p
@@ -181,6 +192,8 @@ class Gen:
         if dt == "bf16":    # .npy has no bfloat16: bf16 values come from casts
             dt = "f32"
         shape = tuple(Dim.of(d) for d in shape)
+        if "size-degree-5" in self.avoid and _degree(numel(shape)) > 4:
+            raise Invalid("avoid")
         assert all(expressible(d) for d in shape), shape
         x = ops.mk_input("x%d" % len(self.inputs), dt, shape, role, **extra)
         self.inputs.append(x)
@@ -738,6 +751,10 @@ class Gen:
         self.layers.append(layer)
         self.add(n)
         return True
+
+
+def _degree(d):
+    return max((len(m) for m, _ in d.terms), default=0)
 
 
 def _bcast_ok(a, b):
