@@ -29,9 +29,11 @@ sample stays green until they are):
   four-outputs        more than three outputs
   inf-inputs          NaN, inf and -0 among the input values
   f64                 f64 values (inputs, casts, eye/full dtypes)
-  rank-7              tensors of rank 7 or 8
+  broadcast-equal-dims  elementwise ops that broadcast to a shape with two
+                      equal symbolic dims ([N, N, N, N * N * N])
   size-degree-5       shapes whose element count has a term of degree 5 or
                       more in the symbols (N * N * N * N * N)
+  reduce-rank-0       reductions of rank-0 tensors
 """
 import random
 
@@ -41,8 +43,8 @@ from ops import Invalid, Lit
 from program import Program
 
 FEATURES = ("reduce-equal-dims", "index-runtime", "slice-past-end", "negative-size",
-            "empty-reduce", "take-empty", "pow-sqrt", "four-outputs", "inf-inputs", "f64", "rank-7",
-            "size-degree-5")
+            "empty-reduce", "take-empty", "pow-sqrt", "four-outputs", "inf-inputs", "f64", "broadcast-equal-dims",
+            "size-degree-5", "reduce-rank-0")
 
 FRESH_DTYPES = [("f32", 70), ("f16", 6), ("f64", 6), ("i32", 4), ("i64", 7), ("bool", 4)]
 UNARY_W = [("exp", 3), ("log", 3), ("sqrt", 2), ("rsqrt", 1), ("abs", 2), ("neg", 2),
@@ -139,8 +141,11 @@ class Gen:
         return self.inputs + [n for n in self.nodes if n.op not in ("split", "print")]
 
     def add(self, n, inline_p=0.35):
-        if "rank-7" in self.avoid and n.rank > 6:
-            raise Invalid("avoid")
+        if "broadcast-equal-dims" in self.avoid and n.op in ("binary", "compare", "where", "logic", "clamp") \
+                and any(x.shape != n.shape for x in n.operands()):
+            sym = [d for d in n.shape if not d.is_const()]
+            if len(set(sym)) < len(sym):
+                raise Invalid("avoid")
         if "size-degree-5" in self.avoid and _degree(numel(n.shape)) > 4:
             raise Invalid("avoid")
         for x in n.operands():
@@ -359,6 +364,8 @@ class Gen:
             # a square operand: the equal-dims case
             d = self.fresh_dim()
             x = self.fresh(self.fresh_dtype(floats=True), (d, d) + (() if rng.random() < 0.6 else (self.fresh_dim(),)))
+        if x.rank == 0 and "reduce-rank-0" in self.avoid:
+            raise Invalid("avoid")
         axes = self.reduce_axes(x, one=fn in ("argmax", "argmin") and rng.random() < 0.8)
         if fn == "prod" and axes is not None and not all(
                 x.shape[a].is_const() for a in ops.norm_axes(axes, x.rank)):
