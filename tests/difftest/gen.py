@@ -26,7 +26,7 @@ sample stays green until they are):
   take-empty          take() whose indices may be out of range while its
                       result is empty (an axis of size 0, or a bad index)
   pow-sqrt            pow(x, 0.5) (and x ** 0.5)
-  four-outputs        more than three outputs
+  many-args           more than eight inputs and outputs together
   inf-inputs          NaN, inf and -0 among the input values
   f64                 f64 values (inputs, casts, eye/full dtypes)
   broadcast-equal-dims  elementwise ops that broadcast to a shape with two
@@ -43,7 +43,7 @@ from ops import Invalid, Lit
 from program import Program
 
 FEATURES = ("reduce-equal-dims", "index-runtime", "slice-past-end", "negative-size",
-            "empty-reduce", "take-empty", "pow-sqrt", "four-outputs", "inf-inputs", "f64", "broadcast-equal-dims",
+            "empty-reduce", "take-empty", "pow-sqrt", "many-args", "inf-inputs", "f64", "broadcast-equal-dims",
             "size-degree-5", "reduce-rank-0")
 
 FRESH_DTYPES = [("f32", 70), ("f16", 6), ("f64", 6), ("i32", 4), ("i64", 7), ("bool", 4)]
@@ -116,13 +116,14 @@ class Gen:
         extra = [n for n in self.pool() if n not in outs]
         if extra and rng.random() < 0.25:
             outs.append(rng.choice(extra))
-        if "four-outputs" in self.avoid:
-            outs = outs[:3]
         outs = [self.to_saveable(o) for o in outs]
         # inputs nobody uses are dropped
         p = Program(name, self.syms, self.inputs, self.nodes, outs, self.layers, self.seed,
                     ret_type=rng.random() < 0.5)
         p = p.live()
+        while "many-args" in self.avoid and len(p.inputs) + len(p.outputs) > 8 and len(p.outputs) > 1:
+            p.outputs = p.outputs[:-1]
+            p = p.live()
         p.specials = "inf-inputs" not in self.avoid
         return p
 
