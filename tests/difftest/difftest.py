@@ -118,6 +118,8 @@ def parse(argv):
                     help="reduce at most this many failures, distinct kinds first (default 12; 0: none)")
     ap.add_argument("--big", type=int, default=1 << 18,
                     help="elements of the largest tensor at the large binding (default 262144; 0: no large binding)")
+    ap.add_argument("--specials", type=float, default=0.1,
+                    help="share of programs with NaN, inf and extreme values among their inputs (default 0.1)")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per command (default 60)")
     ap.add_argument("--backends", default=",".join(runner.BACKENDS),
                     help="comma-separated subset of %s" % ",".join(runner.BACKENDS))
@@ -156,7 +158,8 @@ def main(argv):
         if b not in runner.BACKENDS:
             print("difftest: unknown backend %r" % b, file=sys.stderr)
             return 2
-    cfg = runner.Config(os.path.abspath(tdsl), os.path.abspath(a.srcdir), work, a.timeout, backends, a.keep, a.big)
+    cfg = runner.Config(os.path.abspath(tdsl), os.path.abspath(a.srcdir), work, a.timeout, backends, a.keep, a.big,
+                        a.specials)
     print("difftest: %d programs, seed %d, %d jobs, batches of %d, backends %s, output %s" % (
         len(idxs), a.seed, a.jobs, a.batch, ",".join(backends), out))
     sys.stdout.flush()

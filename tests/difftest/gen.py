@@ -26,19 +26,25 @@ sample stays green until they are):
   take-empty          take() whose indices may be out of range while its
                       result is empty (an axis of size 0, or a bad index)
   pow-sqrt            pow(x, 0.5) (and x ** 0.5)
-  four-outputs        more than three outputs
+  many-args           more than eight inputs and outputs together
   inf-inputs          NaN, inf and -0 among the input values
   f64                 f64 values (inputs, casts, eye/full dtypes)
+  broadcast-equal-dims  elementwise ops that broadcast to a shape with two
+                      equal symbolic dims ([N, N, N, N * N * N])
+  size-degree-5       shapes whose element count has a term of degree 5 or
+                      more in the symbols (N * N * N * N * N)
+  reduce-rank-0       reductions of rank-0 tensors
 """
 import random
 
 import ops
-from dims import Dim
+from dims import Dim, numel
 from ops import Invalid, Lit
 from program import Program
 
 FEATURES = ("reduce-equal-dims", "index-runtime", "slice-past-end", "negative-size",
-            "empty-reduce", "take-empty", "pow-sqrt", "four-outputs", "inf-inputs", "f64")
+            "empty-reduce", "take-empty", "pow-sqrt", "many-args", "inf-inputs", "f64", "broadcast-equal-dims",
+            "size-degree-5", "reduce-rank-0")
 
 FRESH_DTYPES = [("f32", 70), ("f16", 6), ("f64", 6), ("i32", 4), ("i64", 7), ("bool", 4)]
 UNARY_W = [("exp", 3), ("log", 3), ("sqrt", 2), ("rsqrt", 1), ("abs", 2), ("neg", 2),
@@ -86,7 +92,10 @@ class Gen:
         self.uses = {}
         self.allow_layers = rng.random() < 0.15
         for _ in range(rng.choice([1, 1, 2])):
-            self.fresh(self.fresh_dtype(), self.fresh_shape())
+            try:
+                self.fresh(self.fresh_dtype(), self.fresh_shape())
+            except Invalid:
+                pass
         n_ops = rng.randint(2, self.max_ops)
         done = 0
         for _ in range(n_ops * 6):
@@ -107,13 +116,14 @@ class Gen:
         extra = [n for n in self.pool() if n not in outs]
         if extra and rng.random() < 0.25:
             outs.append(rng.choice(extra))
-        if "four-outputs" in self.avoid:
-            outs = outs[:3]
         outs = [self.to_saveable(o) for o in outs]
         # inputs nobody uses are dropped
         p = Program(name, self.syms, self.inputs, self.nodes, outs, self.layers, self.seed,
                     ret_type=rng.random() < 0.5)
         p = p.live()
+        while "many-args" in self.avoid and len(p.inputs) + len(p.outputs) > 8 and len(p.outputs) > 1:
+            p.outputs = p.outputs[:-1]
+            p = p.live()
         p.specials = "inf-inputs" not in self.avoid
         return p
 
@@ -132,6 +142,13 @@ class Gen:
         return self.inputs + [n for n in self.nodes if n.op not in ("split", "print")]
 
     def add(self, n, inline_p=0.35):
+        if "broadcast-equal-dims" in self.avoid and n.op in ("binary", "compare", "where", "logic", "clamp") \
+                and any(x.shape != n.shape for x in n.operands()):
+            sym = [d for d in n.shape if not d.is_const()]
+            if len(set(sym)) < len(sym):
+                raise Invalid("avoid")
+        if "size-degree-5" in self.avoid and _degree(numel(n.shape)) > 4:
+            raise Invalid("avoid")
         for x in n.operands():
             self.uses[id(x)] = self.uses.get(id(x), 0) + 1
         n.inline = self.rng.random() < inline_p
@@ -181,6 +198,8 @@ class Gen:
         if dt == "bf16":    # .npy has no bfloat16: bf16 values come from casts
             dt = "f32"
         shape = tuple(Dim.of(d) for d in shape)
+        if "size-degree-5" in self.avoid and _degree(numel(shape)) > 4:
+            raise Invalid("avoid")
         assert all(expressible(d) for d in shape), shape
         x = ops.mk_input("x%d" % len(self.inputs), dt, shape, role, **extra)
         self.inputs.append(x)
@@ -346,6 +365,8 @@ class Gen:
             # a square operand: the equal-dims case
             d = self.fresh_dim()
             x = self.fresh(self.fresh_dtype(floats=True), (d, d) + (() if rng.random() < 0.6 else (self.fresh_dim(),)))
+        if x.rank == 0 and "reduce-rank-0" in self.avoid:
+            raise Invalid("avoid")
         axes = self.reduce_axes(x, one=fn in ("argmax", "argmin") and rng.random() < 0.8)
         if fn == "prod" and axes is not None and not all(
                 x.shape[a].is_const() for a in ops.norm_axes(axes, x.rank)):
@@ -738,6 +759,10 @@ class Gen:
         self.layers.append(layer)
         self.add(n)
         return True
+
+
+def _degree(d):
+    return max((len(m) for m, _ in d.terms), default=0)
 
 
 def _bcast_ok(a, b):

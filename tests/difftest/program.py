@@ -218,11 +218,12 @@ class Program:
         return None
 
     def cost(self, env):
-        """The largest tensor (elements) or matmul (multiply-adds / 16)."""
+        """The largest tensor (elements, its zero dims left out: tdsl's size
+        limit counts them so) or matmul (multiply-adds / 16)."""
         worst = 0
         for n in self.inputs + self.nodes:
             try:
-                sz = int(np.prod([max(d.eval(env), 0) for d in n.shape]))
+                sz = int(np.prod([max(d.eval(env), 1) for d in n.shape]))
             except OverflowError:
                 return 1 << 60
             if n.op == "matmul":

@@ -83,7 +83,7 @@ class Reducer:
 
     def run(self, st, d):
         cfg = runner.Config(self.cfg.tdsl, self.cfg.srcdir, self.cfg.workdir, self.cfg.timeout,
-                            self.run_backends, False, self.cfg.big)
+                            self.run_backends, False, self.cfg.big, self.cfg.specials)
         tdfile = os.path.join(d, "repro.td")
         text = runner.batch_source([st.prog])[0]
         with open(tdfile, "w") as f:
@@ -403,7 +403,7 @@ def write_result(cfg, st, fail, outdir, campaign_seed, index, last):
 def reduce_failure(cfg, prog, seed, fail, outdir, campaign_seed, index):
     """Reduces one failure of prog; writes outdir; returns a summary dict."""
     t0 = time.time()
-    plan, params = runner.plan_inputs(prog, seed, cfg.big)
+    plan, params = runner.plan_inputs(prog, seed, cfg)
     bi = fail["bindex"] if fail["bindex"] is not None else 0
     env, values = plan[bi]
     work = os.path.join(cfg.workdir, "reduce-" + os.path.basename(outdir))

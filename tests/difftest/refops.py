@@ -488,8 +488,13 @@ def reduce(op, x, axes, keepdims):
         ks = _kshape(x.shape, axes)
         if x.v.size == 0:
             out = Val(np.zeros(ks, np.int64), "i64", 0, bad)
+        elif dt not in FLOATS:
+            # integers are exact (and past 2^53 a float64 copy would tie)
+            f = np.argmax if op == "argmax" else np.argmin
+            idx = np.expand_dims(f(x.v, axis=ax), ax)
+            out = Val(idx, "i64", 0, bad)
         else:
-            xv = x.fv() if dt in FLOATS else x.v.astype(np.float64)
+            xv = x.fv()
             s = xv if op == "argmax" else -xv
             idx = np.argmax(s, axis=ax)
             idx = np.expand_dims(idx, ax)

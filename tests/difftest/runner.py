@@ -42,8 +42,10 @@ SANITIZER = re.compile(r"(AddressSanitizer|LeakSanitizer|UndefinedBehaviorSaniti
 
 
 class Config:
-    def __init__(self, tdsl, srcdir, workdir, timeout=60.0, backends=BACKENDS, keep=False, big=1 << 18):
+    def __init__(self, tdsl, srcdir, workdir, timeout=60.0, backends=BACKENDS, keep=False, big=1 << 18,
+                 specials=0.1):
         self.big = big
+        self.specials = specials
         self.tdsl = tdsl
         self.srcdir = srcdir
         self.workdir = workdir
@@ -248,13 +250,13 @@ class Outcome:
         self.secs = {b: 0.0 for b in BACKENDS}
 
 
-def plan_inputs(prog, rng_seed, big):
+def plan_inputs(prog, rng_seed, cfg):
     """The bindings, weights and input values a program runs with, all
     from its seed: [(env, values)], params."""
     rng = np.random.default_rng(rng_seed)
-    bindings = prog.bindings(random.Random(rng_seed), big)
+    bindings = prog.bindings(random.Random(rng_seed), cfg.big)
     params = prog.make_params(rng) if prog.is_model else {}
-    special = rng.random() < 0.1 and prog.specials
+    special = rng.random() < cfg.specials and prog.specials
     return [(env, prog.make_inputs(env, rng, special)) for env in bindings], params
 
 
@@ -438,7 +440,7 @@ def run_batch(cfg, progs, bdir, seeds):
         with open(tdfile, "w") as f:
             f.write(text)
         progs = good
-    plans = {p.name: plan_inputs(p, seeds[p.name], cfg.big) for p in progs}
+    plans = {p.name: plan_inputs(p, seeds[p.name], cfg) for p in progs}
     allparams = {}
     for p in progs:
         allparams.update(plans[p.name][1])
