@@ -77,7 +77,10 @@ static gcc_jit_rvalue *keep(cg *c, gcc_jit_rvalue *v, gcc_jit_type *t) {
 
 gcc_jit_rvalue *cg_const(cg *c, td_dtype dt, double f, int64_t i) {
   switch (dt) {
-  case TD_F32: case TD_F64: return gcc_jit_context_new_rvalue_from_double(c->ctx, c->vt[dt], f);
+  /* an f32 constant is rounded here: libgccjit keeps the double's value in
+   * a float-typed constant, which f64(c) then widened unrounded */
+  case TD_F32: return gcc_jit_context_new_rvalue_from_double(c->ctx, c->vt[dt], (double)(float)f);
+  case TD_F64: return gcc_jit_context_new_rvalue_from_double(c->ctx, c->vt[dt], f);
   case TD_BOOL: return cmp(c, GCC_JIT_COMPARISON_NE, cg_i64(c, i != 0), cg_i64(c, 0));
   case TD_F16: return gcc_jit_context_new_rvalue_from_long(c->ctx, c->vt[dt], td_f64_to_f16(f));
   case TD_BF16: return gcc_jit_context_new_rvalue_from_long(c->ctx, c->vt[dt], td_f64_to_bf16(f));
@@ -108,8 +111,8 @@ static gcc_jit_rvalue *fcall(cg *c, const char *base, td_dtype dt, gcc_jit_rvalu
 
 /* ---- exp ------------------------------------------------------------------- */
 
-static gcc_jit_rvalue *f32c(cg *c, double v) {
-  return gcc_jit_context_new_rvalue_from_double(c->ctx, c->t_f32, v);
+static gcc_jit_rvalue *f32c(cg *c, double v) {   /* rounded: see cg_const */
+  return gcc_jit_context_new_rvalue_from_double(c->ctx, c->t_f32, (double)(float)v);
 }
 
 /* An f32 constant the optimiser cannot see through: v + (lo >> 63),
@@ -809,20 +812,30 @@ static gcc_jit_rvalue *gather_value(cg *c, int n, const cg_ix *ix) {
                          bin(c, GCC_JIT_BINARY_OP_PLUS, c->t_i64, iv, d), iv, c->t_i64), c->t_i64);
   gcc_jit_rvalue *bad = keep(c, lor(c, cmp(c, GCC_JIT_COMPARISON_LT, iv, zero),
                                     cmp(c, GCC_JIT_COMPARISON_GE, iv, d)), c->t_bool);
-  gcc_jit_block *t = cg_block(c, "oob"), *j = cg_block(c, "inb");
+  /* A bad index sets the status and reads nothing (the value is 0): the
+   * data may be empty, and its index arithmetic then divides by 0. */
+  gcc_jit_lvalue *r = cg_local(c, c->vt[nd->dtype], "tk");
+  gcc_jit_block *t = cg_block(c, "oob"), *j = cg_block(c, "inb"), *done = cg_block(c, "tk_end");
   gcc_jit_block_end_with_conditional(c->blk, NULL, bad, t, j);
   gcc_jit_block_add_assignment(t, NULL, gcc_jit_rvalue_dereference(c->p_status, NULL),
                                gcc_jit_context_new_rvalue_from_int(c->ctx, c->t_i32, n + 1));
-  gcc_jit_block_end_with_jump(t, NULL, j);
+  gcc_jit_block_add_assignment(t, NULL, r, gcc_jit_context_zero(c->ctx, c->vt[nd->dtype]));
+  gcc_jit_block_end_with_jump(t, NULL, done);
   c->blk = j;
-  iv = cg_select(c, bad, zero, iv, c->t_i64);
   cg_ix *xi = cg_ix_new(c, x->rank);
   for (int k = 0; k < x->rank; k++) {
     if (k < ax) { xi->v[k] = ix->v[k]; xi->zero[k] = ix->zero[k]; }
     else if (k == ax) xi->v[k] = iv;
     else { xi->v[k] = ix->v[k + ri - 1]; xi->zero[k] = ix->zero[k + ri - 1]; }
   }
-  return cg_eval(c, nd->in[0], xi);
+  long mark = cg_memo_mark(c);   /* what is evaluated here is not known past the branch */
+  gcc_jit_rvalue *v = cg_eval(c, nd->in[0], xi);
+  cg_memo_release(c, mark);
+  if (!v) return NULL;
+  cg_assign(c, r, v);
+  gcc_jit_block_end_with_jump(c->blk, NULL, done);
+  c->blk = done;
+  return as_rv(r);
 }
 
 static gcc_jit_rvalue *concat_value(cg *c, int n, const cg_ix *ix) {

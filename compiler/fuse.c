@@ -61,6 +61,7 @@ typedef struct fuser {
   int **kset, *kset_n;         /* HOME_INLINE nodes: kernels evaluating them */
   int *cost;
   int *depth;                  /* decided nodes: levels below the root of their kernel */
+  char *full;                  /* decided nodes: every element is evaluated (see reads_all) */
   int *scratch;                /* set S under construction */
   kb *kbs;
   int n_kbs, cap_kbs;
@@ -159,9 +160,10 @@ static int fuser_init(fuser *f, td_plan *p, td_err *err) {
   f->kset_n = zalloc(f, n * sizeof(int));
   f->cost = zalloc(f, n * sizeof(int));
   f->depth = zalloc(f, n * sizeof(int));
+  f->full = zalloc(f, n);
   f->scratch = zalloc(f, n * sizeof(int));
   if (!f->must_mat || !f->need_buf || !f->view || !f->ok_bcast || !f->ok_ident || !f->home ||
-      !f->kset || !f->kset_n || !f->cost || !f->depth || !f->scratch || build_users(f))
+      !f->kset || !f->kset_n || !f->cost || !f->depth || !f->full || !f->scratch || build_users(f))
     return -1;
   for (int i = 0; i < f->g->n_nodes; i++) f->home[i] = HOME_NONE;
   for (int i = 0; i < f->g->n_outputs; i++) f->must_mat[f->g->outputs[i]] = 1;
@@ -477,7 +479,53 @@ static int depth_below(const fuser *f, int n) {
   return d;
 }
 
+/* Does user u, when every element of u is evaluated, evaluate every
+ * element of its input n?  Conservative: slices, the data of a gather and
+ * a broadcast that may add an axis of size 0 read only part of their input
+ * (or none of it); a matmul reads its operands from buffers. */
+static int reads_all(const fuser *f, int u, int n) {
+  const td_node *un = N(f, u), *x = N(f, n);
+  td_opkind k = td_ops[un->op].kind;
+  if (tdc_is_elementwise(un->op)) return same_shape(un->shape, un->rank, x->shape, x->rank);
+  if (k == TD_K_REDUCE) return 1;
+  switch (un->op) {
+  case TD_IR_RESHAPE: case TD_IR_PERMUTE: case TD_IR_CONCAT: return 1;
+  case TD_IR_GATHER: return un->in[1] == n && un->in[0] != n;
+  case TD_IR_BROADCAST:
+    for (int i = 0; i < un->rank; i++) {
+      int j = i - (un->rank - x->rank);
+      if ((j < 0 || x->shape[j] != un->shape[i]) && !(TD_DIM_IS_CONST(un->shape[i]) && un->shape[i] > 0))
+        return 0;
+    }
+    return 1;
+  default: return 0;
+  }
+}
+
+/* A node is evaluated whole when a user that is evaluated whole reads all
+ * of it.  Only gathers care: eager checks every index of a take, so the
+ * compiled code must read every index too (not only those behind the
+ * elements a later slice keeps). */
+static int decide_home(fuser *f, int n);
+
+static int whole(const fuser *f, int n) {
+  for (int u = f->ustart[n]; u < f->ustart[n + 1]; u++) {
+    int user = f->users[u];
+    if ((f->home[user] >= 0 || f->home[user] == HOME_INLINE) && N(f, user)->op != TD_IR_MATMUL &&
+        f->full[user] && reads_all(f, user, n))
+      return 1;
+  }
+  return 0;
+}
+
 static int decide(fuser *f, int n) {
+  int rc = decide_home(f, n);
+  f->full[n] = f->home[n] >= 0 && f->kbs[f->home[n]].root == n ? 1
+             : f->home[n] >= 0 || f->home[n] == HOME_INLINE ? (char)whole(f, n) : 0;
+  return rc;
+}
+
+static int decide_home(fuser *f, int n) {
   const td_node *nd = N(f, n);
   if (nd->op == TD_IR_PRINT) return 0;
   if (nd->op == TD_IR_INPUT || nd->op == TD_IR_PARAM) { f->home[n] = HOME_LEAF; return 0; }
@@ -488,6 +536,7 @@ static int decide(fuser *f, int n) {
   if (forced) f->depth[n] = 0;
   if (!forced && (f->view[n] || is_generator(nd->op))) return make_inline(f, n, ns);
   if (forced) return new_root(f, n);
+  if (nd->op == TD_IR_GATHER && !whole(f, n)) return new_root(f, n);  /* every index is checked */
   if (ns == 0) return 0;  /* read by nobody that evaluates it */
   td_opkind kind = td_ops[nd->op].kind;
   if (is_inlinable(nd->op)) {

@@ -269,7 +269,10 @@ td_graph *td_pass_dce(const td_graph *g, td_err *err) {
   for (int i = 0; i < g->n_outputs; i++) live[g->outputs[i]] = 1;
   for (int id = g->n_nodes - 1; id >= 0; id--) {
     const td_node *n = &g->nodes[id];
-    if (n->op == TD_IR_PRINT || n->op == TD_IR_INPUT || n->op == TD_IR_PARAM) live[id] = 1;
+    /* a take stays even when unused: eager checks its indices, so the
+     * compiled code does too */
+    if (n->op == TD_IR_PRINT || n->op == TD_IR_INPUT || n->op == TD_IR_PARAM || n->op == TD_IR_GATHER)
+      live[id] = 1;
     if (!live[id]) continue;
     for (int k = 0; k < n->n_in; k++) live[n->in[k]] = 1;
   }

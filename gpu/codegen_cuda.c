@@ -442,14 +442,24 @@ static const char *gather_value(cx *c, int n, const cx_ix *ix) {
   const char *g = S(c, "v%d", c->nv++), *d = dim(c, x->shape[ax]);
   line(c, "int64_t %s = %s;", g, convert(c, iv, id->dtype, TD_I64));
   line(c, "if (%s < 0) %s += %s;", g, g, d);
-  line(c, "if (%s < 0 || %s >= %s) { *status = %d; %s = 0; }", g, g, d, n + 1, g);
+  /* a bad index sets the status and reads nothing (the data may be empty) */
+  const char *r = S(c, "v%d", c->nv++);
+  line(c, "%s %s = 0;", vtn[nd->dtype], r);
+  line(c, "if (%s < 0 || %s >= %s) *status = %d;", g, g, d, n + 1);
+  open_block(c, "else");
   cx_ix *xi = ix_new(c, x->rank);
   for (int k = 0; k < x->rank; k++) {
     if (k < ax) { xi->v[k] = ix->v[k]; xi->zero[k] = ix->zero[k]; }
     else if (k == ax) { xi->v[k] = ixv(g); xi->zero[k] = 0; }
     else { xi->v[k] = ix->v[k + ri - 1]; xi->zero[k] = ix->zero[k + ri - 1]; }
   }
-  return ev(c, nd->in[0], xi);
+  mark m = mark_get(c);
+  const char *v = ev(c, nd->in[0], xi);
+  mark_release(c, m);
+  if (!v) return NULL;
+  line(c, "%s = %s;", r, v);
+  close_block(c);
+  return r;
 }
 
 static const char *concat_value(cx *c, int n, const cx_ix *ix) {

@@ -354,6 +354,60 @@ Test(kinds, take_into_an_empty_result_checks_no_index) {
   check_text_at("fn t(x: f32[3, N], i: i64[2]) -> f32[2, N] { take(x, i + 7, axis = 0) }\n", 0);
 }
 
+/* Eager mode checks every index of a take; the compiled code must too,
+ * also where the take's result is then read only in part (a slice, an
+ * index, the data of another take), not at all (an empty slice, an
+ * unused value), or the data is empty (whose index arithmetic divides by
+ * 0: SIGFPE).  Found by tests/difftest (seed 2026 program 99, seed 5
+ * program 31).  Every index is 0 but the last, 2: out of range for the
+ * axes of size 2, and read by none of the slices. */
+Test(kinds, every_index_of_a_take_is_checked_however_its_result_is_read) {
+  static const char *progs[] = {
+      "fn a(x: f32[2, 3], i: i32[5]) { take(x, i, axis = 0)[0] }\n",
+      "fn b(x: f32[2, 3], i: i32[5]) { take(x, i, axis = 0)[3:1] }\n",
+      "fn c(x: f32[2, 3], i: i32[5]) { let t = take(x, i, axis = 0)\n x }\n",
+      "fn d(x: f32[0, 0], i: i32[3, 1]) { take(flatten(x), i, axis = 0) }\n",
+      "fn e(c: f32[8, 0, 1, 8], i: i32[8, 1]) { take(c, i, axis = 1)[6, -5, -2:-1:-1, -1, 2::3] }\n",
+      "fn f(x: f32[2, 3], i: i32[5], j: i32[2]) { take(take(x, i, axis = 0), j, axis = 0) }\n",
+      "fn g(x: f32[2, 3], i: i32[5], y: f32[0, 5, 3]) { exp(take(x, i, axis = 0)) + y }\n",
+  };
+  for (size_t k = 0; k < sizeof progs / sizeof *progs; k++) {
+    prog P;
+    cr_assert_eq(load(&P, "t.td", progs[k]), 0, "%s", progs[k]);
+    const char **names;
+    cr_assert_eq(td_program_entries(P.p, &names), 1);
+    td_graph *g = td_program_lower(P.p, names[0]);
+    cr_assert_not_null(g);
+    td_tensor **in = td_calloc((size_t)g->n_inputs + 1, sizeof *in), **outs = NULL;
+    cr_assert_eq(make_inputs(g, 1, 3, in), 0);
+    for (int t = 0; t < g->n_inputs; t++)   /* indices 0, ..., 0, 2: only the last is bad (for axes of size 2) */
+      if (!td_dtype_is_float(in[t]->dtype))
+        for (int64_t j = 0; j < in[t]->numel; j++) td_tensor_set(in[t], j, j + 1 == in[t]->numel ? 2 : 0);
+    td_err e, ce;
+    cr_assert_eq(td_interp_run(g, in, NULL, NULL, &outs, &e, NULL), -1, "%s: eager ran", progs[k]);
+    cr_expect(strstr(e.msg, "out of range") != NULL, "%s: %s", progs[k], e.msg);
+    compiled_graph cg_;
+    compile_graph(g, &cg_, names[0]);
+    int rc = td_compiled_run(cg_.c, in, NULL, 0, &outs, &ce, NULL);
+    cr_expect_eq(rc, -1, "%s: eager failed (%s), compiled ran", progs[k], e.msg);
+    if (rc == 0) release_all(outs, cg_.plan->n_out_nodes);
+    else cr_expect(strstr(ce.msg, "take: an index is out of range") != NULL, "%s: %s", progs[k], ce.msg);
+    td_compiled_free(cg_.c);
+    release_all(in, g->n_inputs);
+    td_arena_free(P.a);
+  }
+}
+
+/* An f32 constant is rounded to f32 before it is widened: f64(full(.., 0.1))
+ * is 0.10000000149011612, as eager mode gives; the compiled code gave 0.1
+ * (libgccjit keeps the double in a float constant).  Found by
+ * tests/difftest. */
+Test(kinds, f32_constants_widen_their_f32_value) {
+  check_text("fn f(y: f64[N]) -> (f64[N], f64[N], f64[2]) {\n"
+             "  (f64(full([N], 0.1)), y + full([N], 0.1), f64(full([2], 0.1)) * y[0:2])\n"
+             "}\n");
+}
+
 Test(kinds, softmax_and_layer_norm) {
   check_text("import nn\n"
              "fn s(x: f32[N, 7]) -> f32[N, 7] { nn.softmax(x) }\n"
