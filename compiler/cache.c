@@ -125,7 +125,9 @@ enum { NOT_OURS, ENTRY_FILE, TEMP_FILE };
 /* Classifies name.  For an entry's file, *stem is the length of the entry's
  * name ("H" or "cuda-H") and *rank the file's place in the removal order. */
 static int classify(const char *name, size_t *stem, int *rank) {
-  static const char *const cpu_ext[] = {".sum", ".so", ".c"};   /* in removal order */
+  /* in removal order; .c is the key file of tdsl 0.1.0's first cache format,
+   * counted and evicted like the rest */
+  static const char *const cpu_ext[] = {".sum", ".so", ".key", ".c"};
   const char *ext;
   if (!strncmp(name, "cuda-", 5) && is_hex16(name + 5) && !strncmp(name + 21, ".cubin", 6)) {
     *stem = 21;
@@ -134,7 +136,7 @@ static int classify(const char *name, size_t *stem, int *rank) {
   } else if (is_hex16(name)) {
     *stem = 16;
     *rank = -1;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
       size_t l = strlen(cpu_ext[i]);
       if (!strncmp(name + 16, cpu_ext[i], l) && (name[16 + l] == 0 || name[16 + l] == '.')) {
         *rank = i;

@@ -1,5 +1,5 @@
 /* cache.h - the on-disk compile cache shared by the CPU compiler
- * (compiler/compiled.c: H.so, H.c, H.sum) and the CUDA runtime
+ * (compiler/compiled.c: H.so, H.key, H.sum) and the CUDA runtime
  * (gpu/runtime_cuda.c: cuda-H.cubin), H being 16 lowercase hex digits.
  *
  * Where it lives: $TDSL_CACHE_DIR, else $XDG_CACHE_HOME/tdsl, else
@@ -56,7 +56,7 @@ void td_cache_touch(const char *path);
  * "cuda-H"; NULL: none).  Counts and removes only files whose names are
  * the cache's own; a writer's temporary file (NAME.PID.tmp...) is left
  * alone unless it is more than a day old, when it is removed.  The files
- * of a CPU entry go .sum first, then .so, then .c: an entry missing any of
+ * of a CPU entry go .sum first, then .so, then .key: an entry missing any of
  * them is a miss, never loaded. */
 void td_cache_trim(const char *dir, const char *keep, uint64_t limit);
 

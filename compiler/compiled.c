@@ -1,12 +1,13 @@
 /* compiled.c - compiling a plan with libgccjit, and running the result.
  *
  * td_compile: picks -march from the CPU (x86-64-v4 with AVX-512, v3 with
- * AVX2+FMA, else v2), builds every kernel (codegen_cpu.c) in one gccjit
- * context, optionally keeps its C-like dump, and either finds the code in
- * the compile cache (from_cache: a shared object per distinct dump) or
- * compiles it (into the cache, or in memory), then looks up each kernel's
- * code.  The context is released right after; the gcc_jit_result or the
- * dlopen handle lives in the td_compiled.
+ * AVX2+FMA, else v2) and either finds the code in the compile cache (a
+ * shared object per distinct key: plan_key.c; a hit makes no gccjit
+ * context) or builds every kernel (codegen_cpu.c) in one gccjit context
+ * and compiles it (into the cache, or in memory), then looks up each
+ * kernel's code.  With keep_c the context is built in any case, for its
+ * C-like dump.  The context is released right after; the gcc_jit_result
+ * or the dlopen handle lives in the td_compiled.
  *
  * td_compiled_run: per call, binds the symbols from the inputs; when they
  * differ from the previous call's (or on the first call) it re-evaluates
@@ -59,11 +60,14 @@ struct td_compiled {
   gcc_jit_result *res;     /* compiled in memory, or */
   void *dl;                /* loaded from the compile cache */
   int cached;              /* found in the cache (not compiled now) */
+  int generated;           /* a gccjit context was built (a miss, or keep_c) */
   tdc_kernel_fn *fns;
   tdc_kinfo *info;         /* per kernel: its parallel loop */
   cg_dimref *dims;
   int n_dims;
   char march[32];
+  char *key;               /* the compile cache's key (plan_key.c), with a cache */
+  int key_dims;            /* the graph's interned sizes when the key was made */
   char *c_text;
   char warning[1200];      /* the first thing that went wrong with the cache, or "" */
   void *arena;             /* temporaries, kept across calls */
@@ -120,15 +124,28 @@ static void warn(td_compiled *c, const char *what, const char *how) {
 #define PACKAGE_VERSION "unknown"
 #endif
 
-/* An entry's identity: h names its files (FNV-1a of the key's text and the
- * dump), h2 is a second, independent hash of the same bytes; both are
- * compiled into its shared object as tdsl_cache_key. */
+/* An entry's identity: h names its files (FNV-1a of the key's text), h2
+ * is a second, independent hash of the same bytes; both are compiled into
+ * its shared object as tdsl_cache_key. */
 typedef struct cache_entry {
   uint64_t h, h2;
-  char dir[900], stem[20], so[1000], dump[1000], sum[1000];
+  char dir[900], stem[20], so[1000], key[1000], sum[1000];
 } cache_entry;
 
 #define KEY_SYMBOL "tdsl_cache_key"
+/* What td_compile derives from the generator besides the code (c->info,
+ * c->dims), stored in the shared object so that a hit needs no gccjit
+ * context: meta_head, then the tdc_kinfo of every kernel, then the
+ * cg_dimref entries, then the size polynomials the generator interned
+ * into the graph (their td_dims appear in the two tables), each as its
+ * term count and terms, to be interned again, in order, on a hit. */
+#define META_SYMBOL "tdsl_cache_meta"
+typedef struct meta_head {
+  uint64_t magic;
+  int64_t n_kernels, n_dims, kinfo_size, dimref_size, mono_size;
+  int64_t key_dims, n_polys;   /* the graph's dims before generation; how many it added */
+} meta_head;
+#define META_MAGIC 0x74646d6574613032ull   /* "tdmeta02" */
 
 static uint64_t fnv1a(const char *s, size_t n, uint64_t h) {
   for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
@@ -144,14 +161,13 @@ static uint64_t mixhash(const char *s, uint64_t h) {
   return h;
 }
 
-static void entry_names(cache_entry *e, const char *text, int opt_level, const char *march) {
-  char key[96];
-  snprintf(key, sizeof key, "tdsl-kernels-4 %s -O%d %s", PACKAGE_VERSION, opt_level, march);
-  e->h = fnv1a(text, strlen(text), fnv1a(key, strlen(key), 14695981039346656037ull));
-  e->h2 = mixhash(text, mixhash(key, 0x243f6a8885a308d3ull));
+/* text: the key (its header names the version, -O and -march). */
+static void entry_names(cache_entry *e, const char *text) {
+  e->h = fnv1a(text, strlen(text), 14695981039346656037ull);
+  e->h2 = mixhash(text, 0x243f6a8885a308d3ull);
   snprintf(e->stem, sizeof e->stem, "%016llx", (unsigned long long)e->h);
   snprintf(e->so, sizeof e->so, "%s/%s.so", e->dir, e->stem);
-  snprintf(e->dump, sizeof e->dump, "%s/%s.c", e->dir, e->stem);
+  snprintf(e->key, sizeof e->key, "%s/%s.key", e->dir, e->stem);
   snprintf(e->sum, sizeof e->sum, "%s/%s.sum", e->dir, e->stem);
 }
 
@@ -190,14 +206,93 @@ static int sum_matches(const char *sum_path, const char *so_path) {
   return ok && hash_file(so_path, &got) == 0 && got == (uint64_t)want;
 }
 
-/* The exported const unsigned long long tdsl_cache_key[2] = {h, h2}: added
- * after the dump was taken, so the key does not depend on itself. */
-static void add_key_symbol(gcc_jit_context *ctx, const cache_entry *e) {
+/* The exported const unsigned long long tdsl_cache_key[2] = {h, h2}, and
+ * tdsl_cache_meta (META_SYMBOL): added after the dump was taken, so the
+ * dump shows the kernels only.  -1 when out of memory. */
+static int add_entry_symbols(td_compiled *c, gcc_jit_context *ctx, const cache_entry *e) {
   gcc_jit_type *u64 = gcc_jit_context_get_type(ctx, GCC_JIT_TYPE_UNSIGNED_LONG_LONG);
   gcc_jit_type *arr = gcc_jit_context_new_array_type(ctx, NULL, gcc_jit_type_get_const(u64), 2);
   gcc_jit_lvalue *g = gcc_jit_context_new_global(ctx, NULL, GCC_JIT_GLOBAL_EXPORTED, arr, KEY_SYMBOL);
   unsigned long long v[2] = {e->h, e->h2};
   gcc_jit_global_set_initializer(g, v, sizeof v);
+  const td_graph *gr = c->p->g;
+  meta_head h = {META_MAGIC, c->p->n_kernels, c->n_dims, (int64_t)sizeof(tdc_kinfo), (int64_t)sizeof(cg_dimref),
+                 (int64_t)sizeof(td_mono), c->key_dims, gr->n_dims - c->key_dims};
+  size_t ni = (size_t)c->p->n_kernels * sizeof *c->info, nd = (size_t)c->n_dims * sizeof *c->dims;
+  size_t n = sizeof h + ni + nd;
+  for (int d = c->key_dims; d < gr->n_dims; d++) n += sizeof(int64_t) + (size_t)gr->dims[d].n * sizeof(td_mono);
+  unsigned char *m = td_calloc(n, 1);
+  if (!m) return -1;
+  memcpy(m, &h, sizeof h);
+  if (ni) memcpy(m + sizeof h, c->info, ni);
+  if (nd) memcpy(m + sizeof h + ni, c->dims, nd);
+  size_t at = sizeof h + ni + nd;
+  for (int d = c->key_dims; d < gr->n_dims; d++) {
+    int64_t terms = gr->dims[d].n;
+    memcpy(m + at, &terms, sizeof terms);
+    at += sizeof terms;
+    memcpy(m + at, gr->dims[d].t, (size_t)terms * sizeof(td_mono));
+    at += (size_t)terms * sizeof(td_mono);
+  }
+  gcc_jit_type *u8 = gcc_jit_context_get_type(ctx, GCC_JIT_TYPE_UNSIGNED_CHAR);
+  arr = gcc_jit_context_new_array_type(ctx, NULL, gcc_jit_type_get_const(u8), (int)n);
+  g = gcc_jit_context_new_global(ctx, NULL, GCC_JIT_GLOBAL_EXPORTED, arr, META_SYMBOL);
+  gcc_jit_global_set_initializer(g, m, n);
+  td_free(m);
+  return 0;
+}
+
+/* c->info and c->dims from a loaded entry's META_SYMBOL, with the
+ * generator's polynomials interned into the graph again (each must get
+ * the td_dim it had: the graph's table is the key's); 0, or -1 when the
+ * symbol is missing or does not describe this plan. */
+static int load_meta(td_compiled *c, void *dl) {
+  const unsigned char *m = dlsym(dl, META_SYMBOL);
+  td_graph *g = c->p->g;
+  meta_head h;
+  if (!m) return -1;
+  memcpy(&h, m, sizeof h);
+  if (h.magic != META_MAGIC || h.n_kernels != c->p->n_kernels || h.n_dims < 0 || h.n_dims > (1 << 24) ||
+      h.kinfo_size != (int64_t)sizeof(tdc_kinfo) || h.dimref_size != (int64_t)sizeof(cg_dimref) ||
+      h.mono_size != (int64_t)sizeof(td_mono) || h.key_dims != c->key_dims || h.n_polys < 0 ||
+      h.n_polys > (1 << 20) || g->n_dims < c->key_dims)
+    return -1;
+  size_t ni = (size_t)h.n_kernels * sizeof *c->info, nd = (size_t)h.n_dims * sizeof *c->dims;
+  size_t at = sizeof h + ni + nd;
+  td_mono *t = td_malloc((size_t)TD_POLY_MAX * sizeof *t);
+  if (!t) return -1;
+  for (int64_t i = 0; i < h.n_polys; i++) {
+    int64_t terms;
+    memcpy(&terms, m + at, sizeof terms);
+    at += sizeof terms;
+    if (terms < 1 || terms > TD_POLY_MAX) {
+      td_free(t);
+      return -1;
+    }
+    memcpy(t, m + at, (size_t)terms * sizeof *t);
+    at += (size_t)terms * sizeof *t;
+    td_poly p = {(int)terms, t};
+    if (td_dim_intern(g, &p) != -(td_dim)(c->key_dims + i) - 1) {   /* not the generator's table */
+      td_free(t);
+      return -1;
+    }
+  }
+  td_free(t);
+  tdc_kinfo *info = td_calloc((size_t)h.n_kernels + 1, sizeof *info);
+  cg_dimref *dims = h.n_dims ? td_malloc(nd) : NULL;
+  if (!info || (h.n_dims && !dims)) {
+    td_free(info);
+    td_free(dims);
+    return -1;
+  }
+  memcpy(info, m + sizeof h, ni);
+  if (nd) memcpy(dims, m + sizeof h + ni, nd);
+  td_free(c->info);
+  td_free(c->dims);
+  c->info = info;
+  c->dims = dims;
+  c->n_dims = (int)h.n_dims;
+  return 0;
 }
 
 static int lookup_kernels(td_compiled *c, td_err *err);
@@ -210,7 +305,7 @@ static int load_entry(td_compiled *c, const cache_entry *e, const char *path) {
   void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   const unsigned long long *k = dl ? dlsym(dl, KEY_SYMBOL) : NULL;
   c->dl = dl;
-  if (k && k[0] == e->h && k[1] == e->h2 && lookup_kernels(c, NULL) == 0) return 0;
+  if (k && k[0] == e->h && k[1] == e->h2 && load_meta(c, dl) == 0 && lookup_kernels(c, NULL) == 0) return 0;
   if (dl) dlclose(dl);
   c->dl = NULL;
   td_free(c->fns);
@@ -222,12 +317,12 @@ static int load_entry(td_compiled *c, const cache_entry *e, const char *path) {
 static void unstore(const cache_entry *e) {
   unlink(e->sum);
   unlink(e->so);
-  unlink(e->dump);
+  unlink(e->key);
 }
 
 /* A miss: compiles ctx into e's shared object, loads it from its temporary
  * name (so a library of the same name this process loaded earlier is not
- * what dlopen returns), then renames it into place and writes the dump and
+ * what dlopen returns), then renames it into place and writes the key and
  * the checksum.  0 with the code loaded, even when storing it failed (a
  * warning then); -1 when nothing is loaded: *ctx is NULL when the failed
  * compilation left errors in the context, which cannot compile again. */
@@ -239,7 +334,10 @@ static int store_entry(td_compiled *c, gcc_jit_context **ctx, const cache_entry 
     warn(c, why.msg, "compiled in memory");
     return -1;
   }
-  add_key_symbol(*ctx, e);
+  if (add_entry_symbols(c, *ctx, e)) {
+    unlink(tmp);
+    return -1;
+  }
   gcc_jit_context_compile_to_file(*ctx, GCC_JIT_OUTPUT_KIND_DYNAMIC_LIBRARY, tmp);
   const char *failed = gcc_jit_context_get_first_error(*ctx);
   if (failed) {   /* a full disk, a directory removed meanwhile: compiled again, in memory */
@@ -256,7 +354,7 @@ static int store_entry(td_compiled *c, gcc_jit_context **ctx, const cache_entry 
   }
   snprintf(line, sizeof line, "%016llx\n", (unsigned long long)fh);
   int rc = rename(tmp, e->so) ? td_err_set(&why, "cannot write the compile cache %s: %s", e->dir, strerror(errno)) : 0;
-  if (rc == 0) rc = td_cache_write(e->dump, c->c_text, strlen(c->c_text), &why);
+  if (rc == 0) rc = td_cache_write(e->key, c->key, strlen(c->key), &why);
   if (rc == 0) rc = td_cache_write(e->sum, line, strlen(line), &why);
   if (rc) {
     unlink(tmp);
@@ -267,39 +365,41 @@ static int store_entry(td_compiled *c, gcc_jit_context **ctx, const cache_entry 
   return 0;
 }
 
-/* Code for ctx from the cache, or compiled into it.  Returns 0 with c->dl
- * and c->fns set, or -1 (no cache, or any failure: the caller compiles in
- * memory; with *ctx NULL it must generate the context again).
+/* The compile cache (cache.h).  An entry is three files named by a hash
+ * of the key (plan_key.c: the graph and the kernel plan, the generator's
+ * version and build, -march, -O): the shared object, the key itself
+ * (compared byte for byte, so a hash collision cannot load the wrong
+ * code) and the shared object's checksum.  Only regular files are read,
+ * without blocking (a FIFO or a link to /dev/zero planted there is no
+ * entry).  The object carries the entry's key (tdsl_cache_key) and what
+ * the generator derives besides the code (tdsl_cache_meta): another
+ * program's object, with its own checksum, is unloaded.  A hit needs no
+ * gccjit context at all.  An entry whose key differs, whose object does
+ * not match its checksum (truncated, corrupt), or that is another's is
+ * compiled again and replaced, never used.  A hit marks the entry as used
+ * (the .so's mtime); a miss, once it has written its entry, trims the
+ * cache to TDSL_CACHE_MAX_MB, least recently used entries first, never the
+ * new one.  A directory that cannot be used or written (not a directory,
+ * read-only, another user's, full) leaves a warning (td_compiled_warning).
  *
- * An entry is three files named by a hash of the kernels' gccjit dump, the
- * -march, the optimisation level and the tdsl version: the shared object,
- * the dump itself (compared byte for byte, so a hash collision cannot load
- * the wrong code) and the shared object's checksum.  Only regular files
- * are read, without blocking (a FIFO or a link to /dev/zero planted there
- * is no entry).  The object carries the entry's key (tdsl_cache_key):
- * another program's object, with its own checksum, is unloaded.  An entry
- * whose dump differs, whose object does not match its checksum (truncated,
- * corrupt), or that is another's is compiled again and replaced, never
- * used.  A hit marks the entry as used (the .so's mtime); a miss, once it
- * has written its entry, trims the cache to TDSL_CACHE_MAX_MB, least
- * recently used entries first, never the new one (cache.h).  A directory
- * that cannot be used or written (not a directory, read-only, another
- * user's, full) leaves a warning (td_compiled_warning). */
-static int from_cache(td_compiled *c, gcc_jit_context **ctx, int opt_level) {
-  cache_entry e;
+ * cache_open: 0 with e named after c->key, or -1 (no usable directory). */
+static int cache_open(td_compiled *c, cache_entry *e) {
   td_err why;
-  if (!c->c_text) return -1;
-  if (td_cache_dir(e.dir, sizeof e.dir, &why)) {
+  if (!c->key) return -1;
+  if (td_cache_dir(e->dir, sizeof e->dir, &why)) {
     if (why.msg[0]) warn(c, why.msg, "compiled in memory");
     return -1;
   }
-  entry_names(&e, c->c_text, opt_level, c->march);
-  if (same_text(e.dump, c->c_text) && sum_matches(e.sum, e.so) && load_entry(c, &e, e.so) == 0) {
-    c->cached = 1;
-    td_cache_touch(e.so);   /* recently used: evicted last (cache.h) */
-    return 0;
-  }
-  return store_entry(c, ctx, &e);
+  entry_names(e, c->key);
+  return 0;
+}
+
+/* A hit: 0 with c->dl, c->fns, c->info and c->dims set, or -1. */
+static int cache_hit(td_compiled *c, const cache_entry *e) {
+  if (!(same_text(e->key, c->key) && sum_matches(e->sum, e->so) && load_entry(c, e, e->so) == 0)) return -1;
+  c->cached = 1;
+  td_cache_touch(e->so);   /* recently used: evicted last (cache.h) */
+  return 0;
 }
 
 static int lookup_kernels(td_compiled *c, td_err *err) {
@@ -320,6 +420,7 @@ static int lookup_kernels(td_compiled *c, td_err *err) {
 static gcc_jit_context *generate(td_compiled *c, int opt, td_arena **a, td_err *err) {
   const td_plan *plan = c->p;
   cg_dimref *dims = NULL;
+  c->generated = 1;
   td_free(c->info);
   td_free(c->dims);
   c->dims = NULL;
@@ -345,15 +446,23 @@ td_compiled *td_compile(const td_plan *plan, const td_compile_opts *opts, td_err
   c->p = plan;
   snprintf(c->march, sizeof c->march, "%s", opts && opts->march ? opts->march : td_detect_march());
   int opt = opts && opts->opt_level >= 0 ? opts->opt_level : 2, cache = opts && opts->cache;
+  int keep_c = opts && opts->keep_c, ok = 1;
+  cache_entry e;
+  c->key_dims = plan->g->n_dims;
+  if (cache && !(c->key = tdc_plan_key(plan, c->march, opt, tdc_debug_bounds()))) ok = !td_err_set(err, "out of memory");
+  int have_dir = ok && cache && cache_open(c, &e) == 0;
+  if (have_dir) cache_hit(c, &e);
   td_arena *a = NULL, *a2 = NULL;
-  gcc_jit_context *ctx = generate(c, opt, &a, err);
-  int ok = ctx != NULL;
-  if (ok && ((opts && opts->keep_c) || cache)) c->c_text = dump_text(ctx);
-  if (ok && cache && from_cache(c, &ctx, opt) && !ctx)   /* the cache's compilation failed: start again */
+  gcc_jit_context *ctx = NULL;
+  if (ok && (!c->fns || keep_c)) {   /* a miss, or the text of the kernels asked for */
+    ok = (ctx = generate(c, opt, &a, err)) != NULL;
+    if (ok && keep_c) c->c_text = dump_text(ctx);   /* NULL when it cannot be had: nothing shown */
+  }
+  if (ok && !c->fns && have_dir && store_entry(c, &ctx, &e) && !ctx)   /* the cache's compilation failed: again */
     ok = (ctx = generate(c, opt, &a2, err)) != NULL;
-  if (ok && !c->dl && !(c->res = gcc_jit_context_compile(ctx))) {
-    const char *e = gcc_jit_context_get_first_error(ctx);
-    td_err_set(err, "internal compiler error in the kernels of %s: %s", plan->g->name, e ? e : "compilation failed");
+  if (ok && !c->fns && !(c->res = gcc_jit_context_compile(ctx))) {
+    const char *m = gcc_jit_context_get_first_error(ctx);
+    td_err_set(err, "internal compiler error in the kernels of %s: %s", plan->g->name, m ? m : "compilation failed");
     ok = 0;
   }
   if (ctx) gcc_jit_context_release(ctx);
@@ -375,6 +484,7 @@ void td_compiled_free(td_compiled *c) {
   td_free(c->info);
   td_free(c->dims);
   td_free(c->c_text);
+  td_free(c->key);
   td_aligned_free(c->arena);
   td_aligned_free(c->scratch);
   for (int k = 0; c->packed && k < c->p->n_kernels; k++) td_aligned_free(c->packed[k]);
@@ -386,6 +496,7 @@ void td_compiled_free(td_compiled *c) {
 
 const char *td_compiled_march(const td_compiled *c) { return c->march; }
 int td_compiled_from_cache(const td_compiled *c) { return c->cached; }
+int td_compiled_generated(const td_compiled *c) { return c->generated; }
 const char *td_compiled_warning(const td_compiled *c) { return c->warning[0] ? c->warning : NULL; }
 const char *td_compiled_c_text(const td_compiled *c) { return c->c_text; }
 

@@ -49,6 +49,9 @@ int td_compiled_from_cache(const td_compiled *c);
  * memory" (the code is then compiled in memory and runs all the same), or
  * NULL.  One sentence, for the caller to show as a warning. */
 const char *td_compiled_warning(const td_compiled *c);
+/* 1 when td_compile built the kernels' gccjit context (a miss, or
+ * keep_c); a cache hit builds none. */
+int td_compiled_generated(const td_compiled *c);
 
 /* The -march level this CPU supports: "x86-64-v4" (AVX-512), "x86-64-v3"
  * (AVX2+FMA) or "x86-64-v2" (libgccjit rejects -march=native). */

@@ -195,6 +195,12 @@ typedef struct tdc_kinfo {
 gcc_jit_context *tdc_codegen(const td_plan *p, const char *march, int opt, td_arena *a,
                              cg_dimref **dims, int *n_dims, tdc_kinfo *info, td_err *err);
 
+/* ---- plan_key.c ---- */
+/* The compile cache's key for p (td_malloc'd text; NULL when out of
+ * memory): everything the generator reads, after a header naming the
+ * generator (version, TDSL_CODE_ID), march, opt and TDSL_DEBUG=bounds. */
+char *tdc_plan_key(const td_plan *p, const char *march, int opt, int debug_bounds);
+
 /* ---- codegen_reduce.c ---- */
 /* The body of a REDUCE kernel (c->k). */
 int tdc_emit_reduce(cg *c);

@@ -124,6 +124,17 @@ static td_dim intern(td_graph *g, const td_poly *p) {
   return -(td_dim)(g->n_dims++) - 1;
 }
 
+td_dim td_dim_intern(td_graph *g, const td_poly *p) {
+  if (p->n < 0 || p->n > TD_POLY_MAX) return TD_DIM_BAD;
+  for (int i = 0; i < p->n; i++) {
+    if (p->t[i].n < 0 || p->t[i].n > TD_MONO_MAX || p->t[i].coef == 0) return TD_DIM_BAD;
+    for (int k = 0; k < p->t[i].n; k++)
+      if (p->t[i].sym[k] < 0 || p->t[i].sym[k] >= g->n_syms || (k && p->t[i].sym[k] < p->t[i].sym[k - 1]))
+        return TD_DIM_BAD;
+  }
+  return intern(g, p);
+}
+
 static td_dim intern_buf(td_graph *g, pbuf *b) {
   td_poly p = {b->n, b->t};
   return intern(g, &p);

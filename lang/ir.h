@@ -128,6 +128,12 @@ int td_dim_div(td_graph *g, td_dim a, td_dim b, td_dim *out);
  * every value of the symbols: every non-constant coefficient of a is a
  * multiple of m.  0 and *out (TD_DIM_BAD when a is), or -1. */
 int td_dim_ceil_div(td_graph *g, td_dim a, uint64_t m, td_dim *out);
+/* The td_dim of polynomial p, interned into g as size arithmetic would
+ * (found, or appended to g->dims); TD_DIM_BAD when p is not a valid
+ * polynomial of g's symbols (each term's symbols sorted, non-zero
+ * coefficients, within the limits) or memory runs out.  For polynomials
+ * read back from storage (the compile cache, compiled.c). */
+td_dim td_dim_intern(td_graph *g, const td_poly *p);
 /* Value of d given symbol values (indexed by symbol id). */
 int64_t td_dim_eval(const td_graph *g, td_dim d, const int64_t *symvals);
 /* "N", "2*N + 1", "16" into buf ("?" for TD_DIM_BAD); returns buf. */

@@ -529,7 +529,7 @@ static void run_k(int k, char *stem) {
   strcpy(stem, stems[best]);
 }
 
-static const char *const entry_ext[] = {".so", ".c", ".sum"};
+static const char *const entry_ext[] = {".so", ".key", ".sum"};
 
 /* Sets the access and modification times of every file of an entry. */
 static void set_entry_time(const char *stem, time_t t) {

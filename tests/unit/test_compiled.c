@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "../../compiler/cache.h"
+#include "../../compiler/jit_impl.h"
 #include "compiled_check.h"
 #include "philox.h"
 
@@ -723,40 +724,127 @@ Test(kinds, layer_norm_rows_against_float64) {
   td_arena_free(P.a);
 }
 
-/* The compile cache: a second compilation of the same graph loads the
- * shared object the first one stored, and computes the same values. */
+/* A fresh plan of the one entry of text (each with a graph of its own, as
+ * in another process). */
+static td_plan *fresh_plan(prog *P, const char *text, td_graph **lowered) {
+  cr_assert_eq(load(P, "t.td", text), 0);
+  const char **names;
+  cr_assert_eq(td_program_entries(P->p, &names), 1);
+  td_graph *g = td_program_lower(P->p, names[0]), *o;
+  cr_assert_not_null(g);
+  td_err e;
+  cr_assert_eq(td_optimize(g, NULL, &o, NULL, &e), 0, "%s", e.msg);
+  td_plan *plan = td_plan_build(o, &e);
+  cr_assert_not_null(plan, "%s", e.msg);
+  *lowered = g;
+  return plan;
+}
+
+/* The compile cache: a compilation of the same program from a graph of
+ * its own (another process's) loads the shared object the first one
+ * stored, without making a gccjit context, and computes the same values.
+ * The second program's kernels use sizes the generator interns (N*N*N of
+ * the reductions): a hit must intern them again, as the tables stored
+ * with the code refer to them (it once read a size table past its end:
+ * found by tests/difftest). */
 Test(cache, second_compilation_comes_from_the_cache) {
   char dir[] = "/tmp/tdsl-cache-test-XXXXXX";
   cr_assert_not_null(mkdtemp(dir));
   setenv("TDSL_CACHE_DIR", dir, 1);
   unsetenv("TDSL_CACHE");
-  prog P;
-  cr_assert_eq(load(&P, "t.td", "fn f(x: f32[N, 8], w: f32[8, 8]) -> f32[N, 8] { tanh(x @ w) }\n"), 0);
-  td_graph *g = td_program_lower(P.p, "f"), *o;
-  td_err e;
-  cr_assert_eq(td_optimize(g, NULL, &o, NULL, &e), 0);
-  td_plan *plan = td_plan_build(o, &e);
-  td_compile_opts co = {-1, 0, NULL, 1};
-  td_compiled *c1 = td_compile(plan, &co, &e), *c2 = td_compile(plan, &co, &e);
-  cr_assert(c1 && c2, "%s", e.msg);
-  cr_expect_eq(td_compiled_from_cache(c1), 0, "the first compilation fills the cache");
-  cr_expect_eq(td_compiled_from_cache(c2), 1, "the second one reads it");
-  td_tensor *in[2];
-  cr_assert_eq(make_inputs(g, 9, 2, in), 0);
-  td_tensor **o1 = NULL, **o2 = NULL;
-  cr_assert_eq(td_compiled_run(c1, in, NULL, 0, &o1, &e, NULL), 0);
-  cr_assert_eq(td_compiled_run(c2, in, NULL, 0, &o2, &e, NULL), 0);
-  cr_expect_eq(memcmp(o1[0]->data, o2[0]->data, (size_t)o1[0]->numel * 4), 0);
-  release_all(o1, 1);
-  release_all(o2, 1);
-  td_tensor_release(in[0]);
-  td_tensor_release(in[1]);
-  td_compiled_free(c1);
-  td_compiled_free(c2);
+  static const char *progs[] = {
+      "fn f(x: f32[N, 8], w: f32[8, 8]) -> f32[N, 8] { tanh(x @ w) }\n",
+      "fn f(x0: f32[6, 1], x1: f32[N, N, N]) {\n"
+      "  (sum(x1, axis = 1, keepdims = true), erf(x1), silu(broadcast_to(x0, [8, N, 6, 1])), nn.softmax(x1, axis = -2))\n"
+      "}\n",
+  };
+  for (int t = 0; t < 2; t++) {
+    char text[512];
+    snprintf(text, sizeof text, "import nn\n%s", progs[t]);
+    prog P[3];
+    td_graph *g[3];
+    td_plan *plan[3];
+    td_compiled *c[3];
+    td_err e;
+    td_compile_opts co = {-1, 0, NULL, 1}, kc = co;
+    kc.keep_c = 1;   /* --dump=c: the context is made for its text, the code still comes from the cache */
+    for (int k = 0; k < 3; k++) {
+      plan[k] = fresh_plan(&P[k], text, &g[k]);
+      c[k] = td_compile(plan[k], k == 2 ? &kc : &co, &e);
+      cr_assert_not_null(c[k], "%s", e.msg);
+    }
+    cr_expect_eq(td_compiled_from_cache(c[0]), 0, "the first compilation fills the cache");
+    cr_expect_eq(td_compiled_generated(c[0]), 1);
+    cr_expect_eq(td_compiled_from_cache(c[1]), 1, "the second one reads it");
+    cr_expect_eq(td_compiled_generated(c[1]), 0, "a hit makes no gccjit context (its key is the plan)");
+    cr_expect(td_compiled_from_cache(c[2]) && td_compiled_generated(c[2]) && td_compiled_c_text(c[2]));
+    for (int64_t n = 1; n <= 9; n += 4) {   /* a few sizes: the size table is read at each */
+      td_tensor **in = td_calloc((size_t)g[0]->n_inputs + 1, sizeof *in), **o[3] = {NULL, NULL, NULL};
+      cr_assert_eq(make_inputs(g[0], n, 2, in), 0);
+      for (int k = 0; k < 3; k++)
+        cr_assert_eq(td_compiled_run(c[k], in, NULL, 0, &o[k], &e, NULL), 0, "%s", e.msg);
+      for (int i = 0; i < plan[0]->n_out_nodes; i++)
+        for (int k = 1; k < 3; k++) {
+          cr_assert_eq(o[k][i]->numel, o[0][i]->numel);
+          cr_expect_eq(memcmp(o[0][i]->data, o[k][i]->data, (size_t)o[0][i]->numel * td_dtype_size(o[0][i]->dtype)), 0,
+                       "program %d, N = %lld, output %d: the cached code computes other values", t, (long long)n, i);
+        }
+      for (int k = 0; k < 3; k++) release_all(o[k], plan[0]->n_out_nodes);
+      release_all(in, g[0]->n_inputs);
+    }
+    for (int k = 0; k < 3; k++) {
+      td_compiled_free(c[k]);
+      td_arena_free(P[k].a);
+    }
+  }
   char cmd[256];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   cr_expect_eq(system(cmd), 0);
-  td_arena_free(P.a);
+}
+
+/* The cache's key is the plan, not the generated code, so it must tell
+ * apart every pair of programs that differ in anything the generator
+ * reads: here pairs that differ in one constant, slice start or step,
+ * axis, permutation, dtype, size, seed, reduction or op each have keys of
+ * their own, and the same program twice has one key. */
+Test(cache, plan_keys_tell_programs_apart) {
+  static const char *progs[] = {
+      "fn f(x: f32[N, 8]) { x * 2.0 }", "fn f(x: f32[N, 8]) { x * 2.5 }",
+      "fn f(x: f32[N, 8]) { x * 2.5000001 }", "fn f(x: f64[N, 8]) { x * 2.5 }",
+      "fn f(x: f32[N, 9]) { x * 2.5 }", "fn f(x: f32[M, 8]) { x * 2.5 }",
+      "fn f(x: f32[N, 8]) { x + 2.5 }", "fn f(x: f32[N, 8]) { x[:, 1:] }",
+      "fn f(x: f32[N, 8]) { x[:, 2:] }", "fn f(x: f32[N, 8]) { x[:, 1::2] }",
+      "fn f(x: f32[N, 8]) { x[1:, :] }", "fn f(x: f32[N, 8]) { x[1:N - 1, :] }",
+      "fn f(x: f32[N, 8]) { sum(x, axis = 0) }", "fn f(x: f32[N, 8]) { sum(x, axis = 1) }",
+      "fn f(x: f32[N, 8]) { max(x, axis = 1) }", "fn f(x: f32[N, 8]) { transpose(x, 0, 1) }",
+      "fn f(x: f32[N, 8], i: i64[3]) { take(x, i, axis = 1) }", "fn f(x: f32[N, 8], i: i64[3]) { take(x, i, axis = 0) }",
+      "fn f(x: f32[N, 8]) { x + rand([8], seed = 1) }", "fn f(x: f32[N, 8]) { x + rand([8], seed = 2) }",
+      "fn f(x: f32[N, 8]) { concat([x, x], axis = 0) }", "fn f(x: f32[N, 8]) { concat([x, x], axis = 1) }",
+      "fn f(x: f32[N, 8], w: f32[8, 4]) { x @ w }", "fn f(x: f32[N, 8], w: f32[8, 4]) { relu(x @ w) }",
+  };
+  enum { NP = sizeof progs / sizeof *progs };
+  char *keys[NP + 1];
+  prog P[NP + 1];
+  for (int i = 0; i <= NP; i++) {
+    const char *text = i < NP ? progs[i] : progs[0];   /* the last: the first again */
+    cr_assert_eq(load(&P[i], "t.td", text), 0, "%s", text);
+    td_graph *g = td_program_lower(P[i].p, "f"), *o;
+    cr_assert_not_null(g, "%s", text);
+    td_err e;
+    cr_assert_eq(td_optimize(g, NULL, &o, NULL, &e), 0, "%s: %s", text, e.msg);
+    td_plan *plan = td_plan_build(o, &e);
+    cr_assert_not_null(plan, "%s: %s", text, e.msg);
+    keys[i] = tdc_plan_key(plan, "x86-64-v3", 2, 0);
+    cr_assert_not_null(keys[i]);
+  }
+  for (int i = 0; i < NP; i++)
+    for (int j = i + 1; j < NP; j++)
+      cr_expect(strcmp(keys[i], keys[j]) != 0, "one key for %s and %s", progs[i], progs[j]);
+  cr_expect_str_eq(keys[NP], keys[0], "the same program has one key");
+  for (int i = 0; i <= NP; i++) {
+    td_free(keys[i]);
+    td_arena_free(P[i].a);
+  }
 }
 
 /* The size limit's parsing: MiB, fractions allowed; anything else is the

@@ -254,7 +254,7 @@ Test(fs, cache_files_that_are_fifos_or_devices_are_replaced) {
   expect_compiled("r.td", want, 0, NULL);
   char stem[17];
   only_stem(path("cache"), stem);
-  static const char *const ext[] = {".so", ".c", ".sum"};
+  static const char *const ext[] = {".so", ".key", ".sum"};
   for (int kind = 0; kind < 2; kind++)
     for (int i = 0; i < 3; i++) {
       char name[64];
