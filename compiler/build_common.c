@@ -27,7 +27,8 @@ int tdb_begin(tdb_builder *b, const td_build_opts *o, td_err *err, tdb_outs *out
   b->o = o;
   b->err = err;
   err->msg[0] = 0;
-  if (mkdir(o->dir, 0755) && errno != EEXIST) return td_err_set(err, "cannot create %s: %s", o->dir, strerror(errno));
+  if (mkdir(o->dir, 0755) == 0) b->made_dir = 1;
+  else if (errno != EEXIST) return td_err_set(err, "cannot create %s: %s", o->dir, strerror(errno));
   if (access(o->rt_lib, R_OK)) return td_err_set(err, "the artifact runtime %s is missing (is tdsl installed?)", o->rt_lib);
   if (!(b->a = td_arena_new())) return td_err_set(err, "out of memory");
   return tdb_dir_begin(b, out);
@@ -35,6 +36,7 @@ int tdb_begin(tdb_builder *b, const td_build_opts *o, td_err *err, tdb_outs *out
 
 void tdb_end(tdb_builder *b, const tdb_outs *out) {
   tdb_dir_end(out);   /* after a failure: the staging directory; gone after a commit */
+  if (b->made_dir) rmdir(b->o->dir);   /* fails, as it should, unless it is empty */
   for (int i = 0; i < b->n_e; i++) {
     tdb_entry *e = &b->e[i];
     for (int k = 0; e->g && e->params && k < e->g->n_params; k++) td_tensor_release(e->params[k]);

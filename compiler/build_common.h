@@ -50,6 +50,7 @@ typedef struct tdb_builder {
   size_t n_w, cap_w;
   unsigned char *data;       /* parameters (64-byte aligned), then the device's */
   size_t n_data;
+  int made_dir;              /* tdb_begin created o->dir (removed again when left empty) */
 } tdb_builder;
 
 /* The outputs: <prefix>.so, <prefix>.h and with exe <prefix>, each written
@@ -67,7 +68,9 @@ enum { TDB_SO, TDB_H, TDB_EXE };
  * the arena and the staging directory (tdb_dir_begin).  0 or -1 with
  * b->err. */
 int tdb_begin(tdb_builder *b, const td_build_opts *o, td_err *err, tdb_outs *out);
-/* Removes the staging directory when it is still there, frees b. */
+/* Removes the staging directory when it is still there, and the output
+ * directory when tdb_begin created it and nothing was built into it (a
+ * failed build leaves no trace), frees b. */
 void tdb_end(tdb_builder *b, const tdb_outs *out);
 
 /* ---- the output directory (build_dir.c) ---- */

@@ -1,0 +1,2 @@
+fn f(x) { f(x) }
+fn main() { f(1) }
