@@ -94,20 +94,51 @@ size_t tdb_tensor_bytes(const td_tensor *t) {
   return n;
 }
 
-static int param_index(const tdb_builder *b, const char *name) {
+/* The model of entry e: "A" of "A.forward", "" for a top-level fn.  Entries
+ * of one model share its parameters; two models' parameters are distinct
+ * even when their names are the same (each model's "l0.weight"). */
+static size_t model_len(const tdb_entry *e) {
+  const char *dot = strrchr(e->name, '.');
+  return dot ? (size_t)(dot - e->name) : 0;
+}
+
+static int param_index(const tdb_builder *b, const tdb_entry *e, const char *name) {
+  size_t ml = model_len(e);
   for (int i = 0; i < b->n_p; i++)
-    if (!strcmp(b->p[i].name, name)) return i;
+    if (!strcmp(b->p[i].name, name) && strlen(b->p[i].model) == ml && !strncmp(b->p[i].model, e->name, ml))
+      return i;
   return -1;
 }
 
 static int add_params(tdb_builder *b, tdb_entry *e) {
   for (int i = 0; i < e->g->n_params; i++) {
     const char *name = e->g->nodes[e->g->params[i]].name;
-    if (param_index(b, name) >= 0) continue;
+    if (param_index(b, e, name) >= 0) continue;
     tdb_param *np = td_realloc(b->p, (size_t)(b->n_p + 1) * sizeof *np);
-    if (!np) return td_err_set(b->err, "out of memory");
+    char *model = td_arena_alloc(b->a, model_len(e) + 1);
+    if (!np || !model) {
+      if (np) b->p = np;
+      return td_err_set(b->err, "out of memory");
+    }
+    memcpy(model, e->name, model_len(e));
+    model[model_len(e)] = 0;
     b->p = np;
-    b->p[b->n_p++] = (tdb_param){name, e->params[i], 0};
+    b->p[b->n_p++] = (tdb_param){name, model, name, e->params[i], 0};
+  }
+  return 0;
+}
+
+/* The artifact's parameter names: each model's own, unless parameters of
+ * several models are in it, when each is qualified by its model. */
+static int name_params(tdb_builder *b) {
+  int several = 0;
+  for (int i = 1; i < b->n_p; i++) several |= strcmp(b->p[i].model, b->p[0].model) != 0;
+  for (int i = 0; several && i < b->n_p; i++) {
+    size_t n = strlen(b->p[i].model) + strlen(b->p[i].name) + 2;
+    char *q = td_arena_alloc(b->a, n);
+    if (!q) return td_err_set(b->err, "out of memory");
+    snprintf(q, n, "%s.%s", b->p[i].model, b->p[i].name);
+    b->p[i].aname = q;
   }
   return 0;
 }
@@ -161,6 +192,7 @@ int tdb_lower_entry(tdb_builder *b, td_program *prog, tdb_entry *e) {
 }
 
 int64_t tdb_pack_params(tdb_builder *b, size_t extra, size_t pad) {
+  if (name_params(b)) return -1;
   size_t total = 0;
   for (int i = 0; i < b->n_p; i++) {
     b->p[i].off = (int64_t)total;
@@ -214,7 +246,7 @@ uint64_t tdb_signature(const tdb_builder *b) {
   char buf[512];
   for (int i = 0; i < b->n_p; i++) {
     const td_tensor *t = b->p[i].t;
-    h = sig_add(sig_add(h, b->p[i].name), td_shape_str(t->dtype, t->rank, t->shape, buf, sizeof buf));
+    h = sig_add(sig_add(h, b->p[i].aname), td_shape_str(t->dtype, t->rank, t->shape, buf, sizeof buf));
   }
   for (int ei = 0; ei < b->n_e; ei++) {
     const tdb_entry *e = &b->e[ei];
@@ -237,7 +269,7 @@ void tdb_put_start(tdb_builder *b, int64_t magic, int64_t abi, int64_t device) {
   for (int i = 0; i < 6; i++) tdb_put(b, head[i]);
   for (int i = 0; i < b->n_p; i++) {
     const td_tensor *t = b->p[i].t;
-    tdb_put_str(b, b->p[i].name);
+    tdb_put_str(b, b->p[i].aname);
     tdb_put(b, t->dtype);
     tdb_put(b, t->rank);
     for (int k = 0; k < t->rank; k++) tdb_put(b, t->shape[k]);
@@ -310,7 +342,7 @@ void tdb_put_entry_head(tdb_builder *b, const tdb_entry *e) {
   }
   put_polys(b, g);
   tdb_put(b, e->g->n_params);
-  for (int i = 0; i < e->g->n_params; i++) tdb_put(b, param_index(b, e->g->nodes[e->g->params[i]].name));
+  for (int i = 0; i < e->g->n_params; i++) tdb_put(b, param_index(b, e, e->g->nodes[e->g->params[i]].name));
   tdb_put(b, p->n_bufs);
   for (int i = 0; i < p->n_bufs; i++) {
     tdb_put(b, p->bufs[i].kind);

@@ -828,3 +828,35 @@ Test(build, entries_of_several_outputs_and_a_gather_build) {
   td_tensor_release(y0);
   td_tensor_release(y2);
 }
+
+/* Two models of one file whose parameters have the same names (each its
+ * own l0): the artifact keeps them apart, and names them after their
+ * model.  They once shared one buffer, so B.forward read A's 2x3 weight
+ * as its own 5x3 one, past its end. */
+Test(build, two_models_with_the_same_parameter_names) {
+  skip_if_sanitized();
+  FILE *f = fopen(path("two.td"), "w");
+  cr_assert_not_null(f);
+  fputs("import nn\n"
+        "model A {\n  l0 = nn.Linear(3, 2, true)\n  fn forward(x: f32[N, 3]) { l0(x) }\n}\n"
+        "model B {\n  l0 = nn.Linear(3, 5, false)\n  fn forward(x: f32[N, 3]) { tanh(l0(x)) }\n}\n",
+        f);
+  fclose(f);
+  cr_assert_eq(sh("'%s' build '%s' -o '%s' --exe --name two", TDSL_BIN, path("two.td"), dir), 0);
+  write_x("x.npy", 4, 3);
+  static const char *entries[] = {"A.forward", "B.forward"};
+  for (int e = 0; e < 2; e++) {
+    cr_assert_eq(sh("'%s' --entry %s --in x='%s' --out '%s'", path("two"), entries[e], path("x.npy"), path("a.npy")), 0);
+    cr_assert_eq(sh("'%s' run '%s' --entry %s --in x='%s' --out '%s'", TDSL_BIN, path("two.td"), entries[e],
+                    path("x.npy"), path("r.npy")),
+                 0);
+    td_tensor *a = read_npy("a.npy"), *r = read_npy("r.npy");
+    cr_assert_eq(a->numel, r->numel);
+    for (int64_t i = 0; i < a->numel; i++)
+      expect_close(((float *)a->data)[i], ((float *)r->data)[i], 1e-5, entries[e]);
+    td_tensor_release(a);
+    td_tensor_release(r);
+  }
+  cr_expect_eq(sh("grep -q 'A.l0.weight' '%s/two.so' && grep -q 'B.l0.weight' '%s/two.so'", dir, dir), 0,
+               "the parameters are named after their models");
+}
