@@ -113,7 +113,8 @@ static size_t max_bytes_from_env(void) {
 
 /* Checks rank and shape and computes numel and the byte size; -1 with err
  * filled on a bad shape, an overflow or a size above the limit.  Zero-size
- * dims do not hide an overflow of the other dims (like NumPy). */
+ * dims do not hide an overflow of the other dims (like NumPy), but an
+ * empty tensor holds no bytes, so the limit never refuses it. */
 static int tensor_size(td_dtype dt, int rank, const int64_t *shape,
                        int64_t *numel, size_t *bytes, td_err *err) {
   char sbuf[256];
@@ -139,7 +140,10 @@ static int tensor_size(td_dtype dt, int rank, const int64_t *shape,
   }
   n = has_zero ? 0 : nz;
   size_t es = td_dtype_size(dt), max = td_tensor_max_bytes();
-  if ((uint64_t)nz > SIZE_MAX / es || (size_t)nz * es > max)
+  if ((uint64_t)nz > SIZE_MAX / es)   /* as NumPy: even with a zero-size axis */
+    return td_err_set(err, "tensor %s is too large (its byte count overflows)",
+                      td_shape_str(dt, rank, shape, sbuf, sizeof sbuf));
+  if ((size_t)n * es > max)           /* the limit is on the bytes it holds */
     return td_err_set(err,
                       "tensor %s needs more than %zu bytes, the limit "
                       "(set TDSL_MAX_TENSOR_BYTES to raise it)",

@@ -223,6 +223,13 @@ Test(tensor, bad_shapes) {
   int64_t big[] = {(int64_t)1 << 40, 1 << 10}; /* 4 PiB of f32 */
   cr_assert_null(td_tensor_new(TD_F32, 2, big, &e));
   cr_assert(strstr(e.msg, "TDSL_MAX_TENSOR_BYTES"), "%s", e.msg);
+  /* an empty tensor holds no bytes: the limit does not refuse it (NumPy
+   * makes np.zeros((0, 2**40)); it was refused as 4 TiB) */
+  int64_t empty_big[] = {0, (int64_t)1 << 40};
+  td_tensor *z = td_tensor_new(TD_F32, 2, empty_big, &e);
+  cr_assert_not_null(z, "%s", e.msg);
+  cr_expect_eq(z->numel, 0);
+  td_tensor_release(z);
 }
 
 Test(tensor, max_bytes_env) {
