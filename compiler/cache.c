@@ -56,7 +56,10 @@ static const char *dir_part(const char *path, char *buf, size_t n) {
 
 int td_cache_tmp(const char *path, const char *suffix, int exec, char *tmp, size_t n, td_err *err) {
   char dir[1024];
-  snprintf(tmp, n, "%s.%ld.tmp%s", path, (long)getpid(), suffix);
+  /* the thread's id, not the process's: two threads of one process writing
+   * the same entry must not take (and unlink) each other's file.  It is
+   * the PID in the main thread, and unique among live threads. */
+  snprintf(tmp, n, "%s.%ld.tmp%s", path, (long)gettid(), suffix);
   for (int attempt = 0; attempt < 2; attempt++) {
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, exec ? 0755 : 0644);
     if (fd >= 0) {
@@ -64,7 +67,7 @@ int td_cache_tmp(const char *path, const char *suffix, int exec, char *tmp, size
       return 0;
     }
     if (errno != EEXIST) break;
-    unlink(tmp);   /* left by a dead process that had this PID, or planted */
+    unlink(tmp);   /* left by a dead thread that had this id, or planted */
   }
   return td_err_set(err, "cannot write the compile cache %s: %s", dir_part(path, dir, sizeof dir), strerror(errno));
 }
@@ -147,7 +150,7 @@ static int classify(const char *name, size_t *stem, int *rank) {
     if (*rank < 0) return NOT_OURS;
   } else return NOT_OURS;
   if (!*ext) return ENTRY_FILE;
-  /* a writer's temporary: NAME.PID.tmp (compiled.c's .so: NAME.PID.tmp.so) */
+  /* a writer's temporary: NAME.TID.tmp (compiled.c's .so: NAME.TID.tmp.so) */
   const char *p = ext + 1;
   if (*p < '0' || *p > '9') return NOT_OURS;
   while (*p >= '0' && *p <= '9') p++;

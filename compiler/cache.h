@@ -33,10 +33,12 @@
  * Not a directory").  err may be NULL. */
 int td_cache_dir(char *buf, size_t n, td_err *err);
 
-/* Creates an empty file path.PID.tmp<suffix> (mode 0644, or 0755 with
- * exec) for this process to fill, its name into tmp: exclusively, so a
- * link planted under that name is replaced, never followed.  0, or -1
- * with err ("cannot write DIR: Permission denied"). */
+/* Creates an empty file path.TID.tmp<suffix> (mode 0644, or 0755 with
+ * exec) for this thread to fill (TID: the calling thread's id, the PID in
+ * the main thread, so threads writing the same entry at once each have
+ * their own), its name into tmp: exclusively, so a link planted under
+ * that name is replaced, never followed.  0, or -1 with err ("cannot
+ * write DIR: Permission denied"). */
 int td_cache_tmp(const char *path, const char *suffix, int exec, char *tmp, size_t n, td_err *err);
 
 /* Writes n bytes to path through td_cache_tmp and a rename; 0, or -1 with
@@ -54,7 +56,7 @@ void td_cache_touch(const char *path);
 /* Evicts entries of dir, least recently used first, while the cache's files
  * total more than limit bytes, never the entry named keep ("H" or
  * "cuda-H"; NULL: none).  Counts and removes only files whose names are
- * the cache's own; a writer's temporary file (NAME.PID.tmp...) is left
+ * the cache's own; a writer's temporary file (NAME.TID.tmp...) is left
  * alone unless it is more than a day old, when it is removed.  The files
  * of a CPU entry go .sum first, then .so, then .key: an entry missing any of
  * them is a miss, never loaded. */

@@ -10,17 +10,25 @@
 #include "cuda_loader.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../lang/mem.h"
 
+/* Each library is loaded once per process, by the first caller, under
+ * pthread_once: the tables (and the message of a failed load) are written
+ * only inside the once routine and only read after pthread_once returned,
+ * which orders the writes before every read in every thread.  A failed
+ * load is not retried: every caller gets the same message. */
+static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
 static td_cuda_api drv;
-static int drv_state;    /* 0 not tried, 1 loaded, -1 failed */
+static int drv_ok;
 static td_err drv_err;
+static pthread_once_t rtc_once = PTHREAD_ONCE_INIT;
 static td_nvrtc_api rtc;
-static int rtc_state;
+static int rtc_ok;
 static td_err rtc_err;
 
 /* dlsym into *slot; returns 0, or -1 naming the symbol in err. */
@@ -79,9 +87,11 @@ static int open_driver(td_err *err) {
   return 0;
 }
 
+static void init_driver(void) { drv_ok = open_driver(&drv_err) == 0; }
+
 const td_cuda_api *td_cuda_load_driver(td_err *err) {
-  if (!drv_state) drv_state = open_driver(&drv_err) ? -1 : 1;
-  if (drv_state > 0) return &drv;
+  pthread_once(&drv_once, init_driver);
+  if (drv_ok) return &drv;
   if (err) *err = drv_err;
   return NULL;
 }
@@ -122,9 +132,11 @@ static int open_nvrtc(td_err *err) {
   return bind_nvrtc(err);
 }
 
+static void init_nvrtc(void) { rtc_ok = open_nvrtc(&rtc_err) == 0; }
+
 const td_nvrtc_api *td_cuda_load_nvrtc(td_err *err) {
-  if (!rtc_state) rtc_state = open_nvrtc(&rtc_err) ? -1 : 1;
-  if (rtc_state > 0) return &rtc;
+  pthread_once(&rtc_once, init_nvrtc);
+  if (rtc_ok) return &rtc;
   if (err) *err = rtc_err;
   return NULL;
 }

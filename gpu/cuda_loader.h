@@ -9,6 +9,15 @@
  * ...)", "no CUDA device (...)") and returns -1.  Both are idempotent and
  * keep the libraries loaded for the life of the process.
  *
+ * Threads: each library is loaded once, by whichever thread asks first
+ * (pthread_once); the others wait for that load and get the same table,
+ * or the same message when it failed (a failed load is not retried).  The
+ * tables are never written afterwards, so any number of threads may use
+ * them at once.  The driver and NVRTC are themselves thread-safe (NVRTC
+ * for distinct programs), but the driver's current context is per thread:
+ * code that calls into the driver makes its context current on the calling
+ * thread first (cuCtxSetCurrent).
+ *
  * Only the subset of the driver API and NVRTC that tdsl uses is declared
  * here, with the C types of the CUDA headers (opaque handles are pointers,
  * CUdeviceptr is a 64-bit integer), so cuda.h is not needed to build.
@@ -100,7 +109,8 @@ const td_cuda_api *td_cuda_load_driver(td_err *err);
  * missing NVRTC). */
 const td_nvrtc_api *td_cuda_load_nvrtc(td_err *err);
 
-/* "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" for a driver result. */
+/* "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" for a driver result (for
+ * callers that hold the driver's table, or inside its load). */
 const char *td_cuda_strerror(td_cu_result r, char *buf, size_t n);
 
 /* Compiles CUDA C `src` with NVRTC for sm_<arch> (90 for the H200) to a

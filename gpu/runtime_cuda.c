@@ -14,12 +14,33 @@
  * The cubins share the CPU entries' size limit and least-recently-used
  * eviction (compiler/cache.h): a disk hit touches the file, a store trims.
  *
- * This file needs a GPU to run; the build and the tests without one only
- * compile it (gpu/device-check.sh exercises it on a GPU machine).
+ * Threads: td_cuda_run may be called from several threads at once (each
+ * with its own graph, tensors and options).  What they share is made
+ * once and then only read, or locked:
+ *   - the driver and NVRTC tables (cuda_loader.c, pthread_once);
+ *   - the device: GPU 0, its primary context and its attributes, set up
+ *     once (pthread_once; a failure is remembered and reported to every
+ *     caller).  The driver's current context is per thread, so every call
+ *     makes the primary context current on its own thread;
+ *   - the module list, under modules_mu.  A thread that needs a module
+ *     another thread is compiling waits for it (modules_cv) instead of
+ *     compiling it again, so one key is written to the disk cache by one
+ *     thread; different modules compile in parallel (the lock is not held
+ *     while NVRTC runs).
+ * Everything else of a call is its own: its stream (created and destroyed
+ * by the call, so one call's synchronise does not wait for another's
+ * kernels and a CUDA Graph captures only its own launches; capture is
+ * thread-local), its device allocation and its tables.
+ *
+ * gpu/device-check.sh exercises this file on a GPU machine; without one,
+ * tests/tsan/cuda_stress.c runs it on several threads under the stand-in
+ * driver (tests/unit/fake_libcuda.c), in make check and under
+ * ThreadSanitizer in .ci/run.
  */
 #include "runtime_cuda.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -63,12 +84,16 @@ static int ck(const td_cuda_api *cu, td_cu_result r, const char *call, const cha
 
 /* ---- the module cache ---- */
 
+/* This process's modules (kept until exit).  An entry whose mod is NULL
+ * is being loaded by another thread; it is removed if that load fails. */
 typedef struct modent {
   uint64_t key;
   td_cu_module mod;
   struct modent *next;
 } modent;
-static modent *modules;   /* this process's loaded modules (kept until exit) */
+static pthread_mutex_t modules_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t modules_cv = PTHREAD_COND_INITIALIZER;   /* an entry was loaded or removed */
+static modent *modules;
 
 static uint64_t module_key(const char *src, int arch) {
   uint64_t h = td_hash_str(src);
@@ -80,11 +105,10 @@ static uint64_t module_key(const char *src, int arch) {
 /* The largest cubin read from the cache. */
 #define CUBIN_MAX ((size_t)1 << 30)
 
-static int load_module(const td_cuda_api *cu, const char *src, int arch, const char *what, td_cu_module *mod,
-                       td_err *err) {
-  uint64_t key = module_key(src, arch);
-  for (modent *m = modules; m; m = m->next)
-    if (m->key == key) { *mod = m->mod; return 0; }
+/* The module of key from the disk cache, else compiled with NVRTC (and
+ * stored in the disk cache). */
+static int load_uncached(const td_cuda_api *cu, const char *src, int arch, const char *what, uint64_t key,
+                         td_cu_module *mod, td_err *err) {
   char dir[900], path[1024], stem[32];
   size_t size = 0;
   char *cubin = NULL, *log = NULL;
@@ -116,49 +140,93 @@ static int load_module(const td_cuda_api *cu, const char *src, int arch, const c
   }
 loaded:
   td_free(cubin);
-  modent *e = td_malloc(sizeof *e);
+  return 0;
+}
+
+/* The module of src for arch: from this process's list (waiting while
+ * another thread loads the same one), else loaded by this thread, which
+ * holds an entry for it meanwhile. */
+static int load_module(const td_cuda_api *cu, const char *src, int arch, const char *what, td_cu_module *mod,
+                       td_err *err) {
+  uint64_t key = module_key(src, arch);
+  modent *e;
+  pthread_mutex_lock(&modules_mu);
+  for (;;) {
+    for (e = modules; e && e->key != key; e = e->next) {}
+    if (!e || e->mod) break;
+    pthread_cond_wait(&modules_cv, &modules_mu);   /* loading elsewhere: its result, or its removal */
+  }
   if (e) {
-    *e = (modent){key, *mod, modules};
+    *mod = e->mod;
+    pthread_mutex_unlock(&modules_mu);
+    return 0;
+  }
+  if ((e = td_malloc(sizeof *e))) {   /* no memory for an entry: loaded, not kept */
+    *e = (modent){key, NULL, modules};
     modules = e;
   }
-  return 0;
+  pthread_mutex_unlock(&modules_mu);
+  int rc = load_uncached(cu, src, arch, what, key, mod, err);
+  if (!e) return rc;
+  pthread_mutex_lock(&modules_mu);
+  if (rc) {   /* removed: a waiter tries (and reports) for itself */
+    modent **p = &modules;
+    while (*p != e) p = &(*p)->next;
+    *p = e->next;
+    td_free(e);
+  } else {
+    e->mod = *mod;
+  }
+  pthread_cond_broadcast(&modules_cv);
+  pthread_mutex_unlock(&modules_mu);
+  return rc;
 }
 
 /* ---- one call ---- */
 
 typedef struct dev {
   const td_cuda_api *cu;
-  td_cu_device device;
   int arch, sms;
-  td_cu_stream stream;
+  td_cu_stream stream;      /* this call's own */
 } dev;
 
+/* GPU 0 and its primary context, the same for every call of the process:
+ * set up by the first call (pthread_once), only read afterwards. */
+static struct {
+  pthread_once_t once;
+  const td_cuda_api *cu;
+  td_cu_ctx ctx;
+  int arch, sms, ok;
+  td_err err;
+} device = {PTHREAD_ONCE_INIT};
+
+static void init_device(void) {
+  const td_cuda_api *cu = device.cu = td_cuda_load_driver(&device.err);
+  td_cu_device d;
+  int major = 0, minor = 0;
+  device.ok = cu && !ck(cu, cu->cuDeviceGet(&d, 0), "cuDeviceGet", NULL, &device.err) &&
+              !ck(cu, cu->cuDeviceGetAttribute(&major, TD_CU_ATTR_CC_MAJOR, d), "cuDeviceGetAttribute", NULL,
+                  &device.err) &&
+              !ck(cu, cu->cuDeviceGetAttribute(&minor, TD_CU_ATTR_CC_MINOR, d), "cuDeviceGetAttribute", NULL,
+                  &device.err) &&
+              !ck(cu, cu->cuDeviceGetAttribute(&device.sms, TD_CU_ATTR_MULTIPROCESSOR_COUNT, d),
+                  "cuDeviceGetAttribute", NULL, &device.err) &&
+              !ck(cu, cu->cuDevicePrimaryCtxRetain(&device.ctx, d), "cuDevicePrimaryCtxRetain", NULL, &device.err);
+  device.arch = major * 10 + minor;
+}
+
+/* The device for one call: the primary context made current on the
+ * calling thread (the driver's current context is per thread). */
 static int open_device(dev *d, td_err *err) {
-  static td_cu_ctx ctx;
-  static td_cu_stream stream;
-  static int arch, sms;
-  d->cu = td_cuda_load_driver(err);
-  if (!d->cu) return -1;
-  const td_cuda_api *cu = d->cu;
-  if (!ctx) {
-    int major = 0, minor = 0;
-    if (ck(cu, cu->cuDeviceGet(&d->device, 0), "cuDeviceGet", NULL, err) ||
-        ck(cu, cu->cuDeviceGetAttribute(&major, TD_CU_ATTR_CC_MAJOR, d->device), "cuDeviceGetAttribute", NULL, err) ||
-        ck(cu, cu->cuDeviceGetAttribute(&minor, TD_CU_ATTR_CC_MINOR, d->device), "cuDeviceGetAttribute", NULL, err) ||
-        ck(cu, cu->cuDeviceGetAttribute(&sms, TD_CU_ATTR_MULTIPROCESSOR_COUNT, d->device), "cuDeviceGetAttribute",
-           NULL, err) ||
-        ck(cu, cu->cuDevicePrimaryCtxRetain(&ctx, d->device), "cuDevicePrimaryCtxRetain", NULL, err) ||
-        ck(cu, cu->cuCtxSetCurrent(ctx), "cuCtxSetCurrent", NULL, err) ||
-        ck(cu, cu->cuStreamCreate(&stream, 1 /* non-blocking */), "cuStreamCreate", NULL, err)) {
-      ctx = NULL;
-      return -1;
-    }
-    arch = major * 10 + minor;
-  } else if (ck(cu, cu->cuCtxSetCurrent(ctx), "cuCtxSetCurrent", NULL, err)) return -1;
-  d->arch = arch;
-  d->sms = sms;
-  d->stream = stream;
-  return 0;
+  pthread_once(&device.once, init_device);
+  if (!device.ok) {
+    *err = device.err;
+    return -1;
+  }
+  d->cu = device.cu;
+  d->arch = device.arch;
+  d->sms = device.sms;
+  return ck(d->cu, d->cu->cuCtxSetCurrent(device.ctx), "cuCtxSetCurrent", NULL, err);
 }
 
 typedef struct run {
@@ -301,7 +369,11 @@ static int execute(run *r, const td_cuda_opts *co) {
   }
   td_cu_graph graph = NULL;
   td_cu_graph_exec exec = NULL;
-  if (ck(cu, cu->cuStreamBeginCapture(r->d.stream, 0 /* global */), "cuStreamBeginCapture", NULL, r->err)) return -1;
+  /* thread-local capture: other threads' calls stay allowed meanwhile (a
+   * global capture makes their cuMemAlloc, cuModuleLoadData, ... fail) */
+  if (ck(cu, cu->cuStreamBeginCapture(r->d.stream, 1 /* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL */), "cuStreamBeginCapture",
+         NULL, r->err))
+    return -1;
   int rc = launch_all(r);
   td_cu_result er = cu->cuStreamEndCapture(r->d.stream, &graph);
   if (!rc) rc = ck(cu, er, "cuStreamEndCapture", NULL, r->err);
@@ -369,6 +441,10 @@ static int run_plan(run *r, td_tensor *const *inputs, td_tensor *const *params, 
   td_cu_module mod;
   uint64_t *table = td_calloc((size_t)p->n_bufs + 1, sizeof *table);
   int rc = table ? 0 : td_err_set(r->err, "out of memory");
+  if (!rc && ck(r->d.cu, r->d.cu->cuStreamCreate(&r->d.stream, 1 /* non-blocking */), "cuStreamCreate", NULL, r->err)) {
+    r->d.stream = NULL;
+    rc = -1;
+  }
   if (!rc) rc = load_module(r->d.cu, r->code->src, r->d.arch, p->g->name, &mod, r->err);
   if (!rc) rc = get_functions(r, mod);
   if (!rc) rc = td_bind_inputs(p->g, inputs, p->g->n_inputs, r->symvals, r->err);
@@ -386,6 +462,7 @@ static int run_plan(run *r, td_tensor *const *inputs, td_tensor *const *params, 
     r->d.cu->cuStreamSynchronize(r->d.stream);
     r->d.cu->cuMemFree(r->mem);
   }
+  if (r->d.stream) r->d.cu->cuStreamDestroy(r->d.stream);
   td_free(table);
   return rc;
 }

@@ -11,8 +11,16 @@
  * the program's print() calls print, after the call.
  *
  * Without a driver, NVRTC or a device it fails with one sentence saying
- * which.  Every driver and NVRTC call is checked; a failure names the call
+ * which (the same sentence for every later call: the device is set up
+ * once).  Every driver and NVRTC call is checked; a failure names the call
  * and, for launches, the kernel.
+ *
+ * Threads: td_cuda_run may run on several threads at once, each call with
+ * its own graph (a graph's arena receives the optimised graph and plan, so
+ * one graph is used by one thread at a time), tensors (inputs and
+ * parameters may be shared: they are only read) and options.  Each call
+ * makes the device's primary context current on its thread and leaves it
+ * so.  See docs/gpu.md, "Threads".
  */
 #ifndef TD_RUNTIME_CUDA_H
 #define TD_RUNTIME_CUDA_H

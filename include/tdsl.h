@@ -6,6 +6,9 @@
  * rendered exactly as `tdsl check` prints them.  The API of compiled
  * artifacts (one function per entry point) is declared in the header that
  * `tdsl build` writes next to each artifact.
+ *
+ * Threads: every call has its own state, so these functions may be called
+ * from several threads at once (docs/architecture.md, "Threads").
  */
 #ifndef TDSL_H
 #define TDSL_H

@@ -263,8 +263,11 @@ static ew_fn copy_fn(size_t es) {
 /* runtime/scalar.h's f32 transcendentals are written with fmaf: in a clone
  * for CPUs with FMA that is one instruction and the loops vectorise; the
  * default clone calls libm's fmaf, as exact (an FMA rounds once wherever it
- * runs), so eager results never depend on the CPU. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+ * runs), so eager results never depend on the CPU.  Not under
+ * ThreadSanitizer: the clones' resolver (an ifunc, instrumented too) runs
+ * while the program is relocated, before TSan is initialised, and crashes
+ * it at start-up (tests/tsan/cuda_stress.c links the library built so). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 #define DEF_UN_F32(OP, T, EXPR) __attribute__((target_clones("arch=x86-64-v3", "default"))) DEF_UN(OP, T, EXPR)
 #else
 #define DEF_UN_F32(OP, T, EXPR) DEF_UN(OP, T, EXPR)

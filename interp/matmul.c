@@ -21,6 +21,7 @@
  */
 #include "kernels.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,10 +130,12 @@ typedef void (*dgemm_fn)(int64_t, int64_t, int64_t, const double *, int64_t, con
 
 /* The widest ISA this CPU runs: 2 AVX-512, 1 AVX2+FMA, 0 baseline, capped
  * by TDSL_GEMM_ISA=generic|avx2 (so tests can reach every variant).
- * Decided once; the race is benign. */
+ * Decided once; threads that ask first at the same time all find the same
+ * answer (atomic, so that is no data race). */
 static int gemm_isa(void) {
-  static int isa = -1;
-  if (isa >= 0) return isa;
+  static _Atomic int isa = -1;
+  int known = atomic_load_explicit(&isa, memory_order_relaxed);
+  if (known >= 0) return known;
   int v = 0;
 #ifdef TD_GEMM_MULTI_ISA
   __builtin_cpu_init();
@@ -142,7 +145,7 @@ static int gemm_isa(void) {
   if (cap && strcmp(cap, "generic") == 0) v = 0;
   else if (cap && strcmp(cap, "avx2") == 0 && v > 1) v = 1;
 #endif
-  isa = v;
+  atomic_store_explicit(&isa, v, memory_order_relaxed);
   return v;
 }
 

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,17 +88,23 @@ int td_dtype_from_name(const char *name, td_dtype *out) {
 /* ---- allocation -------------------------------------------------------- */
 
 /* The limit, read from the environment once per process (tensors are
- * allocated on every op and every compiled call: no getenv there). */
+ * allocated on every op and every compiled call: no getenv there).
+ * Atomic: threads creating their first tensors at once may each read the
+ * environment, and all store the same value. */
 static size_t max_bytes_from_env(void);
 
-static size_t cached_max_bytes;
+static _Atomic size_t cached_max_bytes;
 
 size_t td_tensor_max_bytes(void) {
-  if (!cached_max_bytes) cached_max_bytes = max_bytes_from_env();
-  return cached_max_bytes;
+  size_t v = atomic_load_explicit(&cached_max_bytes, memory_order_relaxed);
+  if (!v) {
+    v = max_bytes_from_env();
+    atomic_store_explicit(&cached_max_bytes, v, memory_order_relaxed);
+  }
+  return v;
 }
 
-void td_tensor_limits_reload(void) { cached_max_bytes = 0; }
+void td_tensor_limits_reload(void) { atomic_store_explicit(&cached_max_bytes, 0, memory_order_relaxed); }
 
 static size_t max_bytes_from_env(void) {
   const char *s = getenv("TDSL_MAX_TENSOR_BYTES");
@@ -196,14 +203,17 @@ td_tensor *td_tensor_zeros(td_dtype dt, int rank, const int64_t *shape, td_err *
   return t;
 }
 
+/* The count is changed atomically, so threads may share a tensor (read
+ * its data, retain and release it) at once; the last release (acq_rel)
+ * sees every other owner's use before the free. */
 td_tensor *td_tensor_retain(td_tensor *t) {
   if (t)
-    t->refcount++;
+    __atomic_add_fetch(&t->refcount, 1, __ATOMIC_RELAXED);
   return t;
 }
 
 void td_tensor_release(td_tensor *t) {
-  if (!t || --t->refcount > 0)
+  if (!t || __atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL) > 0)
     return;
   td_aligned_free(t->data);
   td_free(t);

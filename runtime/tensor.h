@@ -3,6 +3,9 @@
  * A td_tensor is a dense, C-ordered (row-major), contiguous array with a dtype
  * and a concrete shape.  Tensors are reference counted: td_tensor_retain adds
  * an owner, td_tensor_release drops one and frees the tensor with the last.
+ * The count is atomic, so several threads may read one tensor and retain or
+ * release it at once (e.g. weights shared by calls on different threads);
+ * writing a tensor's data while another thread reads it is a race.
  * Runtime functions never print and never exit: they return 0 on success and
  * -1 on failure, filling a td_err with one readable sentence.
  */
@@ -55,7 +58,7 @@ typedef struct td_tensor {
   int64_t shape[TD_MAX_RANK];    /* shape[0..rank-1]; each >= 0 */
   int64_t numel;                 /* product of shape (1 for rank 0) */
   void *data;                    /* numel * dtype size bytes, 64-byte aligned */
-  int refcount;                  /* owners; freed when it reaches 0 */
+  int refcount;                  /* owners; freed when it reaches 0 (changed atomically) */
   /* Unique in the process (from 1; 0 for headers not made by
    * td_tensor_new): tells tensors apart where an address may be reused
    * after a free (compiled.c keys its prepacked weights on it). */

@@ -23,6 +23,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -845,6 +846,62 @@ Test(cache, plan_keys_tell_programs_apart) {
     td_free(keys[i]);
     td_arena_free(P[i].a);
   }
+}
+
+/* Threads of one process storing the same cache entry at once (two
+ * compiled graphs of the same program): each writes its own temporary
+ * (NAME.TID.tmp), so every write succeeds and the file is always one
+ * writer's whole content.  With one name per process they took and
+ * unlinked each other's temporary ("cannot write the compile cache"). */
+typedef struct cache_writer {
+  const char *path;
+  char data[4096];
+  int failures;
+  td_err first;
+} cache_writer;
+
+static void *write_entry_often(void *arg) {
+  cache_writer *w = arg;
+  for (int i = 0; i < 300; i++) {
+    td_err e;
+    if (td_cache_write(w->path, w->data, sizeof w->data, &e) && !w->failures++) w->first = e;
+  }
+  return NULL;
+}
+
+Test(cache, threads_storing_one_entry_never_collide) {
+  char dir[] = "/tmp/tdsl-cache-threads-XXXXXX", path[128];
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/0123456789abcdef.c", dir);
+  enum { N = 4 };
+  static cache_writer w[N];
+  pthread_t th[N];
+  for (int k = 0; k < N; k++) {
+    w[k].path = path;
+    memset(w[k].data, 'a' + k, sizeof w[k].data);
+    cr_assert_eq(pthread_create(&th[k], NULL, write_entry_often, &w[k]), 0);
+  }
+  for (int k = 0; k < N; k++) pthread_join(th[k], NULL);
+  for (int k = 0; k < N; k++)
+    cr_expect_eq(w[k].failures, 0, "writer %d failed %d of 300 times: %s", k, w[k].failures, w[k].first.msg);
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f);
+  char got[4097];
+  size_t n = fread(got, 1, sizeof got, f);
+  fclose(f);
+  cr_assert_eq(n, 4096u, "the entry has %zu bytes", n);
+  int whole = 0;
+  for (int k = 0; k < N; k++) whole |= !memcmp(got, w[k].data, n);
+  cr_expect(whole, "the entry is not one writer's content");
+  DIR *d = opendir(dir);
+  cr_assert_not_null(d);
+  int files = 0;
+  for (struct dirent *e; (e = readdir(d));) files += e->d_name[0] != '.';
+  closedir(d);
+  cr_expect_eq(files, 1, "temporaries were left behind");
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_expect_eq(system(cmd), 0);
 }
 
 /* The size limit's parsing: MiB, fractions allowed; anything else is the

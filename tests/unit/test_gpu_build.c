@@ -48,6 +48,10 @@
 #include "mem.h"
 
 #include "build_test.h"
+
+#ifndef TD_GCCJIT_LIBS
+#define TD_GCCJIT_LIBS "-lgccjit"
+#endif
 #include "scratch_dir.h"
 
 static void setup(void) { make_dir("tdsl_gpu_build"); }
@@ -263,7 +267,7 @@ Test(gpu_build, nvrtc_error_writes_nothing) {
 /* Compiles the stand-in driver into dir/fake/libcuda.so.1. */
 static void make_fake_driver(void) {
   cr_assert_eq(sh("mkdir -p '%s/fake' && cc -std=c11 -O1 -shared -fPIC -o '%s/fake/libcuda.so.1' "
-                  "'%s/tests/unit/fake_libcuda.c' -ldl",
+                  "'%s/tests/unit/fake_libcuda.c' -ldl -pthread",
                   dir, dir, TDSL_SRCDIR),
                0);
 }
@@ -641,4 +645,35 @@ Test(gpu_build, size_checks_refuse_calls_under_a_stand_in_driver) {
   free(out);
   td_tensor_release(x);
   td_tensor_release(y);
+}
+
+/* The runtime of `tdsl run --device cuda` (td_cuda_run) and a CUDA artifact
+ * on four threads at once under the stand-in driver: the program
+ * tests/tsan/cuda_stress.c (which .ci/run runs under ThreadSanitizer),
+ * built here without sanitizers, two iterations, twice in one directory
+ * (the modules compiled by NVRTC, then from the disk cache).  Every output
+ * and print must equal eager's; every CUDA Graph capture waits until
+ * another thread's work meets it (FAKE_CUDA_CAPTURE_US), so a capture in
+ * global mode, or a stream shared by calls, fails the run; a thread that
+ * did not make the context current fails its driver calls. */
+Test(gpu_build, runtime_and_artifacts_on_four_threads_under_a_stand_in_driver) {
+  need_runnable();
+  make_fake_driver();
+  build("tests/tsan/cuda_stress.td", "--arch sm_90 --name stress");
+  const char *S = TDSL_SRCDIR, *B = TDSL_BUILDDIR;
+  cr_assert_eq(sh("cc -std=c11 -D_GNU_SOURCE -O1 -I'%s/include' -I'%s/lang' -I'%s/runtime' -I'%s/interp' "
+                  "-I'%s/lang/parser' -DTDSL_SRCDIR='\"%s\"' '-DTD_ARTIFACT=\"stress.h\"' -I'%s' "
+                  "'%s/tests/tsan/cuda_stress.c' '%s/stress.so' -Wl,-rpath,'%s' '%s/libtdsl.a' %s -ldl -lm -lpthread "
+                  "-o '%s' 2>'%s'",
+                  S, S, S, S, B, S, dir, S, dir, dir, B, TD_GCCJIT_LIBS, path("stress"), path("cc.err")),
+               0, "%s", read_all(path("cc.err"), NULL));
+  for (int pass = 0; pass < 2; pass++) {
+    int rc = sh("LD_LIBRARY_PATH='%s/fake' FAKE_CUDA_CAPTURE_US=2000000 '%s' 2 '%s' >'%s' 2>&1", dir, path("stress"),
+                path("work"), path("stress.txt"));
+    char *out = read_all(path("stress.txt"), NULL);
+    cr_expect_eq(rc, 0, "pass %d: %s", pass, out);
+    cr_expect(strstr(out, "cuda_stress: 4 threads x 2 iterations (td_cuda_run and the artifact): ok"), "%s", out);
+    cr_log_info("pass %d: %s", pass, out);
+    free(out);
+  }
 }
