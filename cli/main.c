@@ -13,12 +13,14 @@
  * Output files are written completely or not at all (runtime/io.c writes a
  * temporary file and renames it).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "../lang/elab.h"
+#include "../lang/mem.h"
 #include "../interp/interp.h"
 #include "../runtime/io.h"
 #include "search.h"
@@ -329,7 +331,26 @@ static int finish(td_diags *d, int color) {
   return d->n_errors ? 1 : 0;
 }
 
+/* TDSL_TEST_FAIL_ALLOC, for tests only (tests/alloc_fail.sh): K (1, 2, ...)
+ * makes allocation K of tdsl's own (lang/mem.c) and every later one fail;
+ * `count` fails none and prints "tdsl: N allocations" on stderr at exit. */
+static void report_allocs(void) { fprintf(stderr, "tdsl: %ld allocations\n", td_mem_requests()); }
+
+static void test_fail_alloc(void) {
+  const char *s = getenv("TDSL_TEST_FAIL_ALLOC");
+  char *end;
+  if (!s || !*s) return;
+  if (!strcmp(s, "count")) {
+    td_mem_fail_after(LONG_MAX);
+    atexit(report_allocs);
+    return;
+  }
+  long k = strtol(s, &end, 10);
+  if (k > 0 && !*end) td_mem_fail_after(k);
+}
+
 int main(int argc, char **argv) {
+  test_fail_alloc();
   if ((argc < 2 && isatty(0)) || (argc >= 2 && !strcmp(argv[1], "repl")))
     return td_repl_main(argc, argv);
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {

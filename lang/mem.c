@@ -39,6 +39,8 @@ void td_mem_fail_after(long n) {
   fail_count = 0;
 }
 
+long td_mem_requests(void) { return fail_count; }
+
 /* The hook: realloc semantics (p may be NULL); n == 0 is treated as 1 so a
  * successful call never returns NULL. */
 static void *mem_hook(void *p, size_t n) {

@@ -23,6 +23,9 @@ void td_aligned_free(void *p);
 /* Test hook: the n-th allocation from now (1 = the next) and all after it
  * fail; n <= 0 turns failure injection off. */
 void td_mem_fail_after(long n);
+/* The requests counted since td_mem_fail_after armed the hook (0 when it
+ * is off); td_mem_fail_after(LONG_MAX) counts without failing. */
+long td_mem_requests(void);
 
 typedef struct td_arena td_arena;
 
