@@ -38,6 +38,9 @@ char *td_arena_strdup(td_arena *a, const char *s);
 char *td_arena_strndup(td_arena *a, const char *s, size_t n);
 char *td_arena_printf(td_arena *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* How many of a's requests failed for want of memory (0 for NULL): what a
+ * compilation made in a cannot be trusted once this grows (diag.h). */
+long td_arena_failures(const td_arena *a);
 
 /* A growable array of pointers in an arena (old blocks are left in it). */
 typedef struct td_vec {

@@ -139,7 +139,7 @@ static td_span no_span(void) {
   return sp;
 }
 
-static void oom_error(td_session *s) { td_error(&s->diags, no_span(), "out of memory"); }
+static void oom_error(td_session *s) { td_diags_oom(&s->diags, no_span()); }
 
 td_session *td_session_new(const td_session_opts *o) {
   td_session *s = td_calloc(1, sizeof *s);
@@ -177,7 +177,7 @@ void td_session_add_search_dir(td_session *s, const char *dir) {
 
 const td_diags *td_session_diags(const td_session *s) { return &s->diags; }
 
-void td_session_clear_diags(td_session *s) { s->diags.n = s->diags.n_errors = 0; }
+void td_session_clear_diags(td_session *s) { td_diags_clear(&s->diags); }
 
 static el_scope *top_scope(td_session *s) { return s->prog->main->globals; }
 
@@ -920,7 +920,8 @@ static int load_file(td_session *s, const char *path) {
   const char *dir = m->dir;
   m->dir = dir_of(s, path);
   for (int i = 0; rc == 0 && i < mod->n; i++)
-    if (el_bind_item(s->prog, m, mod->list[i], 1)) rc = -1;
+    if (el_bind_item(s->prog, m, mod->list[i], 1)) rc = -1;   /* out of memory: no diagnostic yet */
+  if (rc && s->diags.n_errors == L.before) oom_error(s);
   m->dir = dir;
   if (rc == 0 && s->diags.n_errors > L.before) rc = -1;
   if (rc == 0) rc = finish_graph(s, &L, 1, 0);
