@@ -115,6 +115,7 @@ int td_cli_build(int argc, char **argv) {
   td_program *p = arena ? td_program_new(arena, &d) : NULL;
   if (!p) {
     fprintf(stderr, "tdsl: error: out of memory\n");
+    td_arena_free(arena);
     return 1;
   }
   td_program_set_seed(p, o.seed);

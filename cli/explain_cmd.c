@@ -126,11 +126,14 @@ int td_cli_explain(int argc, char **argv) {
   td_diags d;
   td_diags_init(&d, arena);
   td_program *p = td_program_new(arena, &d);
-  if (!arena || !p) { fprintf(stderr, "tdsl: error: out of memory\n"); return 1; }
+  if (!p) {
+    fprintf(stderr, "tdsl: error: out of memory\n");
+    rc = 1;
+  }
   o.eo.diags = &d;
-  search_path(p);
+  if (p) search_path(p);
   int color = isatty(2) && !getenv("NO_COLOR");
-  if (td_program_load_file(p, o.file) == 0) {
+  if (p && td_program_load_file(p, o.file) == 0) {
     const char **names;
     int n = td_program_entries(p, &names), shown = 0;
     if (o.entry) { names = &o.entry; n = 1; }

@@ -13,12 +13,14 @@
  * Output files are written completely or not at all (runtime/io.c writes a
  * temporary file and renames it).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "../lang/elab.h"
+#include "../lang/mem.h"
 #include "../interp/interp.h"
 #include "../runtime/io.h"
 #include "search.h"
@@ -139,7 +141,14 @@ static int parse_opts(int argc, char **argv, opts *o) {
         const char *eq = strchr(val, '=');
         if (!eq || eq == val || !eq[1]) return bad_usage("--in needs NAME=FILE.npy, got '%s'", val);
         if (o->n_in == MAX_ARGS) return bad_usage("too many %s options", a);
-        o->in_name[o->n_in] = strndup(val, (size_t)(eq - val));
+        char *name = td_malloc((size_t)(eq - val) + 1);
+        if (!name) {
+          fprintf(stderr, "tdsl: error: out of memory\n");
+          return 1;
+        }
+        memcpy(name, val, (size_t)(eq - val));
+        name[eq - val] = 0;
+        o->in_name[o->n_in] = name;
         o->in_path[o->n_in++] = eq + 1;
       }
     } else if (a[0] == '-' && a[1]) return bad_usage("unknown option '%s'", a);
@@ -177,8 +186,8 @@ static const char *span_loc(const td_diags *d, td_span sp, char *buf, size_t n) 
  * checks them from their headers alone (runtime/sig.c), so a wrong file is
  * refused before its data is read.  -1 after the messages. */
 static int open_inputs(const opts *o, const td_graph *g, td_npy_file *files) {
-  td_sig_arg *args = calloc((size_t)g->n_inputs + 1, sizeof *args);
-  int64_t *symvals = calloc((size_t)g->n_syms + 1, sizeof *symvals);
+  td_sig_arg *args = td_calloc((size_t)g->n_inputs + 1, sizeof *args);
+  int64_t *symvals = td_calloc((size_t)g->n_syms + 1, sizeof *symvals);
   td_err err;
   int rc = -1;
   if (!args || !symvals) {
@@ -189,8 +198,8 @@ static int open_inputs(const opts *o, const td_graph *g, td_npy_file *files) {
     rc = td_sig_open_inputs(&s, g->name, args, g->n_inputs, o->in_name, o->in_path, o->n_in, files, symvals, &err);
     if (rc) td_sig_print_errors(stderr, "tdsl", err.msg);
   }
-  free(args);
-  free(symvals);
+  td_free(args);
+  td_free(symvals);
   return rc;
 }
 
@@ -212,7 +221,7 @@ static int open_weights(const char *path, const td_graph *g, td_st_file *f) {
 /* Every header first (inputs, then weights), then the data: nothing is
  * read before all the files are known to fit. */
 static int load_files(const opts *o, const td_graph *g, td_tensor **inputs, td_tensor_map *w) {
-  td_npy_file *files = calloc((size_t)g->n_inputs + 1, sizeof *files);
+  td_npy_file *files = td_calloc((size_t)g->n_inputs + 1, sizeof *files);
   td_st_file st;
   td_err err;
   int rc = -1;
@@ -229,7 +238,7 @@ static int load_files(const opts *o, const td_graph *g, td_tensor **inputs, td_t
     }
     td_sig_close_inputs(files, g->n_inputs);
   }
-  free(files);
+  td_free(files);
   return rc;
 }
 
@@ -250,10 +259,14 @@ static int write_outputs(const opts *o, const td_graph *g, td_tensor **outs) {
     }
     char *text = td_tensor_format(outs[i], 1000);
     char t[256];
+    if (!text) {
+      fflush(stdout);
+      fprintf(stderr, "tdsl: error: out of memory\n");
+      return -1;
+    }
     if (g->n_outputs > 1) printf("output %d: ", i);
-    printf("%s\n%s\n", td_shape_str(outs[i]->dtype, outs[i]->rank, outs[i]->shape, t, sizeof t),
-           text ? text : "(out of memory)");
-    free(text);
+    printf("%s\n%s\n", td_shape_str(outs[i]->dtype, outs[i]->rank, outs[i]->shape, t, sizeof t), text);
+    td_free(text);
   }
   return 0;
 }
@@ -277,8 +290,8 @@ static int save_params(const char *path, const td_graph *g, td_tensor **params) 
 
 /* Runs one graph with the interpreter; returns the exit code. */
 static int run_graph(const opts *o, td_diags *d, const td_graph *g) {
-  td_tensor **inputs = calloc((size_t)g->n_inputs + 1, sizeof *inputs);
-  td_tensor **params = calloc((size_t)g->n_params + 1, sizeof *params);
+  td_tensor **inputs = td_calloc((size_t)g->n_inputs + 1, sizeof *inputs);
+  td_tensor **params = td_calloc((size_t)g->n_params + 1, sizeof *params);
   td_tensor **outs = NULL;
   td_tensor_map w;
   td_tensor_map_init(&w);
@@ -287,9 +300,9 @@ static int run_graph(const opts *o, td_diags *d, const td_graph *g) {
   td_span sp = {-1, 0, 0, 0, 0};
   if (!inputs || !params) { fprintf(stderr, "tdsl: error: out of memory\n"); goto done; }
   if (load_files(o, g, inputs, &w)) goto done;
+  /* the weights fit: open_weights checked them; what fails here is memory */
   if (td_make_params(g, o->weights ? &w : NULL, o->seed, params, &err)) {
-    if (o->weights) fprintf(stderr, "tdsl: error: %s does not fit %s:\n%s\n", o->weights, g->name, err.msg);
-    else fprintf(stderr, "tdsl: error: %s\n", err.msg);
+    fprintf(stderr, "tdsl: error: %s\n", err.msg);
     goto done;
   }
   if (o->save_weights && save_params(o->save_weights, g, params)) goto done;
@@ -316,10 +329,10 @@ done:
   for (int i = 0; i < g->n_params; i++) td_tensor_release(params ? params[i] : NULL);
   if (outs) {
     for (int i = 0; i < g->n_outputs; i++) td_tensor_release(outs[i]);
-    free(outs);
+    td_free(outs);
   }
-  free(inputs);
-  free(params);
+  td_free(inputs);
+  td_free(params);
   td_tensor_map_free(&w);
   return rc;
 }
@@ -329,7 +342,26 @@ static int finish(td_diags *d, int color) {
   return d->n_errors ? 1 : 0;
 }
 
+/* TDSL_TEST_FAIL_ALLOC, for tests only (tests/alloc_fail.sh): K (1, 2, ...)
+ * makes allocation K of tdsl's own (lang/mem.c) and every later one fail;
+ * `count` fails none and prints "tdsl: N allocations" on stderr at exit. */
+static void report_allocs(void) { fprintf(stderr, "tdsl: %ld allocations\n", td_mem_requests()); }
+
+static void test_fail_alloc(void) {
+  const char *s = getenv("TDSL_TEST_FAIL_ALLOC");
+  char *end;
+  if (!s || !*s) return;
+  if (!strcmp(s, "count")) {
+    td_mem_fail_after(LONG_MAX);
+    atexit(report_allocs);
+    return;
+  }
+  long k = strtol(s, &end, 10);
+  if (k > 0 && !*end) td_mem_fail_after(k);
+}
+
 int main(int argc, char **argv) {
+  test_fail_alloc();
   if ((argc < 2 && isatty(0)) || (argc >= 2 && !strcmp(argv[1], "repl")))
     return td_repl_main(argc, argv);
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
@@ -345,14 +377,19 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "run") && strcmp(argv[1], "check"))
     return bad_usage("unknown command '%s' (commands: run, check, build, explain, repl)", argv[1]);
   opts o;
+  td_arena *arena = NULL;
   int rc = parse_opts(argc, argv, &o);
-  if (rc) return rc;
+  if (rc) goto out;
   o.color = isatty(2) && !getenv("NO_COLOR");
-  td_arena *arena = td_arena_new();
+  arena = td_arena_new();
   td_diags d;
   td_diags_init(&d, arena);
   td_program *p = td_program_new(arena, &d);
-  if (!arena || !p) { fprintf(stderr, "tdsl: error: out of memory\n"); return 1; }
+  if (!p) {
+    fprintf(stderr, "tdsl: error: out of memory\n");
+    rc = 1;
+    goto out;
+  }
   td_program_set_seed(p, o.seed);
   add_search_path(p);
   if (td_program_load_file(p, o.file)) {
@@ -382,7 +419,7 @@ int main(int argc, char **argv) {
   if (o.dump_ir) td_graph_print(g, &d, stdout);
   rc = run_graph(&o, &d, g);
 out:
-  for (int i = 0; i < o.n_in; i++) free((void *)o.in_name[i]);
+  for (int i = 0; i < o.n_in; i++) td_free((void *)o.in_name[i]);
   td_arena_free(arena);
   return rc;
 }

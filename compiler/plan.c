@@ -249,6 +249,7 @@ static int check_sizes(const td_plan *p, td_err *err) {
 /* ---- building ------------------------------------------------------------------------- */
 
 td_plan *td_plan_build(td_graph *g, td_err *err) {
+  long failures = td_arena_failures(g->arena);
   td_plan *p = td_arena_alloc(g->arena, sizeof *p);
   if (!p) { td_err_set(err, "out of memory"); return NULL; }
   p->g = g;
@@ -260,6 +261,8 @@ td_plan *td_plan_build(td_graph *g, td_err *err) {
     if (name_kernel(p, k, err)) return NULL;
   if (collect_outputs(p, err) || make_buffers(p, err) || plan_memory(p, err)) return NULL;
   for (int k = 0; k < p->n_kernels; k++) kernel_costs(p, &p->kernels[k]);
+  /* a size that could not be interned is TD_DIM_BAD, as an overflow is */
+  if (td_arena_failures(g->arena) > failures) { td_err_set(err, "out of memory"); return NULL; }
   return check_sizes(p, err) ? NULL : p;
 }
 

@@ -13,6 +13,16 @@ void td_diags_init(td_diags *d, td_arena *a) {
   memset(d, 0, sizeof *d);
   d->arena = a;
   d->max_errors = 20;
+  d->arena_failures = td_arena_failures(a);
+}
+
+void td_diags_clear(td_diags *d) {
+  d->n = d->n_errors = d->n_hidden = d->oom = d->oom_said = 0;
+  d->arena_failures = td_arena_failures(d->arena);
+}
+
+int td_diags_out_of_memory(const td_diags *d) {
+  return d->oom || td_arena_failures(d->arena) > d->arena_failures;
 }
 
 int td_diags_add_source(td_diags *d, const char *path, const char *text, size_t len) {
@@ -42,15 +52,12 @@ const td_source *td_diags_source(const td_diags *d, int id) {
   return d->files[id];
 }
 
-static td_diag *add(td_diags *d, td_severity sev, td_span sp, const char *fmt, va_list ap) {
-  if (sev == TD_SEV_ERROR) d->n_errors++;
-  if (sev == TD_SEV_ERROR && d->max_errors > 0 && d->n_errors > d->max_errors) return NULL;
-  char buf[2048];
-  vsnprintf(buf, sizeof buf, fmt, ap);
+/* Keeps a diagnostic; NULL (and d->oom set) when there is no room. */
+static td_diag *keep(td_diags *d, td_severity sev, td_span sp, const char *msg) {
   if (d->n == d->cap) {
     int cap = d->cap ? 2 * d->cap : 16;
     td_diag *items = td_arena_alloc(d->arena, (size_t)cap * sizeof *items);
-    if (!items) return NULL;
+    if (!items) return d->oom = 1, NULL;
     if (d->n) memcpy(items, d->items, (size_t)d->n * sizeof *items);
     d->items = items;
     d->cap = cap;
@@ -59,10 +66,25 @@ static td_diag *add(td_diags *d, td_severity sev, td_span sp, const char *fmt, v
   memset(g, 0, sizeof *g);
   g->sev = sev;
   g->span = sp;
-  g->msg = td_arena_strdup(d->arena, buf);
-  if (!g->msg) return NULL;
+  g->msg = td_arena_strdup(d->arena, msg);
+  if (!g->msg) return d->oom = 1, NULL;
   d->n++;
   return g;
+}
+
+static td_diag *add(td_diags *d, td_severity sev, td_span sp, const char *fmt, va_list ap) {
+  if (sev == TD_SEV_ERROR) d->n_errors++;
+  if (td_diags_out_of_memory(d)) return NULL;  /* perhaps a consequence of it */
+  if (sev == TD_SEV_ERROR && d->max_errors > 0 && d->n_errors > d->max_errors) return d->n_hidden++, NULL;
+  char buf[2048];
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  return keep(d, sev, sp, buf);
+}
+
+void td_diags_oom(td_diags *d, td_span sp) {
+  d->n_errors++;
+  if (!d->oom_said && keep(d, TD_SEV_ERROR, sp, "out of memory")) d->oom_said = 1;
+  d->oom = 1;
 }
 
 td_diag *td_error(td_diags *d, td_span sp, const char *fmt, ...) {
@@ -161,35 +183,44 @@ static void render_loc(const td_diags *d, td_span sp, FILE *out, int color) {
   if (color) fputs("\033[0m", out);
 }
 
-void td_diag_render(const td_diags *d, FILE *out, int color) {
-  for (int i = 0; i < d->n; i++) {
-    const td_diag *g = &d->items[i];
-    render_loc(d, g->span, out, color);
-    if (color) fputs(sev_color(g->sev), out);
-    fprintf(out, "%s:", sev_name(g->sev));
-    if (color) fputs("\033[0m\033[1m", out);
-    fprintf(out, " %s\n", g->msg);
-    if (color) fputs("\033[0m", out);
-    render_snippet(td_diags_source(d, g->span.file), g->span, out, color);
-    for (int k = 0; k < g->n_notes; k++) {
-      const td_note *n = &g->notes[k];
-      render_loc(d, n->span, out, color);
-      fprintf(out, "note: %s\n", n->msg);
-      render_snippet(td_diags_source(d, n->span.file), n->span, out, color);
-    }
-    if (g->help) {
-      if (color) fputs("\033[1;36m", out);
-      fputs("help:", out);
-      if (color) fputs("\033[0m", out);
-      /* indent continuation lines of the help under its first line */
-      fputc(' ', out);
-      for (const char *p = g->help; *p; p++) {
-        fputc(*p, out);
-        if (*p == '\n' && p[1]) fputs("      ", out);
-      }
-      fputc('\n', out);
-    }
+static void render_one(const td_diags *d, const td_diag *g, FILE *out, int color) {
+  render_loc(d, g->span, out, color);
+  if (color) fputs(sev_color(g->sev), out);
+  fprintf(out, "%s:", sev_name(g->sev));
+  if (color) fputs("\033[0m\033[1m", out);
+  fprintf(out, " %s\n", g->msg);
+  if (color) fputs("\033[0m", out);
+  render_snippet(td_diags_source(d, g->span.file), g->span, out, color);
+  for (int k = 0; k < g->n_notes; k++) {
+    const td_note *n = &g->notes[k];
+    render_loc(d, n->span, out, color);
+    fprintf(out, "note: %s\n", n->msg);
+    render_snippet(td_diags_source(d, n->span.file), n->span, out, color);
   }
-  if (d->max_errors > 0 && d->n_errors > d->max_errors)
-    fprintf(out, "tdsl: %d more errors not shown\n", d->n_errors - d->max_errors);
+  if (g->help) {
+    if (color) fputs("\033[1;36m", out);
+    fputs("help:", out);
+    if (color) fputs("\033[0m", out);
+    /* indent continuation lines of the help under its first line */
+    fputc(' ', out);
+    for (const char *p = g->help; *p; p++) {
+      fputc(*p, out);
+      if (*p == '\n' && p[1]) fputs("      ", out);
+    }
+    fputc('\n', out);
+  }
+}
+
+void td_diag_render(const td_diags *d, FILE *out, int color) {
+  for (int i = 0; i < d->n; i++) render_one(d, &d->items[i], out, color);
+  if (d->n_hidden)
+    fprintf(out, "tdsl: %d more errors not shown\n", d->n_hidden);
+  if (d->n_errors && !d->oom_said && td_diags_out_of_memory(d)) {
+    td_diag oom;
+    memset(&oom, 0, sizeof oom);
+    oom.sev = TD_SEV_ERROR;
+    oom.span.file = -1;
+    oom.msg = "out of memory";
+    render_one(d, &oom, out, color);
+  }
 }

@@ -44,7 +44,13 @@ typedef struct td_diag {
   int n_notes;
 } td_diag;
 
-/* The diagnostics and sources of one compilation (all in its arena). */
+/* The diagnostics and sources of one compilation (all in its arena).
+ *
+ * Out of memory: once an allocation of the compilation has failed (one of
+ * the arena's since td_diags_init or td_diags_clear, or one reported with
+ * td_diags_oom), later errors may be its consequences ("unknown name" for
+ * a binding that could not be made), so they are counted but not kept, and
+ * td_diag_render says "out of memory" instead. */
 typedef struct td_diags {
   td_arena *arena;
   td_source **files;
@@ -53,16 +59,28 @@ typedef struct td_diags {
   int n, cap;
   int n_errors;
   int max_errors;     /* stop collecting after this many (default 20) */
+  int n_hidden;       /* errors past max_errors */
+  int oom;            /* td_diags_oom, or a diagnostic that could not be kept */
+  int oom_said;       /* an "out of memory" error is among the items */
+  long arena_failures;  /* td_arena_failures(arena) at init or clear */
 } td_diags;
 
 void td_diags_init(td_diags *d, td_arena *a);
+/* Forgets the diagnostics (not the sources) and any running out of memory,
+ * for the next input of a session. */
+void td_diags_clear(td_diags *d);
+/* An allocation failed: counts an error, "out of memory" at sp (kept when
+ * there is room for it, else said by td_diag_render). */
+void td_diags_oom(td_diags *d, td_span sp);
+/* Whether memory ran out since init or clear (see above). */
+int td_diags_out_of_memory(const td_diags *d);
 /* Registers a source (text copied into the arena); returns its id or -1. */
 int td_diags_add_source(td_diags *d, const char *path, const char *text, size_t len);
 const td_source *td_diags_source(const td_diags *d, int id);
 
 /* Adds a diagnostic; returns it so the caller can attach help and notes.
- * Never fails visibly: when memory runs out the diagnostic is dropped but
- * n_errors still counts. */
+ * Never fails visibly: when memory runs out (or ran out before) the
+ * diagnostic is dropped but n_errors still counts. */
 td_diag *td_error(td_diags *d, td_span sp, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 td_diag *td_warning(td_diags *d, td_span sp, const char *fmt, ...)
@@ -82,7 +100,8 @@ const char *td_span_text(td_diags *d, td_span sp);
  *      12 |     if rand([1]) > 0.5 {
  *         |        ^~~~~~~~~~~~~~~
  *   help: ...
- * color != 0 adds ANSI colours. */
+ * and, when memory ran out and no kept error says so, "tdsl: error: out of
+ * memory".  color != 0 adds ANSI colours. */
 void td_diag_render(const td_diags *d, FILE *out, int color);
 
 #endif

@@ -39,6 +39,8 @@ void td_mem_fail_after(long n) {
   fail_count = 0;
 }
 
+long td_mem_requests(void) { return fail_count; }
+
 /* The hook: realloc semantics (p may be NULL); n == 0 is treated as 1 so a
  * successful call never returns NULL. */
 static void *mem_hook(void *p, size_t n) {
@@ -163,6 +165,7 @@ typedef struct arena_chunk {
 
 struct td_arena {
   arena_chunk *head; /* newest chunk first */
+  long failures;     /* requests refused: out of memory */
 };
 
 td_arena *td_arena_new(void) { return td_calloc(1, sizeof(td_arena)); }
@@ -203,22 +206,28 @@ static arena_chunk *arena_grow(td_arena *a, size_t need) {
 void *td_arena_alloc(td_arena *a, size_t n) {
   if (!a)
     return NULL;
-  if (n > SIZE_MAX - ARENA_ALIGN)
+  if (n > SIZE_MAX - ARENA_ALIGN) {
+    a->failures++;
     return NULL;
+  }
   size_t sz = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
   if (sz == 0)
     sz = ARENA_ALIGN;
   arena_chunk *c = a->head;
   if (!c || c->cap - c->used < sz) {
     c = arena_grow(a, sz);
-    if (!c)
+    if (!c) {
+      a->failures++;
       return NULL;
+    }
   }
   void *p = c->data + c->used;
   c->used += sz;
   memset(p, 0, sz);
   return p;
 }
+
+long td_arena_failures(const td_arena *a) { return a ? a->failures : 0; }
 
 char *td_arena_strndup(td_arena *a, const char *s, size_t n) {
   size_t len = strnlen(s, n);

@@ -23,6 +23,9 @@ void td_aligned_free(void *p);
 /* Test hook: the n-th allocation from now (1 = the next) and all after it
  * fail; n <= 0 turns failure injection off. */
 void td_mem_fail_after(long n);
+/* The requests counted since td_mem_fail_after armed the hook (0 when it
+ * is off); td_mem_fail_after(LONG_MAX) counts without failing. */
+long td_mem_requests(void);
 
 typedef struct td_arena td_arena;
 
@@ -35,6 +38,9 @@ char *td_arena_strdup(td_arena *a, const char *s);
 char *td_arena_strndup(td_arena *a, const char *s, size_t n);
 char *td_arena_printf(td_arena *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* How many of a's requests failed for want of memory (0 for NULL): what a
+ * compilation made in a cannot be trusted once this grows (diag.h). */
+long td_arena_failures(const td_arena *a);
 
 /* A growable array of pointers in an arena (old blocks are left in it). */
 typedef struct td_vec {

@@ -25,22 +25,22 @@ static char *read_file(const char *path, size_t *len) {
   if (!f) return NULL;
   size_t cap = 4096, n = 0;
   char *buf = td_malloc(cap + 1);
+  int e = buf ? 0 : ENOMEM;
   while (buf) {
     size_t r = fread(buf + n, 1, cap - n, f);
     n += r;
     if (r == 0) break;
     if (n == cap) {
-      if (cap > SOURCE_MAX) { td_free(buf); buf = NULL; errno = EFBIG; break; }
-      char *nb = td_realloc(buf, 2 * cap + 1);
-      if (!nb) { td_free(buf); buf = NULL; break; }
+      char *nb = cap > SOURCE_MAX ? NULL : td_realloc(buf, 2 * cap + 1);
+      if (!nb) { td_free(buf); buf = NULL; e = cap > SOURCE_MAX ? EFBIG : ENOMEM; break; }
       buf = nb;
       cap *= 2;
     }
   }
-  int bad = buf && ferror(f);
+  if (buf && ferror(f)) { td_free(buf); buf = NULL; e = errno ? errno : EIO; }
   fclose(f);
-  if (bad) { td_free(buf); return NULL; }
   if (buf) { buf[n] = 0; *len = n; }
+  errno = e;
   return buf;
 }
 
@@ -176,10 +176,17 @@ static el_module *load_module(td_program *p, const char *name, const char *path,
   return r ? NULL : m;
 }
 
+/* A step that failed with no error reported ran out of memory (the only
+ * failure that returns without a diagnostic). */
+static void failed_oom(td_program *p, int errors_before) {
+  td_span none = {-1, 0, 0, 0, 0};
+  if (p->diags->n_errors == errors_before) td_diags_oom(p->diags, none);
+}
+
 int td_program_load_text(td_program *p, const char *path, const char *text) {
   int before = p->diags->n_errors;
   el_module *m = load_module(p, "", path, text, strlen(text));
-  if (!m) return -1;
+  if (!m) return failed_oom(p, before), -1;
   p->main = m;
   return p->diags->n_errors > before ? -1 : 0;
 }
@@ -187,13 +194,13 @@ int td_program_load_text(td_program *p, const char *path, const char *text) {
 int td_program_load_file(td_program *p, const char *path) {
   size_t len;
   char *text = read_file(path, &len);
+  td_span none = {-1, 0, 0, 0, 0};
   if (!text) {
-    td_span none = {-1, 0, 0, 0, 0};
-    td_error(p->diags, none, "cannot read %s: %s", path, strerror(errno ? errno : EIO));
+    if (errno == ENOMEM) td_diags_oom(p->diags, none);
+    else td_error(p->diags, none, "cannot read %s: %s", path, strerror(errno ? errno : EIO));
     return -1;
   }
   if (memchr(text, 0, len)) {
-    td_span none = {-1, 0, 0, 0, 0};
     td_error(p->diags, none, "%s is not a text file (it contains NUL bytes)", path);
     td_free(text);
     return -1;
@@ -201,7 +208,7 @@ int td_program_load_file(td_program *p, const char *path) {
   int before = p->diags->n_errors;
   el_module *m = load_module(p, "", path, text, len);
   td_free(text);
-  if (!m) return -1;
+  if (!m) return failed_oom(p, before), -1;
   p->main = m;
   return p->diags->n_errors > before ? -1 : 0;
 }
@@ -233,7 +240,10 @@ static int model_is_entry(const td_ast *m) {
 int td_program_entries(td_program *p, const char ***names) {
   int n = 0, cap = 16;
   const char **out = td_arena_alloc(p->arena, (size_t)cap * sizeof *out);
-  if (!p->main || !out) { *names = out; return 0; }
+  td_span none = {-1, 0, 0, 0, 0};
+  *names = out;
+  if (!p->main) return 0;
+  if (!out) return td_diags_oom(p->diags, none), 0;
   for (int i = 0; i < p->main->ast->n; i++) {
     const td_ast *it = p->main->ast->list[i];
     const char *add[64];
@@ -243,21 +253,21 @@ int td_program_entries(td_program *p, const char ***names) {
     else if (it->kind == TD_A_MODEL && model_is_entry(it) && it->a)
       for (int k = 0; k < it->a->n && na < 64; k++) {
         const td_ast *m = it->a->list[k];
-        if (m->kind == TD_A_FN && fn_is_entry(m))
-          add[na++] = td_arena_printf(p->arena, "%s.%s", it->name, m->name);
+        if (m->kind == TD_A_FN && fn_is_entry(m) &&
+            !(add[na++] = td_arena_printf(p->arena, "%s.%s", it->name, m->name)))
+          return td_diags_oom(p->diags, none), n;
       }
     for (int k = 0; k < na; k++) {
       if (n + 1 >= cap) {
         const char **no = td_arena_alloc(p->arena, (size_t)cap * 2 * sizeof *no);
-        if (!no) break;
+        if (!no) return td_diags_oom(p->diags, none), n;
         memcpy(no, out, (size_t)n * sizeof *no);
-        out = no;
+        *names = out = no;
         cap *= 2;
       }
       out[n++] = add[k];
     }
   }
-  *names = out;
   return n;
 }
 
@@ -331,13 +341,22 @@ td_graph *el_graph_begin(td_program *p, td_arena *a, const char *name) {
   return p->g;
 }
 
+static td_graph *lower(td_program *p, const td_ast *model, const td_ast *fn, const char *entry);
+
 td_graph *td_program_lower(td_program *p, const char *entry) {
   if (!p->main) return NULL;
   const td_ast *model, *fn;
+  int before = p->diags->n_errors;
   if (find_entry(p, entry, &model, &fn) || (!strcmp(entry, "main") ? fn->n != 0 : !fn_is_entry(fn))) {
     entry_not_found(p, entry);
-    return NULL;
+    return failed_oom(p, before), NULL;
   }
+  td_graph *g = lower(p, model, fn, entry);
+  if (!g) failed_oom(p, before);
+  return g;
+}
+
+static td_graph *lower(td_program *p, const td_ast *model, const td_ast *fn, const char *entry) {
   int before = p->diags->n_errors;
   if (!el_graph_begin(p, p->arena, entry)) return NULL;
   p->n_roots = 0; /* each entry point initialises its models alike */

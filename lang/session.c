@@ -139,7 +139,7 @@ static td_span no_span(void) {
   return sp;
 }
 
-static void oom_error(td_session *s) { td_error(&s->diags, no_span(), "out of memory"); }
+static void oom_error(td_session *s) { td_diags_oom(&s->diags, no_span()); }
 
 td_session *td_session_new(const td_session_opts *o) {
   td_session *s = td_calloc(1, sizeof *s);
@@ -177,7 +177,7 @@ void td_session_add_search_dir(td_session *s, const char *dir) {
 
 const td_diags *td_session_diags(const td_session *s) { return &s->diags; }
 
-void td_session_clear_diags(td_session *s) { s->diags.n = s->diags.n_errors = 0; }
+void td_session_clear_diags(td_session *s) { td_diags_clear(&s->diags); }
 
 static el_scope *top_scope(td_session *s) { return s->prog->main->globals; }
 
@@ -810,6 +810,7 @@ static void show_value(td_session *s, lowering *L, const td_value *v, td_strbuf 
   if (v->k == V_TENSOR) {
     const td_tensor *t = v->node < 0 ? s->slots[-1 - v->node].t : node_tensor(s, L, v->node);
     char *text = t ? td_tensor_format(t, s->o.print_threshold) : NULL;
+    if (t && !text) b->oom = 1;
     td_sb_puts(b, text ? text : "(no value)");
     td_free(text);
     td_sb_puts(b, " (");
@@ -846,14 +847,27 @@ static void show_value(td_session *s, lowering *L, const td_value *v, td_strbuf 
   }
 }
 
-static void show_all(td_session *s, lowering *L) {
-  if (!s->o.on_value) return;
-  for (int k = 0; k < L->n_shown; k++) {
+static void free_texts(char **t, int n) {
+  for (int k = 0; t && k < n; k++) td_free(t[k]);
+  td_free(t);
+}
+
+/* The texts of the values the input shows, made before its commit so that
+ * an input whose values cannot be shown binds nothing; NULL when memory
+ * runs out. */
+static char **value_texts(td_session *s, lowering *L) {
+  char **t = td_calloc((size_t)L->n_shown + 1, sizeof *t);
+  for (int k = 0; t && k < L->n_shown; k++) {
     td_strbuf b = {0};
     show_value(s, L, &L->shown[k], &b);
-    s->o.on_value(s->o.ud, b.oom || !b.s ? "(out of memory)" : b.s);
-    td_free(b.s);
+    if (b.oom || !b.s) {
+      td_free(b.s);
+      free_texts(t, k);
+      return NULL;
+    }
+    t[k] = b.s;
   }
+  return t;
 }
 
 /* ---- the public operations ------------------------------------------------ */
@@ -863,9 +877,16 @@ int td_session_eval(td_session *s, const char *text, int first_line) {
   int rc = lower_text(s, &L, text, first_line);
   if (rc == 0) rc = finish_graph(s, &L, 1, 0);
   if (rc == 0 && L.run->n_nodes > 0) rc = run_once(s, &L, 0);
+  char **texts = NULL;
+  if (rc == 0 && s->o.on_value && !(texts = value_texts(s, &L))) {
+    oom_error(s);
+    rc = -1;
+  }
   if (rc == 0) rc = commit(s, &L);
-  if (rc == 0) show_all(s, &L);
+  if (rc == 0)
+    for (int k = 0; texts && k < L.n_shown; k++) s->o.on_value(s->o.ud, texts[k]);
   else rollback(s, &L);
+  free_texts(texts, L.n_shown);
   end_input(&L);
   return rc;
 }
@@ -920,7 +941,8 @@ static int load_file(td_session *s, const char *path) {
   const char *dir = m->dir;
   m->dir = dir_of(s, path);
   for (int i = 0; rc == 0 && i < mod->n; i++)
-    if (el_bind_item(s->prog, m, mod->list[i], 1)) rc = -1;
+    if (el_bind_item(s->prog, m, mod->list[i], 1)) rc = -1;   /* out of memory: no diagnostic yet */
+  if (rc && s->diags.n_errors == L.before) oom_error(s);
   m->dir = dir;
   if (rc == 0 && s->diags.n_errors > L.before) rc = -1;
   if (rc == 0) rc = finish_graph(s, &L, 1, 0);

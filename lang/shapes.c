@@ -72,7 +72,7 @@ int el_emit(el_ctx *c, td_op op, td_dtype dt, int rank, const td_dim *shape,
     return -1;
   }
   int id = td_graph_add(c->g, op, dt, rank, shape, in, n_in, attr, sp);
-  if (id < 0) td_error(c->diags, sp, "out of memory");
+  if (id < 0) td_diags_oom(c->diags, sp);
   return id;
 }
 

@@ -519,7 +519,7 @@ static void build_st_header(td_strbuf *b, td_named_tensor **order, int n) {
     off += bytes;
   }
   td_sb_add(b, "}", 1);
-  while (b->len % 8)
+  while (b->len % 8 && !b->oom)   /* an append that ran out of memory adds nothing */
     td_sb_add(b, " ", 1);
 }
 

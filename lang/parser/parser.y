@@ -535,11 +535,12 @@ static int tdyylex(TDYYSTYPE *val, td_span *loc, td_parser *tp) {
   return td_lex(tp->lx, val, loc);
 }
 
-/* Bison calls this only when its stack is full (or memory ran out). */
+/* Bison calls this only when its stack is full or an action ran out of
+ * memory (its state is made by the callers, which report its failure). */
 static void tdyyerror(const td_span *loc, td_parser *tp, const char *msg) {
   (void)msg;
   if (tp->oom)
-    td_error(tp->diags, *loc, "out of memory while parsing");
+    td_diags_oom(tp->diags, *loc);
   else
     td_error(tp->diags, *loc, "the program is nested too deeply (over %d levels)", YYMAXDEPTH);
 }
@@ -693,9 +694,11 @@ td_ast *td_parse(td_diags *diags, int file_id) {
   td_span whole = {file_id, 0, (int)src->len, 1, 1};
   /* through mk, like every node: the height header it keeps must exist */
   tp.module = mk(&tp, TD_A_MODULE, whole, NULL, NULL, NULL, NULL);
-  if (!tp.module) return NULL;
-  tdyyparse(&tp);
-  if (lx.oom && !tp.oom) td_error(diags, lx.last_span, "out of memory while parsing");
+  tdyypstate *ps = tp.module ? tdyypstate_new() : NULL;
+  if (!ps) return td_diags_oom(diags, whole), NULL;
+  tdyypull_parse(ps, &tp);
+  tdyypstate_delete(ps);
+  if (lx.oom && !tp.oom) td_diags_oom(diags, lx.last_span);
   return tp.oom || lx.oom ? NULL : tp.module;
 }
 
@@ -720,7 +723,7 @@ td_ast *td_parse_repl(td_diags *diags, int file_id, int first_line, int *incompl
   /* through mk, like every node: the height header it keeps must exist */
   tp.module = mk(&tp, TD_A_MODULE, whole, NULL, NULL, NULL, NULL);
   tdyypstate *ps = tp.module ? tdyypstate_new() : NULL;
-  if (!ps) return NULL;
+  if (!ps) return td_diags_oom(diags, whole), NULL;
   int before = diags->n_errors, last = 0, tok = TDT_REPL_START;
   TDYYSTYPE val;
   td_span loc = whole;
@@ -737,7 +740,7 @@ td_ast *td_parse_repl(td_diags *diags, int file_id, int first_line, int *incompl
     status = tdyypush_parse(ps, tok, &val, &loc, &tp);
   }
   tdyypstate_delete(ps);
-  if (lx.oom && !tp.oom) td_error(diags, lx.last_span, "out of memory while parsing");
+  if (lx.oom && !tp.oom) td_diags_oom(diags, lx.last_span);
   if (incomplete) *incomplete = more;
   return tp.oom || lx.oom || more ? NULL : tp.module;
 }

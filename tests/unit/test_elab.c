@@ -823,12 +823,40 @@ Test(elab, failing_allocations_never_crash, .timeout = 300) {
       if (p) td_program_add_search_dir(p, TDSL_SRCDIR "/stdlib");
 #endif
       if (p && td_program_load_text(p, "oom.td", fuzz_base) == 0 && td_program_check(p) == 0) done = 1;
+      else if (p) {   /* the program is right: its only error is memory */
+        cr_expect_gt(d.n_errors, 0, "n = %ld: a failure with no error", n);
+        cr_expect(td_diags_out_of_memory(&d), "n = %ld", n);
+        for (int i = 0; i < d.n; i++)
+          cr_expect_str_eq(d.items[i].msg, "out of memory", "n = %ld", n);
+      }
       td_arena_free(a);
     }
     td_mem_fail_after(0);
   }
   cr_log_info("the check first succeeded with allocation %ld failing", n);
   cr_expect(done, "the check never succeeded");
+}
+
+/* The entry points listed in an arena that has no room left: none, and an
+ * "out of memory" error (not a silent empty list, which `tdsl check` took
+ * for a program with nothing to check). */
+Test(elab, entries_out_of_memory) {
+  td_arena *a = td_arena_new();
+  td_diags d;
+  td_diags_init(&d, a);
+  td_program *p = td_program_new(a, &d);
+  cr_assert(p);
+  cr_assert_eq(td_program_load_text(p, "e.td", "fn f(x: f32[4]) { x }\nfn main() { print(1) }\n"), 0);
+  const char **names;
+  cr_assert_eq(td_program_entries(p, &names), 2);
+  td_mem_fail_after(1);
+  while (td_arena_alloc(a, 16)) {}   /* the chunk is full and no new one comes */
+  int n = td_program_entries(p, &names), errors = d.n_errors;
+  td_mem_fail_after(0);
+  cr_expect_eq(n, 0);
+  cr_expect_gt(errors, 0);
+  cr_expect(td_diags_out_of_memory(&d));
+  td_arena_free(a);
 }
 
 /* Names are found through a hash index, not one by one: 100 000 functions

@@ -775,9 +775,56 @@ Test(parser, allocation_failures) {
     if (m) {
       char *d = dump(m);
       free(d);
+    } else {   /* said as out of memory, never as a syntax or nesting error */
+      cr_expect(td_diags_out_of_memory(&diags), "n = %ld", n);
+      cr_expect_gt(diags.n_errors, 0, "n = %ld", n);
+      for (int i = 0; i < diags.n; i++) cr_expect_str_eq(diags.items[i].msg, "out of memory", "n = %ld", n);
     }
     td_arena_free(arena);
   }
+}
+
+/* The diagnostics as td_diag_render writes them (malloc'd). */
+static char *rendered(const td_diags *d) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  td_diag_render(d, f, 0);
+  fclose(f);
+  return buf;
+}
+
+/* Once an allocation of the compilation failed, later errors may be its
+ * consequences: counted, not kept, and rendered as "out of memory". */
+Test(diag, errors_after_running_out_of_memory) {
+  td_arena *a = td_arena_new();
+  td_diags d;
+  td_diags_init(&d, a);
+  td_span none = {-1, 0, 0, 0, 0};
+  td_error(&d, none, "a real error");
+  cr_assert_eq(d.n, 1);
+  td_mem_fail_after(1);
+  cr_assert_null(td_arena_alloc(a, 1 << 20));   /* a chunk of its own: fails */
+  td_mem_fail_after(0);
+  cr_assert(td_diags_out_of_memory(&d));
+  cr_assert_null(td_error(&d, none, "unknown name 'weight'"));
+  cr_expect_eq(d.n, 1);
+  cr_expect_eq(d.n_errors, 2);
+  char *r = rendered(&d);
+  cr_expect_str_eq(r, "tdsl: error: a real error\ntdsl: error: out of memory\n");
+  free(r);
+  /* a session's next input starts afresh */
+  td_diags_clear(&d);
+  cr_expect(!td_diags_out_of_memory(&d));
+  cr_expect_not_null(td_error(&d, none, "kept again"));
+  /* td_diags_oom keeps its message when there is room, and says it once */
+  td_diags_oom(&d, none);
+  cr_expect(td_diags_out_of_memory(&d));
+  cr_expect_eq(d.n_errors, 2);
+  r = rendered(&d);
+  cr_expect_str_eq(r, "tdsl: error: kept again\ntdsl: error: out of memory\n");
+  free(r);
+  td_arena_free(a);
 }
 
 /* The push interface (for the REPL): tokens go in one at a time and the
