@@ -169,7 +169,7 @@ verdict() {
   extra=$(ls -A "$O" | grep -v -x -F "$(outs "$name" | tr ' ' '\n')" | grep -v -x cache | head -n 3 | tr '\n' ' ')
   [ -z "$extra" ] || { echo "left in the output dir: $extra"; return; }
   if [ -d "$O/cache" ]; then
-    tmp=$(ls -A "$O/cache" | grep -v -E '^[0-9a-f]{16}\.(so|c|sum)$' | head -n 3 | tr '\n' ' ')
+    tmp=$(ls -A "$O/cache" | grep -v -E '^[0-9a-f]{16}\.(so|key|sum)$' | head -n 3 | tr '\n' ' ')
     [ -z "$tmp" ] || { echo "left in the cache dir: $tmp"; return; }
   fi
   case $name in compiled-warm | compiled-out)
