@@ -575,6 +575,22 @@ static gcc_jit_rvalue *minmax(cg *c, int is_max, td_dtype dt, gcc_jit_rvalue *a,
   return cg_select(c, better, a, b, c->vt[dt]);
 }
 
+/* Float pow as libm's.  GCC's vectoriser turns pow(x, 0.5) into sqrt(x)
+ * whatever the math flags (its pow pattern), which is wrong at -inf (pow
+ * gives +inf, sqrt NaN) and at -0 (+0, not -0): those two are put back
+ * for an exponent of 0.5 (found by tests/difftest, seed 2027). */
+static gcc_jit_rvalue *float_pow(cg *c, td_dtype dt, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  gcc_jit_type *t = c->vt[dt];
+  a = keep(c, a, t);
+  b = keep(c, b, t);
+  gcc_jit_rvalue *p = keep(c, fcall(c, "pow", dt, a, b), t);
+  gcc_jit_rvalue *half = keep(c, cmp(c, GCC_JIT_COMPARISON_EQ, b, cg_const(c, dt, 0.5, 0)), c->t_bool);
+  gcc_jit_rvalue *inf = cg_const(c, dt, __builtin_inf(), 0);
+  gcc_jit_rvalue *minf = cg_const(c, dt, -__builtin_inf(), 0);
+  p = keep(c, cg_select(c, land(c, half, cmp(c, GCC_JIT_COMPARISON_EQ, a, minf)), inf, p, t), t);
+  return cg_select(c, half, bin(c, GCC_JIT_BINARY_OP_PLUS, t, p, cg_const(c, dt, 0.0, 0)), p, t);
+}
+
 static gcc_jit_rvalue *binary(cg *c, td_op op, td_dtype dt, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
   gcc_jit_type *t = c->vt[dt];
   int fl = td_dtype_is_float(dt);
@@ -584,7 +600,7 @@ static gcc_jit_rvalue *binary(cg *c, td_op op, td_dtype dt, gcc_jit_rvalue *a, g
   case TD_IR_MUL: return bin(c, GCC_JIT_BINARY_OP_MULT, t, a, b);
   case TD_IR_DIV: return fl ? bin(c, GCC_JIT_BINARY_OP_DIVIDE, t, a, b) : int_divmod(c, 0, dt, a, b);
   case TD_IR_MOD: return fl ? float_mod(c, dt, a, b) : int_divmod(c, 1, dt, a, b);
-  case TD_IR_POW: return fl ? fcall(c, "pow", dt, a, b) : int_pow(c, dt, a, b);
+  case TD_IR_POW: return fl ? float_pow(c, dt, a, b) : int_pow(c, dt, a, b);
   case TD_IR_MIN: return minmax(c, 0, dt, a, b);
   case TD_IR_MAX: return minmax(c, 1, dt, a, b);
   case TD_IR_AND: return land(c, a, b);

@@ -150,12 +150,13 @@ td_ix *td_ix_row(const td_ixgen *x, const td_node *nd, const td_dim *space, int 
                  const td_ix *row) {
   td_ix *ix = x->ops->ix_new(x->be, nd->rank);
   if (nd->rank <= rank) {
-    /* right-aligned as a broadcast operand; but a value of lower rank that
-     * varies along a reduced axis is the squeezed row instead (a [3] of
-     * space [3, 3] reduced over axis 1 is axis 0, not axis 1) */
+    /* right-aligned as a broadcast operand; but a value that varies along
+     * a reduced axis cannot be one value per row, so it is the squeezed
+     * row instead (a [3] of space [3, 3] reduced over axis 1 is axis 0,
+     * not axis 1; so is the [1, 3] of a reshape of that row) */
     int off = rank - nd->rank, ok = 1;
     for (int d = 0; d < nd->rank; d++)
-      ok &= nd->shape[d] == 1 || (nd->shape[d] == space[d + off] && !(off && (red_axes >> (d + off) & 1)));
+      ok &= nd->shape[d] == 1 || (nd->shape[d] == space[d + off] && !(red_axes >> (d + off) & 1));
     if (ok) {
       for (int d = 0; d < nd->rank; d++) {
         int a = d + off, z = nd->shape[d] == 1 || (red_axes >> a & 1);

@@ -18,6 +18,7 @@
 #include "../interp/kernels.h"
 #include "../lang/checks.h"
 #include "../lang/mem.h"
+#include "../runtime/half.h"
 
 /* ---- rebuilding ----------------------------------------------------------- */
 
@@ -191,6 +192,10 @@ static int attr_eq(const td_node *a, const td_node *b) {
       return memcmp(&fx, &fy, sizeof fx) == 0;
     }
     if (a->dtype == TD_F64) return memcmp(&x->f, &y->f, sizeof x->f) == 0;
+    /* halves by their bits (attr.i is the value truncated: 10 and 10.5
+     * were one constant) */
+    if (a->dtype == TD_F16) return td_f64_to_f16(x->f) == td_f64_to_f16(y->f);
+    if (a->dtype == TD_BF16) return td_f64_to_bf16(x->f) == td_f64_to_bf16(y->f);
     if (a->dtype == TD_BOOL) return (x->i != 0) == (y->i != 0);
     return x->i == y->i;
   case TD_IR_DIM: return x->dim == y->dim;

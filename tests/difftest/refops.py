@@ -229,7 +229,7 @@ def _bcast(vals):
                 np.broadcast_to(a.bad, shape)) for a in vals], shape
 
 
-def elementwise(fn, args, out_dt, cdt, ulps=0, abs_ulps=None, disc=False, int_fn=None):
+def elementwise(fn, args, out_dt, cdt, ulps=0, abs_ulps=None, disc=False, int_fn=None, lipschitz=False):
     """f applied elementwise to Vals already cast to the op's dtype.
 
     fn works on float64 arrays; int_fn (default fn) on int64 arrays when
@@ -237,6 +237,10 @@ def elementwise(fn, args, out_dt, cdt, ulps=0, abs_ulps=None, disc=False, int_fn
     dtype (bool for comparisons), cdt the dtype the op computes in.
     disc: the op is discontinuous (comparisons, floor, ...): elements whose
     corners disagree are unreliable and the result's error is 0.
+    lipschitz: a periodic op with slope at most 1 (sin, cos): the corners of
+    an input interval can land on equal values while an extremum lies
+    inside (cos of 1e9 +- 64 is anything), so the deviation is also bounded
+    by the input's error itself, at most 2.
     """
     args, shape = _bcast(args)
     bad = np.zeros(shape, np.bool_)
@@ -268,6 +272,8 @@ def elementwise(fn, args, out_dt, cdt, ulps=0, abs_ulps=None, disc=False, int_fn
             dev = np.maximum(dev, d)
             same = (c == r) | (np.isnan(c) & np.isnan(r))
             special_bad |= ~finite & ~same
+        if lipschitz:
+            dev = np.maximum(dev, np.minimum(np.broadcast_to(args[0].e, shape), 2.0))
         if disc:
             bad = bad | (dev > 0) | special_bad
             e = np.zeros(shape)
@@ -328,7 +334,7 @@ def unary(op, x):
         dt = "f32"
     ulps = 0 if op in EXACT_UNARY or op in DISC_UNARY else ULPS[op]
     return elementwise(UNARY_F[op], [x], dt, compute_dtype(dt), ulps, ABS_ULPS.get(op),
-                       disc=op in DISC_UNARY)
+                       disc=op in DISC_UNARY, lipschitz=op in ("sin", "cos"))
 
 
 def _fmod_py(a, b):
