@@ -410,6 +410,43 @@ Test(kinds, f32_constants_widen_their_f32_value) {
              "}\n");
 }
 
+/* Found by the 10 000-program campaign (seed 2027), each compiled wrong:
+ * a reshape of a reduction's row on a square space as the kernel's root
+ * (its axis matched to the reduced axis: row 0 written, the rest
+ * garbage); f16 constants merged by their truncated value (10 + 0.5 was
+ * 10); compared against eager mode, bit for bit where the contract says. */
+Test(kinds, campaign_2027_regressions) {
+  check_text("fn a(x: f32[M, M]) -> f32[1, M] { reshape(sum(x, axis = 1), [1, M]) }\n"
+             "fn b(x: f32[N, N, N]) -> f32[1, N, N] { reshape(min(x, axis = 2), [1, N, N]) }\n"
+             "fn c(y: i64[]) { (full([], 10.0, dtype = f16) + 0.5, -tanh(full([], -1, dtype = f16)), y) }\n");
+}
+
+/* pow(x, 0.5) is pow, not sqrt, also where the loop is vectorised (GCC's
+ * vectoriser rewrote it as sqrt): pow(-inf, 0.5) is +inf, pow(-0, 0.5) +0. */
+Test(kinds, pow_half_is_not_sqrt) {
+  prog P;
+  cr_assert_eq(load(&P, "t.td", "fn f(x: f32[N]) -> f32[N] { pow(x, 0.5) }\n"), 0);
+  td_graph *g = td_program_lower(P.p, "f");
+  compiled_graph cg_;
+  compile_graph(g, &cg_, "pow");
+  int64_t n = 256;
+  td_err e;
+  td_tensor *x = td_tensor_new(TD_F32, 1, &n, &e), **outs = NULL;
+  float *xs = x->data;
+  for (int64_t i = 0; i < n; i++) xs[i] = i % 4 == 0 ? -__builtin_inff() : i % 4 == 1 ? -0.0f : i % 4 == 2 ? 4.0f : -4.0f;
+  cr_assert_eq(td_compiled_run(cg_.c, &x, NULL, 0, &outs, &e, NULL), 0, "%s", e.msg);
+  const float *ys = outs[0]->data;
+  for (int64_t i = 0; i < n; i++) {
+    float want = powf(xs[i], 0.5f);
+    cr_expect(memcmp(&ys[i], &want, 4) == 0 || (isnan(ys[i]) && isnan(want)), "pow(%g, 0.5): %g, libm %g", xs[i],
+              ys[i], want);
+  }
+  release_all(outs, 1);
+  td_tensor_release(x);
+  td_compiled_free(cg_.c);
+  td_arena_free(P.a);
+}
+
 Test(kinds, softmax_and_layer_norm) {
   check_text("import nn\n"
              "fn s(x: f32[N, 7]) -> f32[N, 7] { nn.softmax(x) }\n"
