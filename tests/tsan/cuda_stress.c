@@ -41,13 +41,10 @@
 #include <pthread.h>
 #include <dlfcn.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 
 #include "../../compiler/passes.h"
 #include "../../compiler/plan.h"
@@ -58,6 +55,7 @@
 #include "interp.h"
 #include "mem.h"
 #include "strbuf.h"
+#include "stress_common.h"
 #ifdef TD_ARTIFACT
 #include TD_ARTIFACT
 #endif
@@ -73,15 +71,7 @@ static const char source[] = TDSL_SRCDIR "/tests/tsan/cuda_stress.td";
 
 /* ---- setup ---- */
 
-static int load(td_arena *a, td_program **p) {
-  static td_diags d[THREADS + 1];   /* one per caller; never freed (arena) */
-  static int used;
-  td_diags *dg = &d[__atomic_fetch_add(&used, 1, __ATOMIC_RELAXED)];
-  td_diags_init(dg, a);
-  *p = td_program_new(a, dg);
-  td_program_add_search_dir(*p, TDSL_SRCDIR "/stdlib");
-  return td_program_load_file(*p, source);
-}
+static int load(td_arena *a, td_program **p) { return stress_load(a, p, source, TDSL_SRCDIR "/stdlib"); }
 
 /* Compiles graph g's CUDA module for the CPU into dir/emu_NAME.so and adds
  * NAME=that to the FAKE_CUDA_EMU list. */
@@ -117,25 +107,9 @@ static int emulate(td_graph *g, td_arena *a, const char *dir, char *list, size_t
 /* ---- one thread ---- */
 
 typedef struct worker {
-  int id, iters;
-  pthread_barrier_t *start;
-  td_strbuf prints;          /* what the call being checked printed */
-  int failures;
-  char first[1200];          /* the first failure */
+  stress_thread t;   /* first: the print callbacks' user data */
+  int iters;
 } worker;
-
-static void fail(worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fail(worker *w, const char *fmt, ...) {
-  if (!w->failures++) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = snprintf(w->first, sizeof w->first, "thread %d: ", w->id);
-    vsnprintf(w->first + n, sizeof w->first - (size_t)n, fmt, ap);
-    va_end(ap);
-  }
-}
-
-static void on_print(void *ud, const char *text) { td_sb_puts(&((worker *)ud)->prints, text); }
 
 /* Inputs and eager's results of one graph, for this thread's sizes. */
 typedef struct ref {
@@ -160,14 +134,13 @@ static void compare(worker *w, const ref *r, const char *how, int n, const float
 }
 
 static void check_prints(worker *w, const ref *r, const char *how) {
-  const char *got = w->prints.s ? w->prints.s : "";
+  char *got = stress_take_prints(&w->t);
   if (strcmp(got, r->printed)) fail(w, "%s %s printed \"%s\", eager \"%s\"", how, r->g->name, got, r->printed);
-  td_free(w->prints.s);
-  memset(&w->prints, 0, sizeof w->prints);
+  td_free(got);
 }
 
 static int make_refs(worker *w, td_program *p, ref *refs, td_interp_opts *io) {
-  int64_t n = 1 + w->id % 2;   /* rows: 1 or 2 (a row reduction launches a block per row) */
+  int64_t n = 1 + w->t.id % 2;   /* rows: 1 or 2 (a row reduction launches a block per row) */
   for (int gi = 0; gi < GRAPHS; gi++) {
     ref *r = &refs[gi];
     td_err err;
@@ -181,14 +154,13 @@ static int make_refs(worker *w, td_program *p, ref *refs, td_interp_opts *io) {
     for (int k = 0; k < r->g->n_inputs; k++) {
       if (!r->in[k]) return -1;
       for (int64_t e = 0; e < r->in[k]->numel; e++)
-        ((float *)r->in[k]->data)[e] = (float)sin(0.37 * (double)e + w->id + 1.3 * gi + k);
+        ((float *)r->in[k]->data)[e] = (float)sin(0.37 * (double)e + w->t.id + 1.3 * gi + k);
     }
     if (td_interp_run(r->g, r->in, NULL, io, &r->out, &err, NULL)) {
       fail(w, "eager %s: %s", names[gi], err.msg);
       return -1;
     }
-    r->printed = w->prints.s ? w->prints.s : td_strdup("");
-    memset(&w->prints, 0, sizeof w->prints);
+    r->printed = stress_take_prints(&w->t);
   }
   return 0;
 }
@@ -199,8 +171,7 @@ static void run_cuda(worker *w, const ref *r, const td_interp_opts *io, int grap
   td_err err;
   if (td_cuda_run(r->g, r->in, NULL, io, &co, &outs, &err, NULL)) {
     fail(w, "td_cuda_run %s%s: %s", r->g->name, graph ? " (CUDA Graph)" : "", err.msg);
-    td_free(w->prints.s);
-    memset(&w->prints, 0, sizeof w->prints);
+    td_free(stress_take_prints(&w->t));
     return;
   }
   const float *got[4];
@@ -275,15 +246,14 @@ static void run_artifact(worker *w, stress_model *m, const ref *r, int gi, int d
     compare(w, r, device ? "artifact (device pointers)" : "artifact", 1, got);
     check_prints(w, r, device ? "artifact (device pointers)" : "artifact");
   }
-  td_free(w->prints.s);
-  memset(&w->prints, 0, sizeof w->prints);
+  td_free(stress_take_prints(&w->t));
   free(host);
 }
 
 static stress_model *new_model(worker *w) {
   stress_model *m = stress_create();
   if (!m) fail(w, "stress_create: %s", stress_error(NULL));
-  else stress_set_print(m, on_print, w);
+  else stress_set_print(m, stress_on_print, w);
   return m;
 }
 #endif
@@ -296,20 +266,20 @@ static void *work(void *arg) {
   memset(refs, 0, sizeof refs);
   td_interp_opts io;
   memset(&io, 0, sizeof io);
-  io.on_print = on_print;
+  io.on_print = stress_on_print;
   io.ud = w;
   io.print_threshold = 1000;
   if (load(a, &p) || make_refs(w, p, refs, &io)) {
-    if (!w->failures) fail(w, "%s does not load", source);
-    pthread_barrier_wait(w->start);
+    if (!w->t.failures) fail(w, "%s does not load", source);
+    pthread_barrier_wait(w->t.barrier);
     return NULL;
   }
-  pthread_barrier_wait(w->start);
+  pthread_barrier_wait(w->t.barrier);
 #ifdef TD_ARTIFACT
   stress_model *m = new_model(w);
 #endif
-  for (int i = 0; i < w->iters && !w->failures; i++) {
-    int gi = (w->id + i) % GRAPHS;
+  for (int i = 0; i < w->iters && !w->t.failures; i++) {
+    int gi = (w->t.id + i) % GRAPHS;
     run_cuda(w, &refs[gi], &io, i % 2);
 #ifdef TD_ARTIFACT
     if (m) run_artifact(w, m, &refs[gi], gi, i % 3 == 2);
@@ -334,16 +304,10 @@ static void *work(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3 || atoi(argv[1]) < 1) {
-    fprintf(stderr, "usage: %s ITERATIONS WORKDIR\n", argv[0]);
-    return 2;
-  }
-  const char *dir = argv[2];
   char cache[1100], list[8192] = "";
-  mkdir(dir, 0755);
-  snprintf(cache, sizeof cache, "%s/cache", dir);
-  setenv("TDSL_CACHE_DIR", cache, 1);
-  unsetenv("TDSL_CACHE");
+  int iters = stress_args(argc, argv, cache, sizeof cache);
+  if (!iters) return 2;
+  const char *dir = argv[2];
   /* the modules, emulated (the main thread, before any other starts) */
   td_arena *a = td_arena_new();
   td_program *p;
@@ -368,29 +332,12 @@ int main(int argc, char **argv) {
     return 2;
   }
 #endif
-  pthread_barrier_t start;
-  pthread_barrier_init(&start, NULL, THREADS);
   static worker w[THREADS];
-  pthread_t th[THREADS];
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  for (int t = 0; t < THREADS; t++) {
-    w[t] = (worker){.id = t, .iters = atoi(argv[1]), .start = &start};
-    if (pthread_create(&th[t], NULL, work, &w[t])) return 2;
-  }
-  int bad = 0;
-  for (int t = 0; t < THREADS; t++) {
-    pthread_join(th[t], NULL);
-    if (w[t].failures) {
-      fprintf(stderr, "cuda_stress: %d failure%s; the first: %s\n", w[t].failures, w[t].failures == 1 ? "" : "s",
-              w[t].first);
-      bad = 1;
-    }
-  }
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  pthread_barrier_destroy(&start);
-  double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-  printf("cuda_stress: %d threads x %s iterations (td_cuda_run%s): %s in %.1f s\n", THREADS, argv[1],
+  for (int t = 0; t < THREADS; t++) w[t] = (worker){.iters = iters};
+  double s;
+  int bad = stress_run("cuda_stress", THREADS, work, w, sizeof *w, &s);
+  if (bad == 2) return 2;
+  printf("cuda_stress: %d threads x %d iterations (td_cuda_run%s): %s in %.1f s\n", THREADS, iters,
 #ifdef TD_ARTIFACT
          " and the artifact",
 #else

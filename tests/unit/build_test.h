@@ -2,7 +2,8 @@
  * artifacts, test_gpu_build.c for CUDA artifacts): where the source tree
  * and the tdsl binary are, whether this is a sanitizer build (an
  * instrumented artifact runtime cannot be loaded into an uninstrumented
- * program), running shell commands, reading a file whole.
+ * program), running shell commands, reading a file whole, building a
+ * stress program of tests/tsan/ against an artifact.
  */
 #ifndef TD_BUILD_TEST_H
 #define TD_BUILD_TEST_H
@@ -66,6 +67,21 @@ static void write_file(const char *p, const char *text) {
   fputs(text, f);
   fclose(f);
 }
+
+#ifdef TD_GCCJIT_LIBS
+/* Builds the stress program tests/tsan/SRC.c without sanitizers, against
+ * libtdsl.a and the artifact art_dir/PREFIX.so (its header PREFIX.h),
+ * into out; the compiler's messages go to the file err, shown when it
+ * fails. */
+static void build_stress(const char *src, const char *art_dir, const char *prefix, const char *out, const char *err) {
+  const char *S = TDSL_SRCDIR, *B = TDSL_BUILDDIR;
+  cr_assert_eq(sh("cc -std=c11 -D_GNU_SOURCE -O1 -I'%s/include' -I'%s/lang' -I'%s/runtime' -I'%s/interp' "
+                  "-I'%s/lang/parser' -DTDSL_SRCDIR='\"%s\"' '-DTD_ARTIFACT=\"%s.h\"' -I'%s' '%s/tests/tsan/%s.c' "
+                  "'%s/%s.so' -Wl,-rpath,'%s' '%s/libtdsl.a' %s -ldl -lm -lpthread -o '%s' 2>'%s'",
+                  S, S, S, S, B, S, prefix, art_dir, S, src, art_dir, prefix, art_dir, B, TD_GCCJIT_LIBS, out, err),
+               0, "%s", read_all(err, NULL));
+}
+#endif
 
 /* A model whose entry prints and returns an input, a computed value, a
  * parameter and the same value twice. */

@@ -6,8 +6,9 @@
  * and compares what the artifact computes with the eager interpreter
  * (`tdsl run --entry ... --out`, an independent implementation), read back
  * with the runtime's .npy reader.  Also: --exe with .npy files and --bench,
- * the ABI check, bad arguments, and that the artifact needs nothing but
- * libc, libm and pthreads (DT_NEEDED read with readelf).
+ * the ABI check, bad arguments, that the artifact needs nothing but
+ * libc, libm and pthreads (DT_NEEDED read with readelf), and
+ * tests/tsan/cpu_stress.c (the CPU paths on four threads, against eager).
  *
  * Skipped under sanitizer builds: the artifact runtime is then built with
  * the sanitizers and cannot be loaded into an uninstrumented program.
@@ -859,4 +860,26 @@ Test(build, two_models_with_the_same_parameter_names) {
   }
   cr_expect_eq(sh("grep -q 'A.l0.weight' '%s/two.so' && grep -q 'B.l0.weight' '%s/two.so'", dir, dir), 0,
                "the parameters are named after their models");
+}
+
+/* The CPU paths on four threads at once: the program tests/tsan/cpu_stress.c
+ * (which .ci/run runs under ThreadSanitizer), built here without
+ * sanitizers against libtdsl.a and an artifact of tests/tsan/cpu_stress.td,
+ * three iterations.  Each thread loads the program, runs every entry
+ * eagerly, compiles it (the compile cache shared by the threads, which
+ * race to store and to hit the same entries, and in memory) and runs it
+ * at several sizes, and calls its own model of the artifact (load_weights,
+ * free and create again); every output and print must equal eager's, and
+ * some compilation must be a cache hit. */
+Test(build, cpu_paths_on_four_threads) {
+  skip_if_sanitized();
+  build("tests/tsan/cpu_stress.td", "--name cstress");
+  build_stress("cpu_stress", dir, "cstress", path("stress"), path("cc.err"));
+  int rc = sh("'%s' 3 '%s' >'%s' 2>&1", path("stress"), path("work"), path("stress.txt"));
+  char *out = read_text(path("stress.txt"));
+  cr_expect_eq(rc, 0, "%s", out);
+  cr_expect(strstr(out, "cpu_stress: 4 threads x 3 iterations: 60 compilations ("), "%s", out);
+  cr_expect(strstr(out, " artifact calls: ok in "), "%s", out);
+  cr_log_info("%s", out);
+  free(out);
 }

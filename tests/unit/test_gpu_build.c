@@ -660,13 +660,7 @@ Test(gpu_build, runtime_and_artifacts_on_four_threads_under_a_stand_in_driver) {
   need_runnable();
   make_fake_driver();
   build("tests/tsan/cuda_stress.td", "--arch sm_90 --name stress");
-  const char *S = TDSL_SRCDIR, *B = TDSL_BUILDDIR;
-  cr_assert_eq(sh("cc -std=c11 -D_GNU_SOURCE -O1 -I'%s/include' -I'%s/lang' -I'%s/runtime' -I'%s/interp' "
-                  "-I'%s/lang/parser' -DTDSL_SRCDIR='\"%s\"' '-DTD_ARTIFACT=\"stress.h\"' -I'%s' "
-                  "'%s/tests/tsan/cuda_stress.c' '%s/stress.so' -Wl,-rpath,'%s' '%s/libtdsl.a' %s -ldl -lm -lpthread "
-                  "-o '%s' 2>'%s'",
-                  S, S, S, S, B, S, dir, S, dir, dir, B, TD_GCCJIT_LIBS, path("stress"), path("cc.err")),
-               0, "%s", read_all(path("cc.err"), NULL));
+  build_stress("cuda_stress", dir, "stress", path("stress"), path("cc.err"));
   for (int pass = 0; pass < 2; pass++) {
     int rc = sh("LD_LIBRARY_PATH='%s/fake' FAKE_CUDA_CAPTURE_US=2000000 '%s' 2 '%s' >'%s' 2>&1", dir, path("stress"),
                 path("work"), path("stress.txt"));
