@@ -266,8 +266,9 @@ Test(index_layer, row_index_of_a_reduction_kernel) {
   td_dim space[3] = {2, 3, 4};
   uint32_t red = 1u << 2; /* rows over the last axis */
   td_ixgen g = gen();
-  int b = input(3, (td_dim[]){2, 1, 4}); /* broadcasts: (i, 0, 0) */
+  int b = input(3, (td_dim[]){2, 1, 1}); /* broadcasts: (i, 0, 0) */
   int q = input(2, (td_dim[]){2, 3});    /* squeeze-equal to a row: (i, j) */
+
   int64_t si[3] = {2, 3, 4}, c[3], v[3];
   for (int64_t f = 0; f < 24; f++) {
     unflat(f, 3, si, c);
@@ -277,5 +278,19 @@ Test(index_layer, row_index_of_a_reduction_kernel) {
     cr_assert(v[0] == c[0] && v[1] == 0 && v[2] == 0);
     values(td_ix_row(&g, &G->nodes[q], space, 3, red, row), v);
     cr_assert(v[0] == c[0] && v[1] == c[1]);
+  }
+  /* of the rank of a square space, with a size on the reduced axis, so
+   * not one value per row: the row squeezed and reshaped, (0, i, j) (it
+   * was read right-aligned, at (0, j, 0): found by tests/difftest) */
+  td_dim sq[3] = {2, 2, 2};
+  int64_t s2[3] = {2, 2, 2};
+  int r = input(3, (td_dim[]){1, 2, 2});
+  for (int64_t f = 0; f < 8; f++) {
+    unflat(f, 3, s2, c);
+    td_ix *row = b_new(NULL, 3);
+    for (int k = 0; k < 3; k++) { row->v[k] = box(c[k]); row->zero[k] = 0; }
+    values(td_ix_row(&g, &G->nodes[r], sq, 3, red, row), v);
+    cr_assert(v[0] == 0 && v[1] == c[0] && v[2] == c[1], "(%lld, %lld, %lld)", (long long)v[0], (long long)v[1],
+              (long long)v[2]);
   }
 }
