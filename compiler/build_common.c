@@ -128,12 +128,14 @@ static int add_params(tdb_builder *b, tdb_entry *e) {
   return 0;
 }
 
-/* The artifact's parameter names: each model's own, unless parameters of
- * several models are in it, when each is qualified by its model. */
+/* The artifact's parameter names: each model's own, except a name that
+ * parameters of two models share, which is qualified by its model. */
 static int name_params(tdb_builder *b) {
-  int several = 0;
-  for (int i = 1; i < b->n_p; i++) several |= strcmp(b->p[i].model, b->p[0].model) != 0;
-  for (int i = 0; several && i < b->n_p; i++) {
+  for (int i = 0; i < b->n_p; i++) {
+    int shared = 0;
+    for (int j = 0; j < b->n_p && !shared; j++)
+      shared = j != i && !strcmp(b->p[i].name, b->p[j].name) && strcmp(b->p[i].model, b->p[j].model);
+    if (!shared) continue;
     size_t n = strlen(b->p[i].model) + strlen(b->p[i].name) + 2;
     char *q = td_arena_alloc(b->a, n);
     if (!q) return td_err_set(b->err, "out of memory");

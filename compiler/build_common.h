@@ -36,7 +36,7 @@ typedef struct tdb_param {
   const char *name;          /* the model's own name for it ("l0.weight") */
   const char *model;         /* the model it belongs to ("" for none) */
   const char *aname;         /* its name in the artifact (tdb_pack_params): name, or
-                                "Model.name" when the artifact holds several models */
+                                "Model.name" when another model's parameter has it too */
   const td_tensor *t;
   int64_t off;               /* in the data blob */
 } tdb_param;
