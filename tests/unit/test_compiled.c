@@ -423,28 +423,35 @@ Test(kinds, campaign_2027_regressions) {
 
 /* pow(x, 0.5) is pow, not sqrt, also where the loop is vectorised (GCC's
  * vectoriser rewrote it as sqrt): pow(-inf, 0.5) is +inf, pow(-0, 0.5) +0. */
-Test(kinds, pow_half_is_not_sqrt) {
+/* Compiles text's entry f(x: f32[N]) -> f32[N] and runs it on xs[0 .. n)
+ * into ys. */
+static void run_f32_fn(const char *text, const float *xs, int64_t n, float *ys) {
   prog P;
-  cr_assert_eq(load(&P, "t.td", "fn f(x: f32[N]) -> f32[N] { pow(x, 0.5) }\n"), 0);
+  cr_assert_eq(load(&P, "t.td", text), 0);
   td_graph *g = td_program_lower(P.p, "f");
   compiled_graph cg_;
-  compile_graph(g, &cg_, "pow");
-  int64_t n = 256;
+  compile_graph(g, &cg_, text);
   td_err e;
   td_tensor *x = td_tensor_new(TD_F32, 1, &n, &e), **outs = NULL;
-  float *xs = x->data;
-  for (int64_t i = 0; i < n; i++) xs[i] = i % 4 == 0 ? -__builtin_inff() : i % 4 == 1 ? -0.0f : i % 4 == 2 ? 4.0f : -4.0f;
+  memcpy(x->data, xs, (size_t)n * sizeof *xs);
   cr_assert_eq(td_compiled_run(cg_.c, &x, NULL, 0, &outs, &e, NULL), 0, "%s", e.msg);
-  const float *ys = outs[0]->data;
+  memcpy(ys, outs[0]->data, (size_t)n * sizeof *ys);
+  release_all(outs, 1);
+  td_tensor_release(x);
+  td_compiled_free(cg_.c);
+  td_arena_free(P.a);
+}
+
+Test(kinds, pow_half_is_not_sqrt) {
+  enum { n = 256 };
+  static float xs[n], ys[n];
+  for (int64_t i = 0; i < n; i++) xs[i] = i % 4 == 0 ? -__builtin_inff() : i % 4 == 1 ? -0.0f : i % 4 == 2 ? 4.0f : -4.0f;
+  run_f32_fn("fn f(x: f32[N]) -> f32[N] { pow(x, 0.5) }\n", xs, n, ys);
   for (int64_t i = 0; i < n; i++) {
     float want = powf(xs[i], 0.5f);
     cr_expect(memcmp(&ys[i], &want, 4) == 0 || (isnan(ys[i]) && isnan(want)), "pow(%g, 0.5): %g, libm %g", xs[i],
               ys[i], want);
   }
-  release_all(outs, 1);
-  td_tensor_release(x);
-  td_compiled_free(cg_.c);
-  td_arena_free(P.a);
 }
 
 Test(kinds, softmax_and_layer_norm) {
@@ -609,21 +616,14 @@ Test(kinds, packed_matmul_over_several_row_blocks, .timeout = 120) {
 /* The compiled f32 exp (a polynomial, so that loops vectorise) against
  * libm's expf over its whole range and at the edges. */
 Test(kinds, exp_polynomial_is_within_its_error_bound) {
-  prog P;
-  cr_assert_eq(load(&P, "t.td", "fn f(x: f32[N]) -> f32[N] { exp(x) }\n"), 0);
-  td_graph *g = td_program_lower(P.p, "f");
-  compiled_graph cg_;
-  compile_graph(g, &cg_, "exp");
   int64_t n = 200003;
-  td_err e;
-  td_tensor *x = td_tensor_new(TD_F32, 1, &n, &e), **outs = NULL;
-  float *xs = x->data;
+  float *xs = td_malloc((size_t)n * sizeof *xs), *ys = td_malloc((size_t)n * sizeof *ys);
+  cr_assert(xs && ys);
   for (int64_t i = 0; i < n - 3; i++) xs[i] = (float)(-87.0 + 175.7 * (double)i / (double)(n - 4));
   xs[n - 3] = __builtin_nanf("");
   xs[n - 2] = -__builtin_inff();
   xs[n - 1] = __builtin_inff();
-  cr_assert_eq(td_compiled_run(cg_.c, &x, NULL, 0, &outs, &e, NULL), 0, "%s", e.msg);
-  const float *ys = outs[0]->data;
+  run_f32_fn("fn f(x: f32[N]) -> f32[N] { exp(x) }\n", xs, n, ys);
   double worst = 0;
   for (int64_t i = 0; i < n - 3; i++) {
     double want = expf(xs[i]), rel = fabs(ys[i] - want) / want;
@@ -633,10 +633,8 @@ Test(kinds, exp_polynomial_is_within_its_error_bound) {
   cr_expect(isnan(ys[n - 3]));
   cr_expect_eq(ys[n - 2], 0.0f);
   cr_expect(isinf(ys[n - 1]) && ys[n - 1] > 0);
-  release_all(outs, 1);
-  td_tensor_release(x);
-  td_compiled_free(cg_.c);
-  td_arena_free(P.a);
+  td_free(xs);
+  td_free(ys);
 }
 
 /* Row i of the softmax test: length-n rows of kind i % 6 (see below). */
