@@ -48,7 +48,7 @@
 #include "lang/diag.h"
 #include "lang/elab.h"
 #include "lang/ir.h"
-#include "lang/mem.h"
+#include "runtime/mem.h"
 #include "runtime/io.h"
 #include "runtime/tensor.h"
 #include "compiler/compiled.h"

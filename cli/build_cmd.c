@@ -9,17 +9,17 @@
  * (gpu/build_cuda.h) for --arch, by default the GPU's architecture when
  * there is one, else sm_90 (said on stderr).
  */
-#include "build_cmd.h"
+#include "cli/build_cmd.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "../compiler/build.h"
-#include "../gpu/build_cuda.h"
-#include "../lang/mem.h"
-#include "search.h"
+#include "compiler/build.h"
+#include "gpu/build_cuda.h"
+#include "runtime/mem.h"
+#include "cli/search.h"
 
 static int busage(const char *msg, const char *arg) {
   fprintf(stderr, "tdsl: ");

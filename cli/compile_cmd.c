@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../compiler/compiled.h"
-#include "../compiler/passes.h"
-#include "../lang/mem.h"
-#include "explain_cmd.h"
+#include "compiler/compiled.h"
+#include "compiler/passes.h"
+#include "runtime/mem.h"
+#include "cli/explain_cmd.h"
 
 #define DUMP_FUSED (1u << 16)
 #define DUMP_C (1u << 17)

@@ -16,12 +16,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../compiler/explain.h"
-#include "../compiler/passes.h"
-#include "../compiler/plan.h"
-#include "../lang/elab.h"
-#include "explain_cmd.h"
-#include "search.h"
+#include "compiler/explain.h"
+#include "compiler/passes.h"
+#include "compiler/plan.h"
+#include "lang/elab.h"
+#include "cli/explain_cmd.h"
+#include "cli/search.h"
 
 #define MAX_SIZES 32
 

@@ -4,7 +4,7 @@
 #define TD_EXPLAIN_CMD_H
 
 #include <stddef.h>
-#include "../interp/interp.h"
+#include "interp/interp.h"
 
 /* Runs `tdsl explain` with main's argc/argv (argv[1] is "explain");
  * returns the exit code: 0, 1 (the program is wrong) or 2 (bad usage). */

@@ -19,15 +19,15 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "../lang/elab.h"
-#include "../lang/mem.h"
-#include "../interp/interp.h"
-#include "../runtime/io.h"
-#include "search.h"
-#include "build_cmd.h"
-#include "explain_cmd.h"
-#include "../gpu/runtime_cuda.h"
-#include "repl.h"
+#include "lang/elab.h"
+#include "runtime/mem.h"
+#include "interp/interp.h"
+#include "runtime/io.h"
+#include "cli/search.h"
+#include "cli/build_cmd.h"
+#include "cli/explain_cmd.h"
+#include "gpu/runtime_cuda.h"
+#include "cli/repl.h"
 
 #ifndef TDSL_VERSION
 #define TDSL_VERSION "0.1.0"
@@ -343,7 +343,7 @@ static int finish(td_diags *d, int color) {
 }
 
 /* TDSL_TEST_FAIL_ALLOC, for tests only (tests/alloc_fail.sh): K (1, 2, ...)
- * makes allocation K of tdsl's own (lang/mem.c) and every later one fail;
+ * makes allocation K of tdsl's own (runtime/mem.c) and every later one fail;
  * `count` fails none and prints "tdsl: N allocations" on stderr at exit. */
 static void report_allocs(void) { fprintf(stderr, "tdsl: %ld allocations\n", td_mem_requests()); }
 

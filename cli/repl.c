@@ -30,15 +30,15 @@
 #include <editline/readline.h>
 #endif
 
-#include "repl.h"
-#include "search.h"
-#include "../lang/session.h"
-#include "../compiler/compiled.h"
-#include "../compiler/explain.h"
-#include "../compiler/passes.h"
-#include "explain_cmd.h"
-#include "../gpu/cuda_loader.h"
-#include "../gpu/runtime_cuda.h"
+#include "cli/repl.h"
+#include "cli/search.h"
+#include "lang/session.h"
+#include "compiler/compiled.h"
+#include "compiler/explain.h"
+#include "compiler/passes.h"
+#include "cli/explain_cmd.h"
+#include "runtime/cuda_loader.h"
+#include "gpu/runtime_cuda.h"
 
 #define PROMPT ">>> "
 #define PROMPT_MORE "... "

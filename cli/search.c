@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "search.h"
+#include "cli/search.h"
 
 void cli_search_dirs(void (*add)(void *ud, const char *dir), void *ud) {
   const char *env = getenv("TDSL_PATH");

@@ -15,18 +15,18 @@
  * executable behind, nor a mix of two builds' files that a program could
  * use.
  */
-#include "build.h"
-#include "compiled.h"
+#include "compiler/build.h"
+#include "compiler/compiled.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "../gpu/build_cuda.h"
-#include "../lang/mem.h"
-#include "artifact.h"
-#include "build_common.h"
-#include "jit_impl.h"
+#include "gpu/build_cuda.h"
+#include "runtime/mem.h"
+#include "artifact/artifact.h"
+#include "compiler/build_common.h"
+#include "compiler/jit_impl.h"
 
 /* What the CPU adds to an entry point (b->c.e[i] is the same entry). */
 typedef struct bextra {

@@ -9,8 +9,8 @@
 #ifndef TD_BUILD_H
 #define TD_BUILD_H
 
-#include "../lang/elab.h"
-#include "../runtime/tensor.h"
+#include "lang/elab.h"
+#include "runtime/tensor.h"
 
 typedef struct td_build_opts {
   const char *dir;       /* output directory (created) */

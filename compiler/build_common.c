@@ -4,7 +4,7 @@
  * holding the C API and the header's shared text.  How the outputs reach
  * the output directory is build_dir.c's.
  */
-#include "build_common.h"
+#include "compiler/build_common.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../lang/checks.h"
-#include "../lang/mem.h"
-#include "artifact_common.h"
+#include "lang/checks.h"
+#include "runtime/mem.h"
+#include "artifact/artifact_common.h"
 
 _Static_assert(TD_MONO_MAX == TDA_MONO_MAX, "the descriptor's terms hold TD_MONO_MAX symbols");
 

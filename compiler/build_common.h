@@ -15,10 +15,10 @@
 #include <libgccjit.h>
 #include <stdio.h>
 
-#include "../interp/interp.h"
-#include "build.h"
-#include "passes.h"
-#include "plan.h"
+#include "interp/interp.h"
+#include "compiler/build.h"
+#include "compiler/passes.h"
+#include "compiler/plan.h"
 
 /* One entry point (every one of the program but main). */
 typedef struct tdb_entry {

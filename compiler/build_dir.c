@@ -23,7 +23,7 @@
  * those moves (moving a file twice is harmless: the second finds it gone)
  * and takes it.  The last build to commit wins, whole.
  */
-#include "build_common.h"
+#include "compiler/build_common.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -35,8 +35,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../runtime/fileio.h"
-#include "artifact_common.h"
+#include "runtime/fileio.h"
+#include "artifact/artifact_common.h"
 
 /* TDSL_TEST_KILL_BUILD=N, for tests only: the build kills itself (SIGKILL,
  * as kill -9 would) at point N of its commit: 0 before the commit rename,

@@ -8,7 +8,7 @@
  * that is gone by the time it is looked at or removed is simply skipped,
  * and a process that has an evicted shared object loaded keeps its mapping.
  */
-#include "cache.h"
+#include "compiler/cache.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../lang/mem.h"
+#include "runtime/mem.h"
 
 /* A writer's temporary file older than this is a leftover of a crash. */
 #define STALE_TMP_SECONDS (24 * 60 * 60)

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../runtime/tensor.h"
+#include "runtime/tensor.h"
 
 /* The default of TDSL_CACHE_MAX_MB. */
 #define TD_CACHE_DEFAULT_MB 1024

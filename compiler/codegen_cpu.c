@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/philox.h"
-#include "jit_impl.h"
+#include "runtime/philox.h"
+#include "compiler/jit_impl.h"
 
 /* ---- building blocks ------------------------------------------------------------ */
 

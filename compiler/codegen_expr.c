@@ -39,9 +39,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/half.h"
-#include "../runtime/scalar.h"
-#include "jit_impl.h"
+#include "runtime/half.h"
+#include "runtime/scalar.h"
+#include "compiler/jit_impl.h"
 
 static const td_node *ND(const cg *c, int n) { return &c->g->nodes[n]; }
 

@@ -47,7 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jit_impl.h"
+#include "compiler/jit_impl.h"
 
 #define MAX_MR 8
 #define MAX_NV 2

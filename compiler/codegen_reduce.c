@@ -29,8 +29,8 @@
  */
 #include <string.h>
 
-#include "jit_impl.h"
-#include "rowplan.h"
+#include "compiler/jit_impl.h"
+#include "compiler/rowplan.h"
 
 #define LANES 4
 

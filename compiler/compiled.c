@@ -21,7 +21,7 @@
  * kernels with a parameter B read a packed copy kept here, made again when
  * the parameter tensor changes (prepack_params, keyed on td_tensor.id).
  */
-#include "compiled.h"
+#include "compiler/compiled.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -30,13 +30,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../lang/checks.h"
-#include "../lang/mem.h"
-#include "../runtime/fileio.h"
-#include "../runtime/philox.h"
-#include "cache.h"
-#include "jit_impl.h"
-#include "../runtime/pool.h"
+#include "lang/checks.h"
+#include "runtime/mem.h"
+#include "runtime/fileio.h"
+#include "runtime/philox.h"
+#include "compiler/cache.h"
+#include "compiler/jit_impl.h"
+#include "runtime/pool.h"
 
 /* What td_compiled_run derives from the bound sizes alone, kept for the
  * next call: valid while the symbol values and the pool's thread count are

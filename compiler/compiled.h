@@ -16,8 +16,8 @@
 #ifndef TD_COMPILED_H
 #define TD_COMPILED_H
 
-#include "../interp/interp.h"
-#include "plan.h"
+#include "interp/interp.h"
+#include "compiler/plan.h"
 
 typedef struct td_compiled td_compiled;
 

@@ -3,11 +3,11 @@
  * Library code that writes to a FILE the caller chose (the CLI passes
  * stdout); nothing here decides anything about the plan.
  */
-#include "explain.h"
+#include "compiler/explain.h"
 
 #include <string.h>
 
-#include "../lang/checks.h"
+#include "lang/checks.h"
 
 /* ---- sizes ------------------------------------------------------------------ */
 

@@ -13,8 +13,8 @@
 #define TD_EXPLAIN_H
 
 #include <stdio.h>
-#include "passes.h"
-#include "plan.h"
+#include "compiler/passes.h"
+#include "compiler/plan.h"
 
 typedef enum td_explain_fmt { TD_EXPLAIN_TEXT, TD_EXPLAIN_JSON, TD_EXPLAIN_DOT } td_explain_fmt;
 

@@ -28,7 +28,7 @@
  */
 #include <string.h>
 
-#include "plan_impl.h"
+#include "compiler/plan_impl.h"
 
 enum { HOME_NONE = -1, HOME_LEAF = -2, HOME_INLINE = -3 };
 #define COST_INF 1000000

@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "index.h"
+#include "compiler/index.h"
 
 static void set_zero(const td_ixgen *x, td_ix *ix, int k) {
   ix->v[k] = x->ops->cst(x->be, 0);

@@ -20,8 +20,8 @@
 #ifndef TD_INDEX_H
 #define TD_INDEX_H
 
-#include "../lang/ir.h"
-#include "../lang/mem.h"
+#include "lang/ir.h"
+#include "runtime/mem.h"
 
 /* An index into a node's shape: one int64 expression per axis; zero[k]
  * marks an axis known to be 0 (broadcast), which address arithmetic skips.

@@ -22,9 +22,9 @@
 
 #include <libgccjit.h>
 
-#include "index.h"
-#include "plan_impl.h"
-#include "prepack.h"
+#include "compiler/index.h"
+#include "compiler/plan_impl.h"
+#include "artifact/prepack.h"
 
 /* An index into a node's shape (index.h's td_ix): one int64 rvalue per
  * axis, v[k] a gcc_jit_rvalue *; zero[k] marks an axis known to be 0

@@ -21,11 +21,11 @@
  * permute, broadcast, slice, concat, gather) of such values.  f32 -> bf16 -> f32 in general loses bits and is
  * kept.
  */
-#include "passes.h"
+#include "compiler/passes.h"
 
 #include <string.h>
 
-#include "../lang/mem.h"
+#include "runtime/mem.h"
 
 typedef struct lg {
   const td_graph *src;

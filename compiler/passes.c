@@ -10,15 +10,15 @@
  * inputs have already been rewritten; so one walk simplifies whole chains
  * (a reshape of a reshape of a reshape collapses to one reshape).
  */
-#include "passes.h"
+#include "compiler/passes.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "../interp/kernels.h"
-#include "../lang/checks.h"
-#include "../lang/mem.h"
-#include "../runtime/half.h"
+#include "interp/kernels.h"
+#include "lang/checks.h"
+#include "runtime/mem.h"
+#include "runtime/half.h"
 
 /* ---- rebuilding ----------------------------------------------------------- */
 

@@ -14,7 +14,7 @@
 #ifndef TD_PASSES_H
 #define TD_PASSES_H
 
-#include "../lang/ir.h"
+#include "lang/ir.h"
 
 /* One pass: returns the new graph, or NULL with err filled (out of memory). */
 typedef td_graph *(*td_pass_fn)(const td_graph *g, td_err *err);

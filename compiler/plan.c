@@ -16,11 +16,11 @@
  *             never overwritten;
  *   costs     bytes read and written and FLOPs, as td_dims.
  */
-#include "plan_impl.h"
+#include "compiler/plan_impl.h"
 
 #include <string.h>
 
-#include "passes.h"
+#include "compiler/passes.h"
 
 /* ---- small helpers ----------------------------------------------------------- */
 

@@ -31,7 +31,7 @@
 #define TD_PLAN_H
 
 #include <stdio.h>
-#include "../lang/ir.h"
+#include "lang/ir.h"
 
 typedef enum td_kkind {
   TD_KERN_POINTWISE,  /* one loop nest over space (the root's shape) */

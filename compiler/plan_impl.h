@@ -3,7 +3,7 @@
 #ifndef TD_PLAN_IMPL_H
 #define TD_PLAN_IMPL_H
 
-#include "plan.h"
+#include "compiler/plan.h"
 
 /* Fills p->kernels, p->n_kernels and p->kernel_of from p->g (fuse.c). */
 int tdc_fuse(td_plan *p, td_err *err);

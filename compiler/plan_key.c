@@ -19,10 +19,10 @@
  */
 #include <string.h>
 
-#include "../lang/mem.h"
-#include "../runtime/strbuf.h"
-#include "build_id.h"
-#include "jit_impl.h"
+#include "runtime/mem.h"
+#include "runtime/strbuf.h"
+#include "compiler/build_id.h"
+#include "compiler/jit_impl.h"
 
 /* x86-64 sizes when this file was written: a structure of another size has
  * gained (or lost) a field, which the key must then cover. */

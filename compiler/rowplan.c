@@ -3,7 +3,7 @@
  * Every field of a td_rred follows from the reduction's op and its input's
  * dtype, by the rules both code generators used to apply themselves.
  */
-#include "rowplan.h"
+#include "compiler/rowplan.h"
 
 static int sum_or_prod(td_op op) { return op == TD_IR_SUM || op == TD_IR_PROD; }
 

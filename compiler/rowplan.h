@@ -18,8 +18,8 @@
 
 #include <stdint.h>
 
-#include "../lang/ir.h"
-#include "plan.h"
+#include "lang/ir.h"
+#include "compiler/plan.h"
 
 /* The identity an accumulator starts from. */
 typedef enum td_rinit {

@@ -27,11 +27,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "../interp/interp.h"
-#include "../lang/elab.h"
-#include "../runtime/half.h"
-#include "cuda_loader.h"
-#include "runtime_cuda.h"
+#include "interp/interp.h"
+#include "lang/elab.h"
+#include "runtime/half.h"
+#include "runtime/cuda_loader.h"
+#include "gpu/runtime_cuda.h"
 
 static double now_ms(void) {
   struct timespec t;

@@ -18,17 +18,17 @@
  * Only what differs from the CPU builder is here: the kernels' part of the
  * descriptor, the modules in the data blob, the _device calls, the stream.
  */
-#include "build_cuda.h"
+#include "gpu/build_cuda.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../compiler/build_common.h"
-#include "../lang/mem.h"
-#include "artifact_cuda.h"
-#include "codegen_cuda.h"
-#include "cuda_loader.h"
+#include "compiler/build_common.h"
+#include "runtime/mem.h"
+#include "artifact/artifact_cuda.h"
+#include "gpu/codegen_cuda.h"
+#include "runtime/cuda_loader.h"
 
 /* NVRTC options of the artifact's modules (runtime_cuda.c's). */
 static const char *const rtc_opts[] = {"--fmad=false", "-lineinfo"};

@@ -13,7 +13,7 @@
 #define TD_BUILD_CUDA_H
 
 #include <stddef.h>
-#include "../compiler/build.h"
+#include "compiler/build.h"
 
 /* Builds with NVRTC for o->cuda_arch ("sm_90"; NULL: sm_90).  Returns 0,
  * or -1 with err filled (NVRTC missing, a bad --arch, an NVRTC error with

@@ -32,7 +32,7 @@
 #ifndef TD_CODEGEN_CUDA_H
 #define TD_CODEGEN_CUDA_H
 
-#include "../compiler/plan.h"
+#include "compiler/plan.h"
 
 #define TD_CUDA_BLOCK 256   /* threads per block of every kernel */
 #define TD_CUDA_TILE 64     /* matmul: output tile per block (square) */

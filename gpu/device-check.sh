@@ -170,7 +170,7 @@ fi
 gemm_fail=0
 jit=$(sed -n 's/^GCCJIT_LIBS = //p' "$out/build/Makefile")
 pth=$(sed -n 's/^PTHREAD_CFLAGS = //p' "$out/build/Makefile")
-if cc -std=c11 -O2 -D_GNU_SOURCE -I"$src" -I"$src/lang" -I"$src/runtime" -I"$src/interp" \
+if cc -std=c11 -O2 -D_GNU_SOURCE -I"$src" -I"$out/build" \
       -o "$out/bench_gpu" "$src/gpu/bench_gpu.c" "$out/build/libtdsl.a" $jit -ldl -lm -lpthread $pth; then
   left=$((285 - $(elapsed)))
   [ "$left" -lt 30 ] && left=30

@@ -13,12 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cli/explain_cmd.h"
-#include "../cli/search.h"
-#include "../compiler/passes.h"
-#include "../lang/elab.h"
-#include "codegen_cuda.h"
-#include "runtime_cuda.h"
+#include "cli/explain_cmd.h"
+#include "cli/search.h"
+#include "compiler/passes.h"
+#include "lang/elab.h"
+#include "gpu/codegen_cuda.h"
+#include "gpu/runtime_cuda.h"
 
 static void add_dir(void *ud, const char *dir) { td_program_add_search_dir(ud, dir); }
 

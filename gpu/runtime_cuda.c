@@ -37,7 +37,7 @@
  * driver (tests/unit/fake_libcuda.c), in make check and under
  * ThreadSanitizer in .ci/run.
  */
-#include "runtime_cuda.h"
+#include "gpu/runtime_cuda.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -47,16 +47,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../compiler/cache.h"
-#include "../compiler/compiled.h"
-#include "../compiler/passes.h"
-#include "../lang/checks.h"
-#include "../lang/mem.h"
-#include "../runtime/fileio.h"
-#include "../runtime/philox.h"
-#include "codegen_cuda.h"
-#include "cuda_loader.h"
-#include "launch_cuda.h"
+#include "compiler/cache.h"
+#include "compiler/compiled.h"
+#include "compiler/passes.h"
+#include "lang/checks.h"
+#include "runtime/mem.h"
+#include "runtime/fileio.h"
+#include "runtime/philox.h"
+#include "gpu/codegen_cuda.h"
+#include "runtime/cuda_loader.h"
+#include "artifact/launch_cuda.h"
 
 _Static_assert(TD_CUDA_BLOCK == TD_CUDA_LAUNCH_BLOCK && TD_CUDA_TILE == TD_CUDA_LAUNCH_TILE,
                "launch_cuda.h must match codegen_cuda.h");

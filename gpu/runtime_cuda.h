@@ -26,7 +26,7 @@
 #define TD_RUNTIME_CUDA_H
 
 #include <stdio.h>
-#include "../interp/interp.h"
+#include "interp/interp.h"
 
 typedef struct td_cuda_opts {
   int cuda_graph;      /* capture the launches into a CUDA Graph */

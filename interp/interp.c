@@ -38,16 +38,16 @@
  * and *err_span set to the node's span.  Every error caused by a node sets
  * *err_span to its span; otherwise *err_span.file is -1.
  */
-#include "interp.h"
-#include "../runtime/strbuf.h"
+#include "interp/interp.h"
+#include "runtime/strbuf.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "../lang/checks.h"
-#include "../lang/mem.h"
-#include "../runtime/philox.h"
-#include "kernels.h"
+#include "lang/checks.h"
+#include "runtime/mem.h"
+#include "runtime/philox.h"
+#include "interp/kernels.h"
 
 /* ---- binding the inputs (runtime/sig.c) -------------------------------- */
 

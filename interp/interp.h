@@ -11,8 +11,8 @@
 
 #include <signal.h>
 #include <stdio.h>
-#include "../lang/ir.h"
-#include "../runtime/io.h"
+#include "lang/ir.h"
+#include "runtime/io.h"
 
 typedef struct td_interp_opts {
   /* Called with the complete text of one print (ends with '\n'). */

@@ -27,15 +27,15 @@
  * Casts into a half type round once: from f32 directly, from f64 and the
  * integer types through td_f64_to_f16/bf16.
  */
-#include "kernels.h"
+#include "interp/kernels.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "../lang/mem.h"
-#include "../runtime/half.h"
-#include "../runtime/philox.h"
-#include "../runtime/scalar.h"
+#include "runtime/mem.h"
+#include "runtime/half.h"
+#include "runtime/philox.h"
+#include "runtime/scalar.h"
 
 /* GCC 12 at -O2 vectorises only loops without an epilogue; the kernels
  * below are written to be vectorised, so ask for the full cost model. */

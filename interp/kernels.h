@@ -9,8 +9,8 @@
 #ifndef TD_INTERP_KERNELS_H
 #define TD_INTERP_KERNELS_H
 
-#include "../lang/ir.h"
-#include "../runtime/tensor.h"
+#include "lang/ir.h"
+#include "runtime/tensor.h"
 
 /* Unary, binary, compare, ternary (WHERE) and CAST nodes: inputs broadcast
  * NumPy-style to out's shape. */

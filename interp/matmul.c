@@ -19,15 +19,15 @@
  * calling thread.  Every output element is computed by one task in the
  * same order as sequentially, so results do not depend on the thread count.
  */
-#include "kernels.h"
+#include "interp/kernels.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/pool.h"
-#include "../lang/mem.h"
+#include "runtime/pool.h"
+#include "runtime/mem.h"
 
 /* GCC 12 at -O2 vectorises only loops without an epilogue: ask for the
  * full cost model (the simple kernels' inner loops must vectorise).  And
@@ -51,7 +51,7 @@
 #define GEMM_MR 4
 #define GEMM_NR 8
 #define GEMM_VL 4
-#include "matmul_kernel.h"
+#include "interp/matmul_kernel.h"
 #undef GEMM_SFX
 #undef GEMM_MR
 #undef GEMM_NR
@@ -62,7 +62,7 @@
 #define GEMM_MR 4
 #define GEMM_NR 4
 #define GEMM_VL 2
-#include "matmul_kernel.h"
+#include "interp/matmul_kernel.h"
 #undef GEMM_SFX
 #undef GEMM_MR
 #undef GEMM_NR
@@ -77,7 +77,7 @@
 #define GEMM_MR 6
 #define GEMM_NR 16
 #define GEMM_VL 8
-#include "matmul_kernel.h"
+#include "interp/matmul_kernel.h"
 #undef GEMM_SFX
 #undef GEMM_MR
 #undef GEMM_NR
@@ -88,7 +88,7 @@
 #define GEMM_MR 6
 #define GEMM_NR 8
 #define GEMM_VL 4
-#include "matmul_kernel.h"
+#include "interp/matmul_kernel.h"
 #undef GEMM_SFX
 #undef GEMM_MR
 #undef GEMM_NR
@@ -103,7 +103,7 @@
 #define GEMM_MR 6
 #define GEMM_NR 64
 #define GEMM_VL 16
-#include "matmul_kernel.h"
+#include "interp/matmul_kernel.h"
 #undef GEMM_SFX
 #undef GEMM_MR
 #undef GEMM_NR
@@ -114,7 +114,7 @@
 #define GEMM_MR 6
 #define GEMM_NR 32
 #define GEMM_VL 8
-#include "matmul_kernel.h"
+#include "interp/matmul_kernel.h"
 #undef GEMM_SFX
 #undef GEMM_MR
 #undef GEMM_NR

@@ -21,10 +21,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "interp.h"
-#include "kernels.h"
-#include "../lang/mem.h"
-#include "../runtime/philox.h"
+#include "interp/interp.h"
+#include "interp/kernels.h"
+#include "runtime/mem.h"
+#include "runtime/philox.h"
 
 /* The literal shape of a PARAM node (parameters are never symbolic). */
 static int param_shape(const td_graph *g, const td_node *n, int64_t *shape, td_err *err) {

@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "tdsl.h"
-#include "elab.h"
+#include "include/tdsl.h"
+#include "lang/elab.h"
 
 const char *tdsl_version(void) { return TDSL_VERSION_STRING; }
 

@@ -9,7 +9,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "ast.h"
+#include "lang/ast.h"
 
 td_ast *td_ast_new(td_arena *a, td_ast_kind k, td_span sp) {
   td_ast *n = td_arena_alloc(a, sizeof *n);

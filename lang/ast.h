@@ -10,7 +10,7 @@
 #define TD_AST_H
 
 #include <stdint.h>
-#include "diag.h"
+#include "lang/diag.h"
 
 typedef enum td_ast_kind {
   /* ---- items (top level and model members) ---- */

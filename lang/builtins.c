@@ -10,9 +10,9 @@
  */
 #include <math.h>
 #include <string.h>
-#include "elab_impl.h"
-#include "../runtime/philox.h"
-#include "../runtime/half.h"
+#include "lang/elab_impl.h"
+#include "runtime/philox.h"
+#include "runtime/half.h"
 
 td_value el_binary_ir(el_ctx *c, td_op op, const td_value *a, const td_value *b, td_span sp);
 td_value el_apply_index(el_ctx *c, int in, const int *kind, const td_value *lo,

@@ -9,11 +9,11 @@
  * index is N - 2 < N) and leaves checks only where a size can really go
  * wrong (N - 2, v[-1] of a [N], w[0:N] of a [4]).
  */
-#include "checks.h"
+#include "lang/checks.h"
 
 #include <string.h>
 
-#include "mem.h"
+#include "runtime/mem.h"
 
 /* ---- evaluating sizes ---------------------------------------------------- */
 

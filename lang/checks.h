@@ -5,8 +5,8 @@
 #ifndef TD_CHECKS_H
 #define TD_CHECKS_H
 
-#include "ir.h"
-#include "../runtime/sizecheck.h"
+#include "lang/ir.h"
+#include "runtime/sizecheck.h"
 
 typedef struct td_check {
   td_sizecheck c;            /* first: td_sizecheck_run walks these by stride */

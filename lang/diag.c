@@ -7,7 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include "diag.h"
+#include "lang/diag.h"
 
 void td_diags_init(td_diags *d, td_arena *a) {
   memset(d, 0, sizeof *d);

@@ -10,7 +10,7 @@
 #define TD_DIAG_H
 
 #include <stdio.h>
-#include "mem.h"
+#include "runtime/mem.h"
 
 /* A loaded source file.  text is NUL-terminated (the lexer's sentinel). */
 typedef struct td_source {

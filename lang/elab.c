@@ -22,9 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "elab_impl.h"
-#include "../runtime/philox.h"
-#include "../runtime/strbuf.h"
+#include "lang/elab_impl.h"
+#include "runtime/philox.h"
+#include "runtime/strbuf.h"
 
 #define MAX_DEPTH 200
 #define MAX_UNROLL 100000

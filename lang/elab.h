@@ -12,8 +12,8 @@
 #ifndef TD_ELAB_H
 #define TD_ELAB_H
 
-#include "ast.h"
-#include "ir.h"
+#include "lang/ast.h"
+#include "lang/ir.h"
 
 typedef struct td_program td_program;
 

@@ -10,7 +10,7 @@
 #ifndef TD_ELAB_IMPL_H
 #define TD_ELAB_IMPL_H
 
-#include "elab.h"
+#include "lang/elab.h"
 
 typedef enum vkind {
   V_ERR,      /* an error was already reported: propagate silently */

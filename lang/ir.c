@@ -10,11 +10,11 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include "ir.h"
+#include "lang/ir.h"
 
 const td_opinfo td_ops[TD_IR_OP_COUNT] = {
 #define TD_OP(e, name, kind, arity, c) {name, kind, arity, c},
-#include "ops.def"
+#include "lang/ops.def"
 #undef TD_OP
 };
 

@@ -19,9 +19,9 @@
 #define TD_IR_H
 
 #include <stdint.h>
-#include "diag.h"
-#include "../runtime/sig.h"
-#include "../runtime/tensor.h"
+#include "lang/diag.h"
+#include "runtime/sig.h"
+#include "runtime/tensor.h"
 
 typedef enum td_opkind {
   TD_K_LEAF, TD_K_RANDOM, TD_K_UNARY, TD_K_BINARY, TD_K_COMPARE, TD_K_TERNARY,
@@ -30,7 +30,7 @@ typedef enum td_opkind {
 
 typedef enum td_op {
 #define TD_OP(e, name, kind, arity, c) TD_IR_##e,
-#include "ops.def"
+#include "lang/ops.def"
 #undef TD_OP
   TD_IR_OP_COUNT
 } td_op;

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "elab_impl.h"
-#include "../runtime/fileio.h"
+#include "lang/elab_impl.h"
+#include "runtime/fileio.h"
 
 /* The longest source file read: more is certainly not a program. */
 #define SOURCE_MAX ((size_t)64 << 20)

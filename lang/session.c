@@ -44,10 +44,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "session.h"
-#include "../runtime/strbuf.h"
-#include "elab_impl.h"
-#include "../interp/interp.h"
+#include "lang/session.h"
+#include "runtime/strbuf.h"
+#include "lang/elab_impl.h"
+#include "interp/interp.h"
 
 /* ---- growable text ------------------------------------------------------ */
 

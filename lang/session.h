@@ -25,9 +25,9 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "diag.h"
-#include "ir.h"
-#include "../interp/interp.h"
+#include "lang/diag.h"
+#include "lang/ir.h"
+#include "interp/interp.h"
 
 typedef struct td_session td_session;
 

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include "elab_impl.h"
+#include "lang/elab_impl.h"
 
 const td_node *el_node(el_ctx *c, const td_value *v) { return &c->g->nodes[v->node]; }
 

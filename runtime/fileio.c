@@ -14,7 +14,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pread, mkstemp, fsync */
 #endif
-#include "fileio.h"
+#include "runtime/fileio.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mem.h"
+#include "runtime/mem.h"
 
 int td_io_open_fd(const char *path, uint64_t *size, int *why) {
   int f = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block */

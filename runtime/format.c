@@ -19,9 +19,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mem.h"
-#include "strbuf.h"
-#include "tensor.h"
+#include "runtime/mem.h"
+#include "runtime/strbuf.h"
+#include "runtime/tensor.h"
 
 #define EDGE 3        /* edge items per axis in summaries */
 #define LINE_WIDTH 75 /* wrap innermost rows before this column */

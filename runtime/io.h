@@ -9,7 +9,7 @@
 #ifndef TD_IO_H
 #define TD_IO_H
 
-#include "tensor.h"
+#include "runtime/tensor.h"
 
 /* .npy version 1.0/2.0/3.0, C order, dtypes <f4 <f8 <i4 <i8 |b1 (also |u1 as
  * bool is NOT accepted).  Fortran order or other dtypes -> clear error. */

@@ -6,7 +6,7 @@
  * surrogates, trailing commas, leading zeros and trailing text are errors.
  * Nesting is limited so hostile input cannot exhaust the stack.
  */
-#include "json.h"
+#include "runtime/json.h"
 
 #include <string.h>
 

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mem.h"
+#include "runtime/mem.h"
 
 typedef enum td_json_kind {
   TD_JSON_NULL,

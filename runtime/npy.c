@@ -13,9 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fileio.h"
-#include "io.h"
-#include "mem.h"
+#include "runtime/fileio.h"
+#include "runtime/io.h"
+#include "runtime/mem.h"
 
 #define NPY_MAGIC "\x93NUMPY"
 #define NPY_MAGIC_LEN 6

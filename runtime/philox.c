@@ -7,7 +7,7 @@
  * (seed, stream, index) to counter/key and to floats is fixed in philox.h;
  * every backend must reproduce it bit for bit.
  */
-#include "philox.h"
+#include "runtime/philox.h"
 
 #include <math.h>
 

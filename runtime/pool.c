@@ -31,7 +31,7 @@
  * then signals under the mutex if anyone announced (all sequentially
  * consistent atomics, so one of the two always sees the other).
  */
-#include "pool.h"
+#include "runtime/pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

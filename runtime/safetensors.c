@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fileio.h"
-#include "io.h"
-#include "strbuf.h"
-#include "json.h"
-#include "mem.h"
+#include "runtime/fileio.h"
+#include "runtime/io.h"
+#include "runtime/strbuf.h"
+#include "runtime/json.h"
+#include "runtime/mem.h"
 
 #define ST_MAX_HEADER ((uint64_t)100 * 1000 * 1000) /* 100 MB */
 

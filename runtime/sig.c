@@ -8,13 +8,13 @@
  * can all be reported at once (weights, --in options) are collected one
  * per line into the message, with a count of those that did not fit.
  */
-#include "sig.h"
+#include "runtime/sig.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "mem.h"
+#include "runtime/mem.h"
 
 /* ---- symbolic sizes ---- */
 

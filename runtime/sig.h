@@ -24,8 +24,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "io.h"
-#include "tensor.h"
+#include "runtime/io.h"
+#include "runtime/tensor.h"
 
 /* ---- symbolic sizes ---- */
 typedef int64_t td_dim;      /* >= 0: literal; TD_DIM_BAD; else -(1 + index into the polynomials) */

@@ -1,6 +1,6 @@
 /* sizecheck.c - evaluating the run-time size checks (sizecheck.h) with
  * the messages the interpreter's kernels give for the same conditions. */
-#include "sizecheck.h"
+#include "runtime/sizecheck.h"
 
 #define OVERFLOWS "size arithmetic overflows 64 bits for these sizes"
 

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensor.h"
+#include "runtime/tensor.h"
 
 typedef enum td_sc_kind {
   TD_SC_SIZE,   /* dims[0] (written `text`), axis `axis` of a node: >= 0 */

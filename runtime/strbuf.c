@@ -2,8 +2,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include "mem.h"
-#include "strbuf.h"
+#include "runtime/mem.h"
+#include "runtime/strbuf.h"
 
 void td_sb_add(td_strbuf *b, const char *s, size_t n) {
   if (b->oom) return;

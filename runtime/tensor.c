@@ -5,7 +5,7 @@
  * overflow-checked and capped by td_tensor_max_bytes() so that a bad shape
  * (from a file, say) is an error instead of a huge allocation.
  */
-#include "tensor.h"
+#include "runtime/tensor.h"
 
 #include <errno.h>
 #include <math.h>
@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "half.h"
-#include "mem.h"
+#include "runtime/half.h"
+#include "runtime/mem.h"
 
 #define TD_DATA_ALIGN 64
 #define TD_DEFAULT_MAX_BYTES ((size_t)16 << 30) /* 16 GiB */

@@ -3,7 +3,7 @@
 # tests for make check (issue 13, "Robust under hostile input and faults").
 #
 # TDSL_TEST_FAIL_ALLOC=K (cli/main.c) makes allocation K of tdsl's own
-# (everything through lang/mem.c) and every later one fail; with =count
+# (everything through runtime/mem.c) and every later one fail; with =count
 # nothing fails and tdsl prints "tdsl: N allocations" on stderr at exit.
 # Each scenario below runs on examples/mlp.td, first without failures (its
 # reference stdout and files, and N), then under every K = 1, 2, ..., N+1

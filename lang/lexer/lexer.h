@@ -13,8 +13,8 @@
 #ifndef TD_LEXER_H
 #define TD_LEXER_H
 
-#include "ast.h"
-#include "parser.h"
+#include "lang/ast.h"
+#include "lang/parser/parser.h"
 
 
 typedef struct td_lexer {

@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "lexer.h"
+#include "lang/lexer/lexer.h"
 
 void td_lexer_init(td_lexer *lx, td_diags *diags, int file_id) {
   const td_source *s = td_diags_source(diags, file_id);

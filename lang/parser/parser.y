@@ -33,7 +33,7 @@
 %param {td_parser *tp}
 
 %code requires {
-#include "ast.h"
+#include "lang/ast.h"
 
 typedef struct td_lexer td_lexer;
 
@@ -51,7 +51,7 @@ typedef struct td_parser {
 %code {
 #include <stddef.h>
 #include <string.h>
-#include "lexer.h"
+#include "lang/lexer/lexer.h"
 
 #define YYMALLOC td_malloc
 #define YYFREE td_free

@@ -9,7 +9,7 @@
  *
  * Build and run (seed corpus in tests/fuzz/corpus/):
  *   clang -g -fsanitize=fuzzer,address,undefined -Ilang -I<build>/lang/parser \
- *     -Ilang/lexer tests/fuzz/fuzz_front.c lang/ast.c lang/diag.c lang/mem.c \
+ *     -Ilang/lexer tests/fuzz/fuzz_front.c lang/ast.c lang/diag.c runtime/mem.c \
  *     <build>/lang/lexer/lexer.c <build>/lang/parser/parser.c -o fuzz_front
  *   ./fuzz_front -max_total_time=60 tests/fuzz/corpus
  */
@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
-#include "ast.h"
-#include "elab.h"
+#include "lang/ast.h"
+#include "lang/elab.h"
 
 static FILE *sink;
 

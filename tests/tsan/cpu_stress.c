@@ -51,14 +51,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../compiler/compiled.h"
-#include "../../compiler/passes.h"
-#include "../../compiler/plan.h"
-#include "elab.h"
-#include "interp.h"
-#include "io.h"
-#include "mem.h"
-#include "strbuf.h"
+#include "compiler/compiled.h"
+#include "compiler/passes.h"
+#include "compiler/plan.h"
+#include "lang/elab.h"
+#include "interp/interp.h"
+#include "runtime/io.h"
+#include "runtime/mem.h"
+#include "runtime/strbuf.h"
 #include "stress_common.h"
 #ifndef TD_ARTIFACT
 #error "build with -DTD_ARTIFACT='\"cstress.h\"' (the header of tdsl build tests/tsan/cpu_stress.td --name cstress)"

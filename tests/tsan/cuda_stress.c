@@ -46,15 +46,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../compiler/passes.h"
-#include "../../compiler/plan.h"
-#include "../../gpu/codegen_cuda.h"
-#include "../../gpu/runtime_cuda.h"
-#include "../unit/cuda_emu_shim.h"
-#include "elab.h"
-#include "interp.h"
-#include "mem.h"
-#include "strbuf.h"
+#include "compiler/passes.h"
+#include "compiler/plan.h"
+#include "gpu/codegen_cuda.h"
+#include "gpu/runtime_cuda.h"
+#include "tests/unit/cuda_emu_shim.h"
+#include "lang/elab.h"
+#include "interp/interp.h"
+#include "runtime/mem.h"
+#include "runtime/strbuf.h"
 #include "stress_common.h"
 #ifdef TD_ARTIFACT
 #include TD_ARTIFACT

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pool.h"
+#include "runtime/pool.h"
 
 typedef struct job {
   _Atomic int hits[64];

@@ -16,9 +16,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "elab.h"
-#include "mem.h"
-#include "strbuf.h"
+#include "lang/elab.h"
+#include "runtime/mem.h"
+#include "runtime/strbuf.h"
 
 typedef struct stress_thread {
   int id;

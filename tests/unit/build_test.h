@@ -75,10 +75,10 @@ static void write_file(const char *p, const char *text) {
  * fails. */
 static void build_stress(const char *src, const char *art_dir, const char *prefix, const char *out, const char *err) {
   const char *S = TDSL_SRCDIR, *B = TDSL_BUILDDIR;
-  cr_assert_eq(sh("cc -std=c11 -D_GNU_SOURCE -O1 -I'%s/include' -I'%s/lang' -I'%s/runtime' -I'%s/interp' "
-                  "-I'%s/lang/parser' -DTDSL_SRCDIR='\"%s\"' '-DTD_ARTIFACT=\"%s.h\"' -I'%s' '%s/tests/tsan/%s.c' "
-                  "'%s/%s.so' -Wl,-rpath,'%s' '%s/libtdsl.a' %s -ldl -lm -lpthread -o '%s' 2>'%s'",
-                  S, S, S, S, B, S, prefix, art_dir, S, src, art_dir, prefix, art_dir, B, TD_GCCJIT_LIBS, out, err),
+  cr_assert_eq(sh("cc -std=c11 -D_GNU_SOURCE -O1 -I'%s' -I'%s' -DTDSL_SRCDIR='\"%s\"' '-DTD_ARTIFACT=\"%s.h\"' "
+                  "-I'%s' '%s/tests/tsan/%s.c' '%s/%s.so' -Wl,-rpath,'%s' '%s/libtdsl.a' %s -ldl -lm -lpthread "
+                  "-o '%s' 2>'%s'",
+                  B, S, S, prefix, art_dir, S, src, art_dir, prefix, art_dir, B, TD_GCCJIT_LIBS, out, err),
                0, "%s", read_all(err, NULL));
 }
 #endif

@@ -2,7 +2,7 @@
  * (tests/unit/test_gpu_build.c and tests/tsan/cuda_stress.c compile it
  * into a scratch directory and put that on LD_LIBRARY_PATH).
  *
- * It implements the part of the driver API that gpu/cuda_loader.c binds,
+ * It implements the part of the driver API that runtime/cuda_loader.c binds,
  * on host memory: one device (compute capability $FAKE_CUDA_CC, default
  * 90, one SM), allocations are aligned host blocks (a device address is
  * the host address), copies are memcpy, streams run everything at once.

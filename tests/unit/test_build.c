@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "io.h"
+#include "runtime/io.h"
 
 #include "build_test.h"
 #include "scratch_dir.h"

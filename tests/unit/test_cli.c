@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "io.h"
+#include "runtime/io.h"
 
 #include "scratch_dir.h"
 #include "tdsl_child.h"

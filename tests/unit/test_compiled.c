@@ -31,10 +31,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../compiler/cache.h"
-#include "../../compiler/jit_impl.h"
+#include "compiler/cache.h"
+#include "compiler/jit_impl.h"
 #include "compiled_check.h"
-#include "philox.h"
+#include "runtime/philox.h"
 
 /* ---- comparing tensors ---- */
 

@@ -15,12 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../compiler/explain.h"
-#include "../../compiler/passes.h"
-#include "../../compiler/plan.h"
-#include "elab.h"
-#include "interp.h"
-#include "mem.h"
+#include "compiler/explain.h"
+#include "compiler/passes.h"
+#include "compiler/plan.h"
+#include "lang/elab.h"
+#include "interp/interp.h"
+#include "runtime/mem.h"
 
 #ifndef TDSL_SRCDIR
 #define TDSL_SRCDIR "."

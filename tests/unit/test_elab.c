@@ -23,9 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "elab.h"
-#include "ir.h"
-#include "mem.h"
+#include "lang/elab.h"
+#include "lang/ir.h"
+#include "runtime/mem.h"
 
 /* ---- fixture: one compilation per test ---- */
 

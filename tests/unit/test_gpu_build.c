@@ -38,14 +38,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../compiler/passes.h"
-#include "../../compiler/plan.h"
-#include "../../gpu/codegen_cuda.h"
-#include "../../gpu/cuda_loader.h"
+#include "compiler/passes.h"
+#include "compiler/plan.h"
+#include "gpu/codegen_cuda.h"
+#include "runtime/cuda_loader.h"
 #include "cuda_emu_shim.h"
-#include "elab.h"
-#include "io.h"
-#include "mem.h"
+#include "lang/elab.h"
+#include "runtime/io.h"
+#include "runtime/mem.h"
 
 #include "build_test.h"
 

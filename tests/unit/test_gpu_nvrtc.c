@@ -33,14 +33,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../compiler/compiled.h"
-#include "../../compiler/passes.h"
-#include "../../compiler/plan.h"
-#include "../../gpu/codegen_cuda.h"
-#include "../../gpu/cuda_loader.h"
-#include "elab.h"
-#include "interp.h"
-#include "mem.h"
+#include "compiler/compiled.h"
+#include "compiler/passes.h"
+#include "compiler/plan.h"
+#include "gpu/codegen_cuda.h"
+#include "runtime/cuda_loader.h"
+#include "lang/elab.h"
+#include "interp/interp.h"
+#include "runtime/mem.h"
 #include "cuda_emu_shim.h"
 
 #ifndef TDSL_SRCDIR

@@ -25,13 +25,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../compiler/compiled.h"
-#include "../../compiler/passes.h"
-#include "elab.h"
-#include "half.h"
-#include "interp.h"
-#include "io.h"
-#include "mem.h"
+#include "compiler/compiled.h"
+#include "compiler/passes.h"
+#include "lang/elab.h"
+#include "runtime/half.h"
+#include "interp/interp.h"
+#include "runtime/io.h"
+#include "runtime/mem.h"
 
 #ifndef TDSL_SRCDIR
 #define TDSL_SRCDIR "."

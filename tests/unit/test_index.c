@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../compiler/index.h"
+#include "compiler/index.h"
 
 static td_arena *A;
 static td_graph *G;

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "interp.h"
-#include "mem.h"
-#include "philox.h"
+#include "interp/interp.h"
+#include "runtime/mem.h"
+#include "runtime/philox.h"
 
 static td_arena *A;
 static td_graph *G;

@@ -17,9 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "io.h"
-#include "mem.h"
-#include "sig.h"
+#include "runtime/io.h"
+#include "runtime/mem.h"
+#include "runtime/sig.h"
 
 /* ---- fixtures and helpers ----------------------------------------------- */
 

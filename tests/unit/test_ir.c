@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ir.h"
-#include "mem.h"
+#include "lang/ir.h"
+#include "runtime/mem.h"
 
 static td_arena *A;
 static td_graph *G;

@@ -17,11 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../compiler/compiled.h"
-#include "../../compiler/passes.h"
-#include "elab.h"
-#include "interp.h"
-#include "mem.h"
+#include "compiler/compiled.h"
+#include "compiler/passes.h"
+#include "lang/elab.h"
+#include "interp/interp.h"
+#include "runtime/mem.h"
 
 #ifndef TDSL_SRCDIR
 #define TDSL_SRCDIR "."

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ast.h"
-#include "lexer.h" /* and the generated parser.h: the push interface */
+#include "lang/ast.h"
+#include "lang/lexer/lexer.h" /* and the generated parser.h: the push interface */
 
 typedef struct parsed {
   td_arena *arena;

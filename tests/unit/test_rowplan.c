@@ -12,11 +12,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../../compiler/passes.h"
-#include "../../compiler/plan.h"
-#include "../../compiler/rowplan.h"
-#include "elab.h"
-#include "mem.h"
+#include "compiler/passes.h"
+#include "compiler/plan.h"
+#include "compiler/rowplan.h"
+#include "lang/elab.h"
+#include "runtime/mem.h"
 
 #ifndef TDSL_SRCDIR
 #define TDSL_SRCDIR "."

@@ -1,4 +1,4 @@
-/* test_runtime.c - unit tests for lang/mem.c and the runtime core:
+/* test_runtime.c - unit tests for runtime/mem.c and the runtime core:
  * allocation hook and failure injection, arenas, tensors, dtypes, the
  * tensor printer (against hand-written expected text), Philox (against
  * Random123's known-answer vectors and distribution statistics) and the
@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mem.h"
-#include "philox.h"
-#include "pool.h"
-#include "tensor.h"
+#include "runtime/mem.h"
+#include "runtime/philox.h"
+#include "runtime/pool.h"
+#include "runtime/tensor.h"
 #include <unistd.h>
 
 /* ---- allocation hook ---------------------------------------------------- */

@@ -15,10 +15,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "elab_impl.h"
-#include "session.h"
-#include "interp.h"
-#include "lexer.h"
+#include "lang/elab_impl.h"
+#include "lang/session.h"
+#include "interp/interp.h"
+#include "lang/lexer/lexer.h"
 
 #ifndef TDSL_SRCDIR
 #define TDSL_SRCDIR "."

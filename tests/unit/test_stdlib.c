@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "elab.h"
-#include "interp.h"
-#include "mem.h"
+#include "lang/elab.h"
+#include "interp/interp.h"
+#include "runtime/mem.h"
 
 #ifndef TDSL_SRCDIR
 #define TDSL_SRCDIR "."

@@ -1,5 +1,5 @@
 /* artifact_cuda.c - the runtime linked into every CUDA artifact (see
- * artifact_cuda.h; the CPU counterpart is compiler/artifact_rt.c).
+ * artifact_cuda.h; the CPU counterpart is artifact/artifact_rt.c).
  *
  * tdcu_create reads the descriptor into per-entry tables, opens the driver
  * (cuda_loader.c, dlopen of libcuda.so.1 only), GPU $TDSL_CUDA_DEVICE or 0,
@@ -30,20 +30,20 @@
  *
  * What does not depend on the device (the descriptor's common parts,
  * weights files, the print format, the --exe command line) is
- * compiler/artifact_common.c, shared with the CPU runtime.
+ * artifact/artifact_common.c, shared with the CPU runtime.
  */
-#include "artifact_cuda.h"
+#include "artifact/artifact_cuda.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../compiler/artifact_common.h"
-#include "../lang/mem.h"
-#include "../runtime/philox.h"
-#include "cuda_loader.h"
-#include "launch_cuda.h"
+#include "artifact/artifact_common.h"
+#include "runtime/mem.h"
+#include "runtime/philox.h"
+#include "runtime/cuda_loader.h"
+#include "artifact/launch_cuda.h"
 
 enum { BK_INPUT = TDA_BK_INPUT, BK_PARAM = TDA_BK_PARAM, BK_OUTPUT = TDA_BK_OUTPUT, BK_TEMP = TDA_BK_TEMP };
 

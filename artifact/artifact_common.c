@@ -3,7 +3,7 @@
  * common parts, slot layout, weights files, print() formatting (the
  * interpreter's format: interp.c's run_print) and the --exe command line.
  */
-#include "artifact_common.h"
+#include "artifact/artifact_common.h"
 
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../lang/mem.h"
-#include "../runtime/io.h"
+#include "runtime/mem.h"
+#include "runtime/io.h"
 
 static void set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void set_err(char *err, size_t n, const char *fmt, ...) {

@@ -1,5 +1,5 @@
 /* artifact_common.h - what the runtimes of CPU artifacts (artifact_rt.c)
- * and CUDA artifacts (gpu/artifact_cuda.c) share; internal to them, linked
+ * and CUDA artifacts (artifact/artifact_cuda.c) share; internal to them, linked
  * into libtdsl_rt.a.
  *
  * Both descriptors (artifact.h, artifact_cuda.h) start alike: magic, abi,
@@ -22,11 +22,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../runtime/io.h"
-#include "../runtime/sig.h"
-#include "../runtime/sizecheck.h"
-#include "../runtime/strbuf.h"
-#include "../runtime/tensor.h"
+#include "runtime/io.h"
+#include "runtime/sig.h"
+#include "runtime/sizecheck.h"
+#include "runtime/strbuf.h"
+#include "runtime/tensor.h"
 
 #define TDA_MAXR 8
 /* Symbols per term of a descriptor polynomial: lang/ir.h's TD_MONO_MAX

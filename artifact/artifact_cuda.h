@@ -5,7 +5,7 @@
  * array, layout below), one data blob (the initial parameters, then per
  * entry point its module as a cubin for the built architecture and as PTX
  * text), small generated wrappers (the C API of the header) and this
- * runtime (gpu/artifact_cuda.c and gpu/cuda_loader.c, linked in from
+ * runtime (artifact/artifact_cuda.c and runtime/cuda_loader.c, linked in from
  * libtdsl_rt.a).  At run time it needs libc, libm, libdl and the NVIDIA
  * driver (libcuda.so.1, found with dlopen), never NVRTC or the toolkit.
  *

@@ -7,7 +7,7 @@
  * /usr/local/cuda/lib64 and /usr/local/cuda-13/lib64; $TDSL_NVRTC, when set,
  * names the one file to load (no search).
  */
-#include "cuda_loader.h"
+#include "runtime/cuda_loader.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lang/mem.h"
+#include "runtime/mem.h"
 
 /* Each library is loaded once per process, by the first caller, under
  * pthread_once: the tables (and the message of a failed load) are written

@@ -23,20 +23,20 @@
  * tdrt_exe_main is the command line of --exe artifacts (see docs/compiler.md),
  * artifact_common.c's tda_exe_run on this model.
  */
-#include "artifact.h"
-#include "artifact_common.h"
+#include "artifact/artifact.h"
+#include "artifact/artifact_common.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lang/mem.h"
-#include "../runtime/philox.h"
-#include "../runtime/scalar.h"
-#include "../runtime/tensor.h"
-#include "../runtime/pool.h"
-#include "prepack.h"
+#include "runtime/mem.h"
+#include "runtime/philox.h"
+#include "runtime/scalar.h"
+#include "runtime/tensor.h"
+#include "runtime/pool.h"
+#include "artifact/prepack.h"
 
 enum { BK_INPUT = TDA_BK_INPUT, BK_PARAM = TDA_BK_PARAM, BK_OUTPUT = TDA_BK_OUTPUT, BK_TEMP = TDA_BK_TEMP };
 

@@ -5,7 +5,7 @@
  * object code, one set per entry, named <prefix>_e<i>_<kernel>), a
  * descriptor (a const int64_t array, layout below), the initial parameter
  * bytes, small generated wrapper functions (the C API of the header), and
- * this runtime (compiler/artifact_rt.c with philox, the thread pool, npy and
+ * this runtime (artifact/artifact_rt.c with philox, the thread pool, npy and
  * safetensors I/O), linked in from libtdsl_rt.a.  Nothing else is needed at
  * run time but libc, libm and pthreads.
  *

@@ -9,7 +9,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* posix_memalign, strnlen */
 #endif
-#include "mem.h"
+#include "runtime/mem.h"
 
 #include <malloc.h>
 #include <stdarg.h>

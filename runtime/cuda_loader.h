@@ -27,7 +27,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../runtime/tensor.h"
+#include "runtime/tensor.h"
 
 typedef int td_cu_result;               /* CUresult; 0 = CUDA_SUCCESS */
 typedef int td_cu_device;               /* CUdevice */
