@@ -16,7 +16,8 @@
  *             never overwritten;
  *   costs     bytes read and written and FLOPs, as td_dims;
  *   checks    a size that cannot be represented is an error at the source
- *             line of the value that made it.
+ *             line of the value that made it; then td_plan_verify
+ *             (plan_verify.c) checks the whole plan.
  */
 #include "compiler/plan_impl.h"
 
@@ -310,7 +311,8 @@ td_plan *td_plan_build(td_graph *g, td_err *err) {
   for (int k = 0; k < p->n_kernels; k++) kernel_costs(p, &p->kernels[k]);
   /* a size that could not be interned is TD_DIM_BAD, as an overflow is */
   if (td_arena_failures(g->arena) > failures) { td_err_set(err, "out of memory"); return NULL; }
-  return check_sizes(p, err) ? NULL : p;
+  /* the verifier runs on every plan, for every backend */
+  return check_sizes(p, err) || td_plan_verify(p, err) ? NULL : p;
 }
 
 /* ---- printing (--dump=fused) ----------------------------------------------------------- */
