@@ -285,7 +285,8 @@ static int check_reduce(vctx *v, int k) {
   const td_node *r = ND(v, K->root);
   int bad = -1;
   if (count_kind(v, K, TD_K_MATMUL, &bad)) return vfail(v, k, bad, "a row kernel evaluates a matmul");
-  if (!K->red_axes || (K->rank < 32 && K->red_axes >> K->rank))
+  /* no axes at all is a reduction of a scalar: one row of one element */
+  if (K->rank < 32 && K->red_axes >> K->rank)
     return vfail(v, k, K->root, "a row kernel's reduction axes are not axes of its space");
   if (K->n_stages < 1 || count_kind(v, K, TD_K_REDUCE, NULL) < 1)
     return vfail(v, k, K->root, "a row kernel has no reduction");

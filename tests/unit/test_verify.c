@@ -267,6 +267,17 @@ Test(verify, a_pointwise_op_of_another_space_is_rejected) {
   rejected(p, want, 2);
 }
 
+/* A scalar's reductions reduce no axes: a row kernel of one row (the
+ * first difftest run with the verifier on found mean(f16[]) rejected). */
+Test(verify, reductions_of_a_scalar_verify) {
+  td_plan *p = plan_text("fn s(x: f16[]) -> f16[] {\n"
+                         "  mean(x) * max(x)\n"
+                         "}\n", "s");
+  int reds = 0;
+  for (int k = 0; k < p->n_kernels; k++) reds += p->kernels[k].kind == TD_KERN_REDUCE;
+  cr_assert_geq(reds, 1, "the plan has a row kernel");
+}
+
 /* ---- every example verifies ---------------------------------------------------- */
 
 Test(verify, the_plans_of_the_examples_verify) {
