@@ -14,7 +14,10 @@
  *             provably smaller (which then grows), or a new slot.  Inputs,
  *             parameters and outputs are never in the arena, so they are
  *             never overwritten;
- *   costs     bytes read and written and FLOPs, as td_dims.
+ *   costs     bytes read and written and FLOPs, as td_dims;
+ *   checks    a size that cannot be represented is an error at the source
+ *             line of the value that made it; then td_plan_verify
+ *             (plan_verify.c) checks the whole plan.
  */
 #include "compiler/plan_impl.h"
 
@@ -214,12 +217,13 @@ static void kernel_costs(td_plan *p, td_kernel *k) {
     k->flops = td_dim_add(g, k->flops, node_flops(g, k->nodes[i]));
 }
 
-/* ---- sizes that overflowed -------------------------------------------------------------- */
+/* ---- sizes that cannot be represented --------------------------------------------- */
 
 /* The checker refuses every graph whose shapes, byte counts or FLOPs
- * overflow (lang/shapes.c), but sums over many buffers or kernels, and
- * the strides of views, are made here: a plan holding TD_DIM_BAD is
- * refused rather than run with a wrong size.  0, or -1 with err. */
+ * cannot be represented (lang/shapes.c), but sums over many buffers or
+ * kernels, and the strides of views, are made here: a plan holding
+ * TD_DIM_BAD is refused, naming the value whose size made the sum fail
+ * and its source line, rather than run with a wrong size. */
 static int any_bad(const td_dim *d, int n) {
   for (int i = 0; i < n; i++)
     if (TD_DIM_IS_BAD(d[i])) return 1;
@@ -230,18 +234,62 @@ static int view_bad(const td_view *v) {
   return any_bad(v->shape, v->rank) || any_bad(v->stride, v->rank) || TD_DIM_IS_BAD(v->offset);
 }
 
+/* -1 with err: `what` of the plan, first unrepresentable at node's size. */
+static int size_err(const td_plan *p, const char *kernel, int node, const char *what, td_err *err) {
+  const td_node *n = &p->g->nodes[node];
+  char at[64] = "builtin";
+  if (n->span.line > 0) snprintf(at, sizeof at, "line %d:%d", n->span.line, n->span.col);
+  return td_err_set(err, "size arithmetic cannot be represented in the plan of %s%s%s: %s, at %s %%%d (%s); "
+                    "sizes are polynomials in the symbolic sizes of at most %d terms, each of at most %d "
+                    "symbols, with 64-bit coefficients: use fewer or smaller symbolic sizes",
+                    p->g->name, kernel ? ", kernel " : "", kernel ? kernel : "", what, td_ops[n->op].name, node,
+                    at, TD_POLY_MAX, TD_MONO_MAX);
+}
+
+/* The value whose buffer makes a running sum unrepresentable: over the
+ * arena's slots in order (kind TD_BUF_TEMP: a buffer of that slot), or
+ * over the OUTPUT buffers starting from `sum`. */
+static int sum_culprit(const td_plan *p, td_bkind kind, td_dim sum) {
+  int last = p->n_kernels ? p->kernels[p->n_kernels - 1].root : 0;
+  for (int s = 0; kind == TD_BUF_TEMP && s < p->n_slots; s++)
+    if (TD_DIM_IS_BAD(sum = td_dim_add(p->g, sum, p->slot_bytes[s])))
+      for (int i = 0; i < p->n_bufs; i++)
+        if (p->bufs[i].kind == TD_BUF_TEMP && p->bufs[i].index == s) return p->bufs[i].node;
+  for (int i = 0; kind == TD_BUF_OUTPUT && i < p->n_bufs; i++)
+    if (p->bufs[i].kind == TD_BUF_OUTPUT) {
+      last = p->bufs[i].node;
+      if (TD_DIM_IS_BAD(sum = td_dim_add(p->g, sum, p->bufs[i].bytes))) return last;
+    }
+  return last;
+}
+
+/* The node of kernel k whose cost makes its sum unrepresentable. */
+static int cost_culprit(const td_plan *p, const td_kernel *k) {
+  td_graph *g = p->g;
+  td_dim r = 0, f = 0;
+  for (int i = 0; i < k->n_reads; i++)
+    if (TD_DIM_IS_BAD(r = td_dim_add(g, r, td_node_bytes(g, &g->nodes[k->reads[i]])))) return k->reads[i];
+  for (int i = 0; i < k->n_nodes; i++)
+    if (TD_DIM_IS_BAD(f = td_dim_add(g, f, node_flops(g, k->nodes[i])))) return k->nodes[i];
+  return k->kind == TD_KERN_MATMUL && k->matmul >= 0 ? k->matmul : k->root;
+}
+
 static int check_sizes(const td_plan *p, td_err *err) {
-  int bad = TD_DIM_IS_BAD(p->arena_bytes) || TD_DIM_IS_BAD(p->output_bytes) || any_bad(p->slot_bytes, p->n_slots);
-  for (int i = 0; i < p->n_bufs; i++) bad |= TD_DIM_IS_BAD(p->bufs[i].bytes) || TD_DIM_IS_BAD(p->bufs[i].offset);
-  if (bad)
-    return td_err_set(err, "size arithmetic overflows in the plan of %s: its byte counts do not fit in 64 bits",
-                      p->g->name);
+  for (int i = 0; i < p->n_bufs; i++)
+    if (TD_DIM_IS_BAD(p->bufs[i].bytes)) return size_err(p, NULL, p->bufs[i].node, "the bytes of a buffer", err);
+  if (TD_DIM_IS_BAD(p->output_bytes))
+    return size_err(p, NULL, sum_culprit(p, TD_BUF_OUTPUT, 0), "the bytes of all outputs together", err);
+  int bad_arena = TD_DIM_IS_BAD(p->arena_bytes) || any_bad(p->slot_bytes, p->n_slots);
+  for (int i = 0; i < p->n_bufs; i++) bad_arena |= TD_DIM_IS_BAD(p->bufs[i].offset);
+  if (bad_arena) return size_err(p, NULL, sum_culprit(p, TD_BUF_TEMP, 0), "the bytes of the arena of temporaries", err);
+  if (TD_DIM_IS_BAD(td_dim_add(p->g, p->arena_bytes, p->output_bytes)))
+    return size_err(p, NULL, sum_culprit(p, TD_BUF_OUTPUT, p->arena_bytes), "the peak memory (temporaries and outputs)", err);
   for (int k = 0; k < p->n_kernels; k++) {
     const td_kernel *kn = &p->kernels[k];
-    if (TD_DIM_IS_BAD(kn->bytes_read) || TD_DIM_IS_BAD(kn->bytes_written) || TD_DIM_IS_BAD(kn->flops) ||
-        any_bad(kn->space, kn->rank) || (kn->kind == TD_KERN_MATMUL && (view_bad(&kn->a) || view_bad(&kn->b))))
-      return td_err_set(err, "size arithmetic overflows in the plan of %s (kernel %s): its byte counts, "
-                        "FLOPs or strides do not fit in 64 bits", p->g->name, kn->name);
+    if (any_bad(kn->space, kn->rank) || (kn->kind == TD_KERN_MATMUL && (view_bad(&kn->a) || view_bad(&kn->b))))
+      return size_err(p, kn->name, kn->matmul >= 0 ? kn->matmul : kn->root, "the kernel's space or strides", err);
+    if (TD_DIM_IS_BAD(kn->bytes_read) || TD_DIM_IS_BAD(kn->bytes_written) || TD_DIM_IS_BAD(kn->flops))
+      return size_err(p, kn->name, cost_culprit(p, kn), "the kernel's bytes moved or FLOPs", err);
   }
   return 0;
 }
@@ -263,7 +311,8 @@ td_plan *td_plan_build(td_graph *g, td_err *err) {
   for (int k = 0; k < p->n_kernels; k++) kernel_costs(p, &p->kernels[k]);
   /* a size that could not be interned is TD_DIM_BAD, as an overflow is */
   if (td_arena_failures(g->arena) > failures) { td_err_set(err, "out of memory"); return NULL; }
-  return check_sizes(p, err) ? NULL : p;
+  /* the verifier runs on every plan, for every backend */
+  return check_sizes(p, err) || td_plan_verify(p, err) ? NULL : p;
 }
 
 /* ---- printing (--dump=fused) ----------------------------------------------------------- */

@@ -121,9 +121,21 @@ typedef struct td_plan {
 } td_plan;
 
 /* Builds the plan of g (which should be optimised and verified).  Returns
- * NULL with err filled on failure (out of memory, or an op the compiler
- * does not handle). */
+ * NULL with err filled on failure (out of memory, an op the compiler does
+ * not handle, a size that cannot be represented, or a plan that
+ * td_plan_verify rejects: an internal error).  Every plan it returns has
+ * passed td_plan_verify. */
 td_plan *td_plan_build(td_graph *g, td_err *err);
+
+/* Checks the plan against its graph: the ops fused into each kernel agree
+ * on its iteration space and reduction axes, every op's inputs are
+ * evaluated in its kernel or read from a buffer written before it, every
+ * buffer has its value's bytes, no two temporaries live at once in one
+ * arena slot, and the outputs and printed tensors are all handed back, in
+ * order (plan_verify.c; docs/compiler.md, "The plan verifier").  0, or -1
+ * with err naming the kernel, the op and its source line.  Allocates
+ * sizes in the graph's arena. */
+int td_plan_verify(const td_plan *p, td_err *err);
 
 /* A matmul whose B operand is a parameter read at literal sizes, offset
  * and strides, the same matrix for every batch index (nn.Linear's
