@@ -25,6 +25,10 @@ int64_t td_sizes_eval(const td_sizes *s, td_dim d, const int64_t *symvals) {
 
 int64_t td_sizes_eval_ovf(const td_sizes *s, td_dim d, const int64_t *symvals, int *overflow) {
   if (TD_DIM_IS_CONST(d)) return d;
+  if (TD_DIM_IS_BAD(d)) {   /* no plan holds it; never index dims[] with it */
+    *overflow = 1;
+    return -1;
+  }
   const td_poly *p = &s->dims[-d - 1];
   uint64_t v = 0;   /* wraps: no undefined behaviour, and *overflow says so */
   for (int i = 0; i < p->n; i++) {

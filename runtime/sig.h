@@ -63,7 +63,8 @@ typedef struct td_sizes {
 /* The value of d for the symbol values symvals (NULL: every symbol 0);
  * wrapped around when it does not fit an int64 ... */
 int64_t td_sizes_eval(const td_sizes *s, td_dim d, const int64_t *symvals);
-/* ... which this one reports by setting *overflow (else left alone). */
+/* ... which this one reports by setting *overflow (else left alone); for
+ * TD_DIM_BAD it returns -1 with *overflow set (td_sizes_eval: -1). */
 int64_t td_sizes_eval_ovf(const td_sizes *s, td_dim d, const int64_t *symvals, int *overflow);
 /* "4", "N", "2*N + 1" into buf; returns buf. */
 char *td_sizes_dim_str(const td_sizes *s, td_dim d, char *buf, size_t n);

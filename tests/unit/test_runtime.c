@@ -15,10 +15,24 @@
 #include "runtime/mem.h"
 #include "runtime/philox.h"
 #include "runtime/pool.h"
+#include "runtime/sig.h"
 #include "runtime/tensor.h"
 #include <unistd.h>
 
 /* ---- allocation hook ---------------------------------------------------- */
+
+/* A size that could not be represented evaluates to -1 with the overflow
+ * flag, without reading a polynomial table (none is given here). */
+Test(sizes, a_bad_dim_evaluates_to_an_overflow) {
+  td_sizes none = {0};
+  int ovf = 0;
+  cr_expect_eq(td_sizes_eval_ovf(&none, TD_DIM_BAD, NULL, &ovf), -1);
+  cr_expect_eq(ovf, 1);
+  cr_expect_eq(td_sizes_eval(&none, TD_DIM_BAD, NULL), -1);
+  ovf = 0;
+  cr_expect_eq(td_sizes_eval_ovf(&none, 12, NULL, &ovf), 12);
+  cr_expect_eq(ovf, 0);
+}
 
 Test(mem, fail_after_counts_requests) {
   td_mem_fail_after(3);
