@@ -80,7 +80,7 @@ static int debug_level(void) {
 }
 
 int td_cli_run_compiled(const td_graph *g, const td_diags *d, td_tensor *const *inputs,
-                        td_tensor *const *params, const td_interp_opts *io, unsigned dumps,
+                        td_tensor *const *params, const td_run_opts *io, unsigned dumps,
                         td_tensor ***outs, td_err *err, td_span *sp) {
   *outs = NULL;
   if (io->trace || io->check_numerics)

@@ -18,7 +18,7 @@ unsigned td_cli_compiler_stage(const char *name, size_t len);
  * once, print the program's prints (through io->on_print), and return the
  * graph's outputs.  dumps: td_cli_compiler_stage bits. */
 int td_cli_run_compiled(const td_graph *g, const td_diags *d, td_tensor *const *inputs,
-                        td_tensor *const *params, const td_interp_opts *io, unsigned dumps,
+                        td_tensor *const *params, const td_run_opts *io, unsigned dumps,
                         td_tensor ***outs, td_err *err, td_span *sp);
 
 /* Prints c's compile-cache warning (td_compiled_warning) on stderr, once

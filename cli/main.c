@@ -306,7 +306,7 @@ static int run_graph(const opts *o, td_diags *d, const td_graph *g) {
     goto done;
   }
   if (o->save_weights && save_params(o->save_weights, g, params)) goto done;
-  td_interp_opts io;
+  td_run_opts io;
   memset(&io, 0, sizeof io);
   io.on_print = on_print;
   io.on_trace = on_trace;

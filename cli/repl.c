@@ -161,7 +161,7 @@ static void cmd_explain(repl *r, const char *arg) {
 /* `:compiled on`: every input goes through td_cli_run_compiled, exactly
  * as `tdsl run --compiled` runs a program. */
 static int compiled_runner(void *ud, const td_graph *g, const td_diags *d, td_tensor *const *inputs,
-                           td_tensor *const *params, const td_interp_opts *io, td_tensor ***outs,
+                           td_tensor *const *params, const td_run_opts *io, td_tensor ***outs,
                            td_err *err, td_span *sp) {
   (void)ud;
   return td_cli_run_compiled(g, d, inputs, params, io, 0, outs, err, sp);
@@ -202,7 +202,7 @@ static double now_s(void) {
 }
 
 static int memo_runner(void *ud, const td_graph *g, const td_diags *d, td_tensor *const *inputs,
-                       td_tensor *const *params, const td_interp_opts *io, td_tensor ***outs,
+                       td_tensor *const *params, const td_run_opts *io, td_tensor ***outs,
                        td_err *err, td_span *sp) {
   (void)d;
   compile_memo *m = ud;
@@ -303,7 +303,7 @@ static void cmd_compiled(repl *r, const char *arg) {
 
 /* `:device cuda`: every input runs as CUDA kernels (gpu/runtime_cuda.c). */
 static int cuda_runner(void *ud, const td_graph *g, const td_diags *d, td_tensor *const *inputs,
-                       td_tensor *const *params, const td_interp_opts *io, td_tensor ***outs,
+                       td_tensor *const *params, const td_run_opts *io, td_tensor ***outs,
                        td_err *err, td_span *sp) {
   (void)ud;
   (void)d;

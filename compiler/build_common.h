@@ -15,7 +15,7 @@
 #include <libgccjit.h>
 #include <stdio.h>
 
-#include "interp/interp.h"
+#include "lang/params.h"
 #include "compiler/build.h"
 #include "compiler/passes.h"
 #include "compiler/plan.h"

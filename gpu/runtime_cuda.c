@@ -51,6 +51,7 @@
 #include "compiler/compiled.h"
 #include "compiler/passes.h"
 #include "lang/checks.h"
+#include "lang/params.h"
 #include "runtime/mem.h"
 #include "runtime/fileio.h"
 #include "runtime/philox.h"
@@ -435,7 +436,7 @@ static int get_functions(run *r, td_cu_module mod) {
   return 0;
 }
 
-static int run_plan(run *r, td_tensor *const *inputs, td_tensor *const *params, const td_interp_opts *io,
+static int run_plan(run *r, td_tensor *const *inputs, td_tensor *const *params, const td_run_opts *io,
                     const td_cuda_opts *co, td_tensor ***all, td_span *sp) {
   const td_plan *p = r->p;
   td_cu_module mod;
@@ -486,7 +487,7 @@ int td_cuda_dump(const td_graph *g, FILE *out, td_err *err) {
 }
 
 int td_cuda_run(const td_graph *g, td_tensor *const *inputs, td_tensor *const *params,
-                const td_interp_opts *io, const td_cuda_opts *co, td_tensor ***outs, td_err *err,
+                const td_run_opts *io, const td_cuda_opts *co, td_tensor ***outs, td_err *err,
                 td_span *sp) {
   *outs = NULL;
   if (io->trace || io->check_numerics)

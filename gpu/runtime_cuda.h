@@ -26,7 +26,8 @@
 #define TD_RUNTIME_CUDA_H
 
 #include <stdio.h>
-#include "interp/interp.h"
+#include "lang/ir.h"
+#include "runtime/run_opts.h"
 
 typedef struct td_cuda_opts {
   int cuda_graph;      /* capture the launches into a CUDA Graph */
@@ -36,7 +37,7 @@ typedef struct td_cuda_opts {
 } td_cuda_opts;
 
 int td_cuda_run(const td_graph *g, td_tensor *const *inputs, td_tensor *const *params,
-                const td_interp_opts *io, const td_cuda_opts *co, td_tensor ***outs, td_err *err,
+                const td_run_opts *io, const td_cuda_opts *co, td_tensor ***outs, td_err *err,
                 td_span *sp);
 
 /* Writes the CUDA module of g (optimised and planned) to out, without

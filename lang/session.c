@@ -570,7 +570,7 @@ static int run_once(td_session *s, lowering *L, int quiet) {
   int rc = -1;
   if (!inputs) { oom_error(s); return -1; }
   for (int k = 0; k < r->n_inputs; k++) inputs[k] = s->slots[L->attach[L->orig[r->inputs[k]]]].t;
-  td_interp_opts io;
+  td_run_opts io;
   memset(&io, 0, sizeof io);
   io.on_print = quiet || !s->o.on_print ? ignore_print : s->o.on_print;
   io.ud = s->o.ud;

@@ -114,7 +114,7 @@ int td_session_time(td_session *s, const char *text, int first_line, int reps, i
  * the sources for messages.  NULL restores the interpreter. */
 typedef int (*td_session_runner)(void *ud, const td_graph *g, const td_diags *d,
                                  td_tensor *const *inputs, td_tensor *const *params,
-                                 const td_interp_opts *io, td_tensor ***outs, td_err *err,
+                                 const td_run_opts *io, td_tensor ***outs, td_err *err,
                                  td_span *err_span);
 void td_session_set_runner(td_session *s, td_session_runner run, void *ud);
 
