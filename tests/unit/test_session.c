@@ -1,4 +1,4 @@
-/* test_session.c - the REPL's engine (lang/session.c) and the hooks it
+/* test_session.c - the REPL's engine (driver/session.c) and the hooks it
  * added to the front end: td_parse_repl (the REPL grammar and its "needs
  * more lines" answer), el_bind_item (redefinition), the interpreter's
  * interrupt flag.
@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "lang/elab_impl.h"
-#include "lang/session.h"
+#include "driver/session.h"
 #include "interp/interp.h"
 #include "lang/lexer/lexer.h"
 
