@@ -18,6 +18,10 @@ static void cache_warning(void *ud, const char *text) {
   fprintf(stderr, "tdsl: warning: %s\n", text);
 }
 
+td_backend td_cli_backend(int cuda, int compiled) {
+  return cuda ? TD_BACKEND_CUDA : compiled ? TD_BACKEND_CPU : TD_BACKEND_EAGER;
+}
+
 td_drive_opts td_cli_drive_opts(td_backend b, unsigned dumps, const td_diags *d) {
   td_drive_opts o;
   memset(&o, 0, sizeof o);

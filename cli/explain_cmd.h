@@ -9,6 +9,11 @@
  * returns the exit code: 0, 1 (the program is wrong) or 2 (bad usage). */
 int td_cli_explain(int argc, char **argv);
 
+/* The backend `tdsl run` and the REPL choose: CUDA with --device cuda
+ * (`:device cuda`), else the CPU compiler with --compiled (`:compiled on`),
+ * else the interpreter. */
+td_backend td_cli_backend(int cuda, int compiled);
+
 /* Options for backend b with the --dump bits `dumps` (d: the sources):
  * dumps on stdout, TDSL_DEBUG's C-like code on stderr, the compile
  * cache's warning on stderr once per process. */

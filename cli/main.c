@@ -286,11 +286,6 @@ static int save_params(const char *path, const td_graph *g, td_tensor **params) 
   return rc;
 }
 
-/* The backend the options choose: --device cuda, else --compiled, else eager. */
-static td_backend backend_of(const opts *o) {
-  return o->cuda ? TD_BACKEND_CUDA : o->compiled ? TD_BACKEND_CPU : TD_BACKEND_EAGER;
-}
-
 /* Runs one graph on the chosen backend; returns the exit code. */
 static int run_graph(const opts *o, td_diags *d, const td_graph *g) {
   td_tensor **inputs = td_calloc((size_t)g->n_inputs + 1, sizeof *inputs);
@@ -317,7 +312,7 @@ static int run_graph(const opts *o, td_diags *d, const td_graph *g) {
   io.check_numerics = o->check_numerics;
   io.print_threshold = 1000;
   io.diags = d;
-  td_drive_opts dopts = td_cli_drive_opts(backend_of(o), o->dumps, d);
+  td_drive_opts dopts = td_cli_drive_opts(td_cli_backend(o->cuda, o->compiled), o->dumps, d);
   dopts.cuda_graph = o->cuda_graph;
   if (td_drive_run(g, &dopts, inputs, params, &io, &outs, &err, &sp)) {
     char loc[512];

@@ -146,7 +146,7 @@ static void cmd_ir(repl *r, const char *arg) {
 }
 
 static void set_backend(repl *r, td_backend b);
-static td_backend backend_of(const repl *r);
+static void follow_mode(repl *r);
 
 static void cmd_explain(repl *r, const char *arg) {
   report(r, td_session_explain(r->s, arg, r->first_line, stdout));
@@ -165,7 +165,7 @@ static void cmd_time(repl *r, const char *arg) {
   td_session_timing t;
   set_backend(r, TD_BACKEND_EAGER);   /* the first row is eager whatever the mode */
   int rc = td_session_time(r->s, arg, r->first_line, 0, 0, &t);
-  set_backend(r, backend_of(r));
+  follow_mode(r);
   if (rc == 0) {
     char b[32], best[32], mean[32];
     printf("%-10s%-12s%-12s%-12s%s\n", "", "build", "run (best)", "run (mean)", "runs");
@@ -176,7 +176,7 @@ static void cmd_time(repl *r, const char *arg) {
     set_backend(r, TD_BACKEND_CPU);
     /* compiled once, then one untimed run */
     int rc2 = td_session_time(r->s, arg, r->first_line, 0, 1, &tc);
-    set_backend(r, backend_of(r));
+    follow_mode(r);
     if (rc2 == 0) {
       char cb[32];
       printf("%-10s%-12s%-12s%-12s%d   (compile %s)\n", "compiled", duration(tc.build_s, b, sizeof b),
@@ -206,11 +206,11 @@ static void cmd_compiled(repl *r, const char *arg) {
   word(arg, w, sizeof w);
   if (!strcmp(w, "on")) {
     r->compiled = 1;
-    set_backend(r, backend_of(r));
+    follow_mode(r);
     puts("Compiled mode is on: every input runs as one fused graph compiled with libgccjit.");
   } else if (!strcmp(w, "off")) {
     r->compiled = 0;
-    set_backend(r, backend_of(r));
+    follow_mode(r);
     puts("Compiled mode is off: every input is evaluated eagerly.");
   } else if (!*w) {
     printf("Compiled mode is %s.\n", r->compiled ? "on" : "off");
@@ -219,16 +219,14 @@ static void cmd_compiled(repl *r, const char *arg) {
   }
 }
 
-/* The backend of the session's device and compiled mode. */
-static td_backend backend_of(const repl *r) {
-  return r->cuda ? TD_BACKEND_CUDA : r->compiled ? TD_BACKEND_CPU : TD_BACKEND_EAGER;
-}
-
 /* Inputs run on b, as `tdsl run` runs a program there. */
 static void set_backend(repl *r, td_backend b) {
   td_drive_opts o = td_cli_drive_opts(b, 0, NULL);
   td_session_set_driver(r->s, &o);
 }
+
+/* Inputs run where `:device` and `:compiled` say. */
+static void follow_mode(repl *r) { set_backend(r, td_cli_backend(r->cuda, r->compiled)); }
 
 static void cmd_device(repl *r, const char *arg) {
   char w[32];
@@ -243,11 +241,11 @@ static void cmd_device(repl *r, const char *arg) {
       return;
     }
     r->cuda = 1;
-    set_backend(r, backend_of(r));
+    follow_mode(r);
     puts("Device: cuda (every input runs as CUDA kernels on the GPU).");
   } else if (*w) {
     r->cuda = 0;
-    set_backend(r, backend_of(r));
+    follow_mode(r);
     puts("Device: cpu.");
   } else {
     printf("Device: %s.\n", r->cuda ? "cuda" : "cpu");
