@@ -196,7 +196,7 @@ Test(elab_hooks, interrupt_stops_a_run) {
   td_graph *g = td_program_lower(p, "main");
   cr_assert_not_null(g);
   volatile sig_atomic_t flag = 1;
-  td_interp_opts o;
+  td_run_opts o;
   memset(&o, 0, sizeof o);
   o.interrupt = &flag;
   td_tensor **outs = NULL;
@@ -354,7 +354,7 @@ Test(session, type_ir_and_time_bind_nothing) {
 static int slow_first_calls;
 
 static int slow_first_runner(void *ud, const td_graph *g, const td_diags *d, td_tensor *const *inputs,
-                             td_tensor *const *params, const td_interp_opts *io, td_tensor ***outs, td_err *err,
+                             td_tensor *const *params, const td_run_opts *io, td_tensor ***outs, td_err *err,
                              td_span *sp) {
   (void)ud;
   (void)d;
