@@ -54,6 +54,7 @@
 #include "compiler/compiled.h"
 #include "compiler/passes.h"
 #include "compiler/plan.h"
+#include "driver/driver.h"
 
 #define MAX_INPUTS 8
 #define MAX_SEARCH 8
@@ -233,7 +234,7 @@ static int call_compiled(ctx *c);
 
 static int call_eager(ctx *c) {
   if (c->cc) return call_compiled(c);
-  td_interp_opts io;
+  td_run_opts io;
   memset(&io, 0, sizeof io);
   io.on_print = quiet_print;
   io.ud = &n_prints;
@@ -713,9 +714,7 @@ static int call_compiled(ctx *c) {
  * receives the plan (in g's arena). */
 static td_compiled *compile_graph(td_graph *g, int cache, td_plan **plan) {
   td_err err;
-  td_graph *opt;
-  *plan = NULL;
-  if (td_optimize(g, NULL, &opt, NULL, &err) || !(*plan = td_plan_build(opt, &err))) {
+  if (!(*plan = td_lower(g, NULL, NULL, &err))) {   /* the driver's lowering */
     fail("%s", err.msg);
     return NULL;
   }

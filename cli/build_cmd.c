@@ -1,8 +1,8 @@
 /* build_cmd.c - `tdsl build FILE -o DIR [--exe] [--name PREFIX] [--seed N]
  * [--device cpu|cuda] [--arch sm_XY]`.
  *
- * Loads FILE and writes the artifact of its entry points (compiler/build.h)
- * into DIR: PREFIX.so, PREFIX.h and with --exe the executable PREFIX.
+ * Loads FILE and writes the artifact of its entry points (the driver's
+ * td_drive_build, over compiler/build.h and gpu/build_cuda.h) into DIR: PREFIX.so, PREFIX.h and with --exe the executable PREFIX.
  * PREFIX defaults to FILE's base name made a C identifier.  The artifact
  * runtime libtdsl_rt.a is found through $TDSL_RT_LIB, else the build tree,
  * else the installed copy.  --device cuda builds the CUDA artifact
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "compiler/build.h"
+#include "driver/driver.h"
 #include "gpu/build_cuda.h"
 #include "runtime/mem.h"
 #include "cli/search.h"
@@ -58,7 +58,8 @@ static void default_prefix(const char *file, char *out, size_t n) {
 
 static void add_dir(void *ud, const char *dir) { td_program_add_search_dir(ud, dir); }
 
-static int parse(int argc, char **argv, td_build_opts *o, const char **file) {
+static int parse(int argc, char **argv, td_build_opts *o, const char **file, td_backend *b) {
+  const char *device = NULL;
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--exe")) o->exe = 1;
@@ -69,7 +70,7 @@ static int parse(int argc, char **argv, td_build_opts *o, const char **file) {
       if (!strcmp(a, "-o")) o->dir = v;
       else if (!strcmp(a, "--name")) o->prefix = v;
       else if (!strcmp(a, "--march")) o->march = v;
-      else if (!strcmp(a, "--device")) o->device = v;
+      else if (!strcmp(a, "--device")) device = v;
       else if (!strcmp(a, "--arch")) o->cuda_arch = v;
       else {
         char *end;
@@ -82,9 +83,9 @@ static int parse(int argc, char **argv, td_build_opts *o, const char **file) {
   }
   if (!*file) return busage("%s needs a .td file", "build");
   if (!o->dir) return busage("%s needs -o DIR", "build");
-  if (o->device && strcmp(o->device, "cpu") && strcmp(o->device, "cuda"))
-    return busage("--device must be cpu or cuda, got '%s'", o->device);
-  int cuda = o->device && !strcmp(o->device, "cuda");
+  *b = TD_BACKEND_CPU;
+  if (device && td_backend_parse(device, b)) return busage("--device must be cpu or cuda, got '%s'", device);
+  int cuda = *b == TD_BACKEND_CUDA;
   if (o->cuda_arch && !cuda) return busage("%s is for --device cuda (--march sets the CPU)", "--arch");
   if (o->march && cuda) return busage("%s is for the CPU (--arch sets the GPU architecture)", "--march");
   return 0;
@@ -95,7 +96,8 @@ int td_cli_build(int argc, char **argv) {
   const char *file = NULL;
   char prefix[64];
   memset(&o, 0, sizeof o);
-  int rc = parse(argc, argv, &o, &file);
+  td_backend b;
+  int rc = parse(argc, argv, &o, &file, &b);
   if (rc) return rc;
   if (!o.prefix) {
     default_prefix(file, prefix, sizeof prefix);
@@ -104,7 +106,7 @@ int td_cli_build(int argc, char **argv) {
   o.source = file;
   o.rt_lib = rt_lib();
   char arch[32], why[300];
-  if (o.device && !strcmp(o.device, "cuda") && !o.cuda_arch) {
+  if (b == TD_BACKEND_CUDA && !o.cuda_arch) {
     snprintf(arch, sizeof arch, "sm_%d", td_cuda_default_arch(why, sizeof why));
     o.cuda_arch = arch;
     fprintf(stderr, "tdsl build: CUDA kernels for %s (%s; --arch chooses another)\n", arch, why);
@@ -123,7 +125,7 @@ int td_cli_build(int argc, char **argv) {
   int color = isatty(2) && !getenv("NO_COLOR");
   td_err err;
   rc = 0;
-  if (td_program_load_file(p, file) == 0 && td_build(p, &o, &err)) {
+  if (td_program_load_file(p, file) == 0 && td_drive_build(p, b, &o, &err)) {
     if (!d.n_errors) fprintf(stderr, "tdsl: error: %s\n", err.msg);
     rc = 1;
   }

@@ -1,14 +1,17 @@
 /* explain_cmd.c - `tdsl explain FILE`: what the compiler makes of a program.
  *
  *   tdsl explain FILE [--entry NAME] [--json | --dot] [--size SYM=N]...
- *                     [--dump=fold,cse,simplify,dce,fused]
+ *                     [--dump=fold,cse,simplify,dce,fused] [--device cpu|cuda]
  *
  * For every entry point (or the one named by --entry): Graph Count and
  * Graph Break Count, op counts before and after the passes and after
  * fusion, each kernel with the ops it fuses and their source lines, bytes
  * moved, FLOPs and the peak memory of the plan.  --size binds symbolic
- * sizes to print numbers instead of formulas.  Kept apart from main.c so
- * the command can grow without touching the other commands.
+ * sizes to print numbers instead of formulas.  With --device cuda (and
+ * neither --json nor --dot) the report is followed, per entry point, by
+ * how the GPU launches each kernel (gpu/explain_cuda.c), from the same
+ * plans: the program is loaded and lowered once.  The work is the
+ * driver's (driver/driver.h); this file parses and prints.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +19,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "compiler/explain.h"
-#include "compiler/passes.h"
-#include "compiler/plan.h"
-#include "lang/elab.h"
 #include "cli/explain_cmd.h"
 #include "cli/search.h"
 
@@ -30,8 +29,8 @@ typedef struct xopts {
   td_explain_opts eo;
   const char *size_names[MAX_SIZES];
   int64_t size_values[MAX_SIZES];
-  unsigned dump_mask;
-  int dump_fused;
+  unsigned dumps;          /* TD_DUMP_* bits: passes and fused */
+  td_backend device;       /* --device: cpu (the default) or cuda */
 } xopts;
 
 static int xusage(const char *fmt, const char *arg) {
@@ -44,9 +43,8 @@ static int xusage(const char *fmt, const char *arg) {
 static int parse_dump(xopts *o, const char *a) {
   for (const char *p = a + 7; *p;) {
     size_t n = strcspn(p, ",");
-    int bit = td_pass_index(p, n);
-    if (bit >= 0) o->dump_mask |= 1u << bit;
-    else if (n == 5 && !strncmp(p, "fused", 5)) o->dump_fused = 1;
+    unsigned bit = td_dump_stage(p, n);
+    if (bit & (TD_DUMP_PASSES | TD_DUMP_FUSED)) o->dumps |= bit;
     else return xusage("unknown --dump stage in '%s' (stages: legalize, fold, cse, simplify, dce, fused)", a);
     p += n + (p[n] == ',');
   }
@@ -67,13 +65,18 @@ static int parse_size(xopts *o, const char *val) {
 
 static int parse_xopts(int argc, char **argv, xopts *o) {
   memset(o, 0, sizeof *o);
+  o->device = TD_BACKEND_CPU;
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
     int rc = 0;
     if (!strcmp(a, "--json")) o->eo.fmt = TD_EXPLAIN_JSON;
     else if (!strcmp(a, "--dot")) o->eo.fmt = TD_EXPLAIN_DOT;
     else if (!strncmp(a, "--dump=", 7)) rc = parse_dump(o, a);
-    else if (!strcmp(a, "--entry") || !strcmp(a, "--size")) {
+    else if (!strcmp(a, "--device")) {
+      if (td_backend_parse(val, &o->device))
+        return xusage("--device needs cpu or cuda, got '%s'", val ? val : "");
+      i++;
+    }    else if (!strcmp(a, "--entry") || !strcmp(a, "--size")) {
       if (!val) return xusage("%s needs a value", a);
       i++;
       if (!strcmp(a, "--entry")) o->entry = val;
@@ -94,26 +97,30 @@ static void add_dir(void *ud, const char *dir) { td_program_add_search_dir(ud, d
 /* $TDSL_PATH, the installed stdlib and the source tree's stdlib (as run). */
 static void search_path(td_program *p) { cli_search_dirs(add_dir, p); }
 
-static void dump_pass(void *ud, const char *pass, const td_graph *g) {
-  printf("# after %s\n", pass);
-  td_graph_print(g, ud, stdout);
-}
-
-/* Optimises, plans and explains one entry; returns 0 or 1. */
-static int explain_entry(const xopts *o, td_diags *d, td_program *p, const char *name, int index) {
-  td_graph *g = td_program_lower(p, name), *opt;
+/* Explains one entry into *plan; returns 0 or 1. */
+static int explain_entry(const xopts *o, td_diags *d, td_program *p, const char *name, int index,
+                         td_plan **plan) {
+  td_graph *g = td_program_lower(p, name);
   if (!g) return 1;
-  td_opt_opts oo = {dump_pass, d, o->dump_mask};
-  td_opt_stats st;
+  td_drive_opts dopts = td_cli_drive_opts(o->device, o->dumps, d);
   td_err err;
-  td_plan *plan = NULL;
-  if (td_optimize(g, &oo, &opt, &st, &err) || !(plan = td_plan_build(opt, &err))) {
+  if (td_drive_explain(g, &dopts, &o->eo, index, stdout, plan, &err)) {
     fflush(stdout);
     fprintf(stderr, "tdsl: error: %s: %s\n", name, err.msg);
     return 1;
   }
-  if (o->dump_fused) td_plan_print(plan, d, stdout);
-  td_explain(plan, &st, &o->eo, index, stdout);
+  return 0;
+}
+
+/* After the whole report, what the device adds to each entry's plan. */
+static int explain_device(const xopts *o, const char *const *names, td_plan *const *plans, int n) {
+  td_drive_opts dopts = td_cli_drive_opts(o->device, 0, NULL);
+  td_err err;
+  for (int i = 0; i < n; i++)
+    if (td_drive_explain_backend(plans[i], &dopts, names[i], stdout, &err)) {
+      fprintf(stderr, "tdsl: error: %s\n", err.msg);
+      return 1;
+    }
   return 0;
 }
 
@@ -133,19 +140,28 @@ int td_cli_explain(int argc, char **argv) {
   o.eo.diags = &d;
   if (p) search_path(p);
   int color = isatty(2) && !getenv("NO_COLOR");
+  const char **names = NULL;
+  td_plan **plans = NULL;
+  int n = 0;
   if (p && td_program_load_file(p, o.file) == 0) {
-    const char **names;
-    int n = td_program_entries(p, &names), shown = 0;
+    n = td_program_entries(p, &names);
     if (o.entry) { names = &o.entry; n = 1; }
+    plans = td_arena_alloc(arena, (size_t)(n + 1) * sizeof *plans);
+    if (!plans) {
+      fprintf(stderr, "tdsl: error: out of memory\n");
+      rc = 1;
+      n = 0;
+    }
     td_explain_begin(&o.eo, stdout);
-    for (int i = 0; i < n; i++)
-      if (explain_entry(&o, &d, p, names[i], shown) == 0) shown++;
+    for (int i = 0, shown = 0; i < n; i++)
+      if (explain_entry(&o, &d, p, names[i], shown, &plans[i]) == 0) shown++;
       else rc = 1;
     td_explain_end(&o.eo, stdout);
   }
   fflush(stdout);
   td_diag_render(&d, stderr, color);
   if (d.n_errors) rc = 1;
+  if (rc == 0 && o.eo.fmt == TD_EXPLAIN_TEXT) rc = explain_device(&o, names, plans, n);
   for (int i = 0; i < o.eo.n_sizes; i++) free((void *)o.size_names[i]);
   td_arena_free(arena);
   return rc;

@@ -19,14 +19,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "driver/driver.h"
 #include "lang/elab.h"
 #include "runtime/mem.h"
-#include "interp/interp.h"
 #include "runtime/io.h"
 #include "cli/search.h"
 #include "cli/build_cmd.h"
 #include "cli/explain_cmd.h"
-#include "gpu/runtime_cuda.h"
 #include "cli/repl.h"
 
 #ifndef TDSL_VERSION
@@ -43,9 +42,9 @@ typedef struct opts {
   const char *out[MAX_ARGS];
   int n_out;
   int trace, check_numerics, dump_ast, dump_ir, color;
-  int compiled;            /* --compiled: through the compiler (cli/compile_cmd.c) */
-  unsigned dump_compiler;  /* --dump= stages of the compiler */
-  int cuda, cuda_graph, dump_cuda; /* --device cuda, --cuda-graph, --dump=cuda (gpu/) */
+  int compiled;            /* --compiled: through the CPU compiler */
+  unsigned dumps;          /* --dump= stages after the IR (driver.h's TD_DUMP_*) */
+  int cuda, cuda_graph;    /* --device cuda, --cuda-graph */
   uint64_t seed;
 } opts;
 
@@ -107,9 +106,9 @@ static int parse_opts(int argc, char **argv, opts *o) {
     else if (!strcmp(a, "--no-cache")) setenv("TDSL_CACHE", "0", 1); /* compiled.c reads it */
     else if (!strcmp(a, "--cuda-graph")) o->cuda_graph = 1;
     else if (!strcmp(a, "--device")) {
-      if (!val || (strcmp(val, "cpu") && strcmp(val, "cuda")))
-        return bad_usage("--device needs cpu or cuda, got '%s'", val ? val : "nothing");
-      o->cuda = !strcmp(val, "cuda");
+      td_backend b;
+      if (td_backend_parse(val, &b)) return bad_usage("--device needs cpu or cuda, got '%s'", val ? val : "nothing");
+      o->cuda = b == TD_BACKEND_CUDA;
       i++;
     }
     else if (!strncmp(a, "--dump=", 7)) {
@@ -118,8 +117,7 @@ static int parse_opts(int argc, char **argv, opts *o) {
         size_t n = strcspn(p, ",");
         if (n == 3 && !strncmp(p, "ast", 3)) o->dump_ast = 1;
         else if (n == 2 && !strncmp(p, "ir", 2)) o->dump_ir = 1;
-        else if (n == 4 && !strncmp(p, "cuda", 4)) o->dump_cuda = 1;
-        else if (td_cli_compiler_stage(p, n)) o->dump_compiler |= td_cli_compiler_stage(p, n);
+        else if (td_dump_stage(p, n)) o->dumps |= td_dump_stage(p, n);
         else return bad_usage("unknown --dump stage in '%s' (stages: ast, ir, fold, cse, simplify, dce, fused, c, cuda)", a);
         p += n + (p[n] == ',');
       }
@@ -288,7 +286,7 @@ static int save_params(const char *path, const td_graph *g, td_tensor **params) 
   return rc;
 }
 
-/* Runs one graph with the interpreter; returns the exit code. */
+/* Runs one graph on the chosen backend; returns the exit code. */
 static int run_graph(const opts *o, td_diags *d, const td_graph *g) {
   td_tensor **inputs = td_calloc((size_t)g->n_inputs + 1, sizeof *inputs);
   td_tensor **params = td_calloc((size_t)g->n_params + 1, sizeof *params);
@@ -306,7 +304,7 @@ static int run_graph(const opts *o, td_diags *d, const td_graph *g) {
     goto done;
   }
   if (o->save_weights && save_params(o->save_weights, g, params)) goto done;
-  td_interp_opts io;
+  td_run_opts io;
   memset(&io, 0, sizeof io);
   io.on_print = on_print;
   io.on_trace = on_trace;
@@ -314,10 +312,9 @@ static int run_graph(const opts *o, td_diags *d, const td_graph *g) {
   io.check_numerics = o->check_numerics;
   io.print_threshold = 1000;
   io.diags = d;
-  td_cuda_opts co = {o->cuda_graph, o->dump_cuda ? stdout : NULL, 1, NULL};
-  if (o->cuda ? td_cuda_run(g, inputs, params, &io, &co, &outs, &err, &sp)
-      : o->compiled ? td_cli_run_compiled(g, d, inputs, params, &io, o->dump_compiler, &outs, &err, &sp)
-                    : td_interp_run(g, inputs, params, &io, &outs, &err, &sp)) {
+  td_drive_opts dopts = td_cli_drive_opts(td_cli_backend(o->cuda, o->compiled), o->dumps, d);
+  dopts.cuda_graph = o->cuda_graph;
+  if (td_drive_run(g, &dopts, inputs, params, &io, &outs, &err, &sp)) {
     char loc[512];
     fflush(stdout);
     fprintf(stderr, "%s: error: %s\n", span_loc(d, sp, loc, sizeof loc), err.msg);
@@ -372,7 +369,7 @@ int main(int argc, char **argv) {
     printf("tdsl %s\n", TDSL_VERSION);
     return 0;
   }
-  if (!strcmp(argv[1], "explain")) return td_cuda_cli_explain(argc, argv); /* --device cuda: gpu/explain_cuda.c */
+  if (!strcmp(argv[1], "explain")) return td_cli_explain(argc, argv);
   if (!strcmp(argv[1], "build")) return td_cli_build(argc, argv);
   if (strcmp(argv[1], "run") && strcmp(argv[1], "check"))
     return bad_usage("unknown command '%s' (commands: run, check, build, explain, repl)", argv[1]);

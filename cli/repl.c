@@ -12,7 +12,7 @@
  * an input failed.
  *
  * Lines starting with ':' are commands (:help lists them).  Everything else
- * is handed to the session (lang/session.h), which does the work; this file
+ * is handed to the session (driver/session.h), which does the work; this file
  * only reads lines, decides when an input is complete, prints results and
  * renders diagnostics.  The history is $XDG_STATE_HOME/tdsl/history when
  * XDG_STATE_HOME is set, ~/.tdsl_history otherwise.
@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #ifdef HAVE_LIBEDIT
@@ -32,13 +31,9 @@
 
 #include "cli/repl.h"
 #include "cli/search.h"
-#include "lang/session.h"
-#include "compiler/compiled.h"
-#include "compiler/explain.h"
-#include "compiler/passes.h"
+#include "driver/session.h"
 #include "cli/explain_cmd.h"
 #include "runtime/cuda_loader.h"
-#include "gpu/runtime_cuda.h"
 
 #define PROMPT ">>> "
 #define PROMPT_MORE "... "
@@ -150,87 +145,11 @@ static void cmd_ir(repl *r, const char *arg) {
   report(r, td_session_ir(r->s, arg, r->first_line, stdout));
 }
 
-static void set_runner(repl *r);
+static void set_backend(repl *r, td_backend b);
+static void follow_mode(repl *r);
 
 static void cmd_explain(repl *r, const char *arg) {
   report(r, td_session_explain(r->s, arg, r->first_line, stdout));
-}
-
-/* ---- the compiler in the session ---- */
-
-/* `:compiled on`: every input goes through td_cli_run_compiled, exactly
- * as `tdsl run --compiled` runs a program. */
-static int compiled_runner(void *ud, const td_graph *g, const td_diags *d, td_tensor *const *inputs,
-                           td_tensor *const *params, const td_interp_opts *io, td_tensor ***outs,
-                           td_err *err, td_span *sp) {
-  (void)ud;
-  return td_cli_run_compiled(g, d, inputs, params, io, 0, outs, err, sp);
-}
-
-/* `:explain`: what `tdsl explain` says of the input's graph. */
-static void compiler_explainer(void *ud, const td_graph *g, const td_diags *d, FILE *out) {
-  (void)ud;
-  td_graph *opt;
-  td_opt_stats st;
-  td_err err;
-  td_plan *plan = NULL;
-  if (td_optimize(g, NULL, &opt, &st, &err) || !(plan = td_plan_build(opt, &err))) {
-    fprintf(out, "the compiler cannot plan this graph: %s\n", err.msg);
-    return;
-  }
-  td_explain_opts o;
-  memset(&o, 0, sizeof o);
-  o.fmt = TD_EXPLAIN_TEXT;
-  o.diags = d;
-  td_explain(plan, &st, &o, 0, out);
-}
-
-/* For `:time`: compiles the graph once (its first run), then runs the
- * compiled code on every later call with the same graph. */
-typedef struct compile_memo {
-  const td_graph *g;
-  td_plan *plan;
-  td_compiled *c;
-  double compile_s;
-  int failed;
-} compile_memo;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int memo_runner(void *ud, const td_graph *g, const td_diags *d, td_tensor *const *inputs,
-                       td_tensor *const *params, const td_interp_opts *io, td_tensor ***outs,
-                       td_err *err, td_span *sp) {
-  (void)d;
-  compile_memo *m = ud;
-  *outs = NULL;
-  if (m->g != g) {
-    double t0 = now_s();
-    td_graph *opt;
-    td_compile_opts co = {-1, 0, NULL, 1};
-    if (td_optimize(g, NULL, &opt, NULL, err) || !(m->plan = td_plan_build(opt, err)) ||
-        !(m->c = td_compile(m->plan, &co, err))) {
-      m->failed = 1;
-      return -1;
-    }
-    td_cli_cache_warning(m->c);
-    m->g = g;
-    m->compile_s = now_s() - t0;
-  }
-  td_tensor **all = NULL;
-  if (td_compiled_run(m->c, inputs, params, io->call_index, &all, err, sp)) return -1;
-  int rc = 0;
-  *outs = malloc((size_t)(g->n_outputs + 1) * sizeof **outs);
-  if (!*outs) rc = td_err_set(err, "out of memory");
-  for (int i = 0; i < m->plan->n_out_nodes; i++) {
-    if (rc == 0 && i < g->n_outputs) (*outs)[i] = all[i];
-    else td_tensor_release(all[i]);
-  }
-  td_free(all);
-  return rc;
 }
 
 /* "12.3 us": a duration with a unit that suits it. */
@@ -244,26 +163,25 @@ static const char *duration(double sec, char *buf, size_t n) {
 
 static void cmd_time(repl *r, const char *arg) {
   td_session_timing t;
+  set_backend(r, TD_BACKEND_EAGER);   /* the first row is eager whatever the mode */
   int rc = td_session_time(r->s, arg, r->first_line, 0, 0, &t);
+  follow_mode(r);
   if (rc == 0) {
     char b[32], best[32], mean[32];
     printf("%-10s%-12s%-12s%-12s%s\n", "", "build", "run (best)", "run (mean)", "runs");
     printf("%-10s%-12s%-12s%-12s%d\n", "eager", duration(t.build_s, b, sizeof b),
            duration(t.run_best_s, best, sizeof best), duration(t.run_mean_s, mean, sizeof mean),
            t.reps);
-    compile_memo m;
-    memset(&m, 0, sizeof m);
     td_session_timing tc;
-    td_session_set_runner(r->s, memo_runner, &m);
-    /* one untimed run first: it compiles the graph */
+    set_backend(r, TD_BACKEND_CPU);
+    /* compiled once, then one untimed run */
     int rc2 = td_session_time(r->s, arg, r->first_line, 0, 1, &tc);
-    set_runner(r);
-    td_compiled_free(m.c);
+    follow_mode(r);
     if (rc2 == 0) {
       char cb[32];
       printf("%-10s%-12s%-12s%-12s%d   (compile %s)\n", "compiled", duration(tc.build_s, b, sizeof b),
              duration(tc.run_best_s, best, sizeof best), duration(tc.run_mean_s, mean, sizeof mean), tc.reps,
-             duration(m.compile_s, cb, sizeof cb));
+             duration(tc.prepare_s, cb, sizeof cb));
       if (tc.run_best_s > 0)
         printf("%-10s%.1fx faster than eager (best runs)\n", "", t.run_best_s / tc.run_best_s);
     } else {
@@ -288,11 +206,11 @@ static void cmd_compiled(repl *r, const char *arg) {
   word(arg, w, sizeof w);
   if (!strcmp(w, "on")) {
     r->compiled = 1;
-    set_runner(r);
+    follow_mode(r);
     puts("Compiled mode is on: every input runs as one fused graph compiled with libgccjit.");
   } else if (!strcmp(w, "off")) {
     r->compiled = 0;
-    set_runner(r);
+    follow_mode(r);
     puts("Compiled mode is off: every input is evaluated eagerly.");
   } else if (!*w) {
     printf("Compiled mode is %s.\n", r->compiled ? "on" : "off");
@@ -301,41 +219,36 @@ static void cmd_compiled(repl *r, const char *arg) {
   }
 }
 
-/* `:device cuda`: every input runs as CUDA kernels (gpu/runtime_cuda.c). */
-static int cuda_runner(void *ud, const td_graph *g, const td_diags *d, td_tensor *const *inputs,
-                       td_tensor *const *params, const td_interp_opts *io, td_tensor ***outs,
-                       td_err *err, td_span *sp) {
-  (void)ud;
-  (void)d;
-  td_cuda_opts co = {0, NULL, 1, NULL};
-  return td_cuda_run(g, inputs, params, io, &co, outs, err, sp);
+/* Inputs run on b, as `tdsl run` runs a program there. */
+static void set_backend(repl *r, td_backend b) {
+  td_drive_opts o = td_cli_drive_opts(b, 0, NULL);
+  td_session_set_driver(r->s, &o);
 }
 
-/* The runner for the session's device and compiled mode. */
-static void set_runner(repl *r) {
-  td_session_set_runner(r->s, r->cuda ? cuda_runner : r->compiled ? compiled_runner : NULL, NULL);
-}
+/* Inputs run where `:device` and `:compiled` say. */
+static void follow_mode(repl *r) { set_backend(r, td_cli_backend(r->cuda, r->compiled)); }
 
 static void cmd_device(repl *r, const char *arg) {
   char w[32];
   word(arg, w, sizeof w);
-  if (!strcmp(w, "cuda")) {
+  td_backend b;
+  if (*w && td_backend_parse(w, &b)) {
+    usage_error(r, "`:device` takes `cpu` or `cuda`", NULL);
+  } else if (*w && b == TD_BACKEND_CUDA) {
     td_err err;
     if (!td_cuda_load_driver(&err) || !td_cuda_load_nvrtc(&err)) {
       printf("%s; the session stays on the CPU.\n", err.msg);
       return;
     }
     r->cuda = 1;
-    set_runner(r);
+    follow_mode(r);
     puts("Device: cuda (every input runs as CUDA kernels on the GPU).");
-  } else if (!strcmp(w, "cpu")) {
+  } else if (*w) {
     r->cuda = 0;
-    set_runner(r);
+    follow_mode(r);
     puts("Device: cpu.");
-  } else if (!*w) {
-    printf("Device: %s.\n", r->cuda ? "cuda" : "cpu");
   } else {
-    usage_error(r, "`:device` takes `cpu` or `cuda`", NULL);
+    printf("Device: %s.\n", r->cuda ? "cuda" : "cpu");
   }
 }
 
@@ -649,7 +562,6 @@ int td_repl_main(int argc, char **argv) {
   o.on_value = on_value;
   o.interrupt = &interrupted;
   r.s = td_session_new(&o);
-  if (r.s) td_session_set_explainer(r.s, compiler_explainer, NULL);
   if (!r.s) {
     fprintf(stderr, "tdsl: error: out of memory\n");
     return 1;

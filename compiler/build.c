@@ -22,7 +22,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpu/build_cuda.h"
 #include "runtime/mem.h"
 #include "artifact/artifact.h"
 #include "compiler/build_common.h"
@@ -410,10 +409,6 @@ static int build_all(builder *b, td_program *prog, const tdb_outs *out) {
 }
 
 int td_build(td_program *prog, const td_build_opts *o, td_err *err) {
-  if (o->device && strcmp(o->device, "cpu")) {   /* gpu/build_cuda.c */
-    if (!strcmp(o->device, "cuda")) return td_build_cuda(prog, o, err);
-    return td_err_set(err, "unknown device '%s' (cpu or cuda)", o->device);
-  }
   builder b;
   tdb_outs out;
   memset(&b, 0, sizeof b);

@@ -9,6 +9,7 @@
 #ifndef TD_BUILD_H
 #define TD_BUILD_H
 
+#include "compiler/plan.h"
 #include "lang/elab.h"
 #include "runtime/tensor.h"
 
@@ -20,12 +21,17 @@ typedef struct td_build_opts {
   const char *march;     /* NULL: the building CPU's level (x86-64-v2/v3/v4) */
   int exe;               /* also write the executable */
   uint64_t seed;         /* parameter initialisation, as `tdsl run --seed` */
-  const char *device;    /* NULL or "cpu"; "cuda": gpu/build_cuda.h builds it */
-  const char *cuda_arch; /* --device cuda: "sm_90"; NULL: sm_90 */
+  const char *cuda_arch; /* gpu/build_cuda.h's builds: "sm_90"; NULL: sm_90 */
+  /* Lowers an entry point's graph to its kernel plan (in the graph's
+   * arena); NULL with err filled.  The driver's td_lower: a build plans
+   * exactly as `tdsl run` does. */
+  td_plan *(*lower)(const td_graph *g, td_err *err);
 } td_build_opts;
 
-/* Builds every entry point of p except main (for o->device).  Returns 0, or -1 with err
- * filled (program errors are in p's diagnostics when lowering failed). */
+/* Builds every entry point of p except main for the CPU (the driver's
+ * td_drive_build chooses between this and gpu/build_cuda.h's).  Returns 0,
+ * or -1 with err filled (program errors are in p's diagnostics when
+ * lowering failed). */
 int td_build(td_program *p, const td_build_opts *o, td_err *err);
 
 #endif

@@ -189,7 +189,8 @@ int tdb_lower_entry(tdb_builder *b, td_program *prog, tdb_entry *e) {
   if (!e->params) return td_err_set(b->err, "out of memory");
   memset(e->params, 0, (size_t)(e->g->n_params + 1) * sizeof *e->params);
   if (td_make_params(e->g, NULL, b->o->seed, e->params, b->err)) return -1;
-  if (td_optimize(e->g, NULL, &e->opt, NULL, b->err) || !(e->plan = td_plan_build(e->opt, b->err))) return -1;
+  if (!(e->plan = b->o->lower(e->g, b->err))) return -1;
+  e->opt = e->plan->g;
   return find_args(b, e) || add_params(b, e) ? -1 : 0;
 }
 

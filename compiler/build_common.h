@@ -15,7 +15,7 @@
 #include <libgccjit.h>
 #include <stdio.h>
 
-#include "interp/interp.h"
+#include "lang/params.h"
 #include "compiler/build.h"
 #include "compiler/passes.h"
 #include "compiler/plan.h"
@@ -93,7 +93,8 @@ void tdb_dir_end(const tdb_outs *out);
  * with b->err. */
 void *tdb_collect_entries(tdb_builder *b, td_program *prog, size_t each);
 /* Lowers entry e, makes its initial parameters (the seed's), optimises
- * and plans it, finds its size arguments and adds its parameters. */
+ * and plans it (b->o->lower: the driver's td_lower), finds its size
+ * arguments and adds its parameters. */
 int tdb_lower_entry(tdb_builder *b, td_program *prog, tdb_entry *e);
 /* Lays out the parameters at the start of the data blob (64-byte aligned)
  * followed by extra bytes (zeroed, pad bytes after them); returns the

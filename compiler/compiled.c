@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "lang/checks.h"
+#include "lang/print.h"
 #include "runtime/mem.h"
 #include "runtime/fileio.h"
 #include "runtime/philox.h"
@@ -888,40 +889,26 @@ int td_compiled_run(td_compiled *c, td_tensor *const *inputs, td_tensor *const *
 
 /* ---- prints ------------------------------------------------------------------------ */
 
-/* A graph of INPUT nodes (the printed values) and the original PRINT
- * nodes, run by the interpreter so the text is exactly eager mode's. */
-int td_compiled_prints(const td_plan *plan, td_tensor *const *outs, const td_interp_opts *opts,
+/* The printed values are the outputs after the graph's own, the inputs of
+ * every PRINT node in program order; each line is made as the interpreter
+ * makes it (lang/print.h). */
+int td_compiled_prints(const td_plan *plan, td_tensor *const *outs, const td_run_opts *opts,
                        td_err *err) {
   const td_graph *g = plan->g;
-  int n_vals = plan->n_out_nodes - g->n_outputs, any = 0;
-  for (int n = 0; n < g->n_nodes; n++) any |= g->nodes[n].op == TD_IR_PRINT;
-  if (!any) return 0;
-  td_arena *a = td_arena_new();
-  td_graph *pg = a ? td_graph_new(a, g->name) : NULL;
-  int rc = pg ? 0 : td_err_set(err, "out of memory");
   td_tensor *const *vals = outs + g->n_outputs;
-  for (int i = 0; i < n_vals && rc == 0; i++) {
-    td_dim shape[TD_MAX_RANK];
-    td_attr at;
-    memset(&at, 0, sizeof at);
-    at.i = i;
-    for (int k = 0; k < vals[i]->rank; k++) shape[k] = vals[i]->shape[k];
-    if (td_graph_add(pg, TD_IR_INPUT, vals[i]->dtype, vals[i]->rank, shape, NULL, 0, &at, g->nodes[0].span) < 0)
-      rc = td_err_set(err, "out of memory");
-  }
-  int next = 0;
-  for (int n = 0; n < g->n_nodes && rc == 0; n++) {
+  int next = 0, n_vals = plan->n_out_nodes - g->n_outputs;
+  for (int n = 0; n < g->n_nodes; n++) {
     const td_node *nd = &g->nodes[n];
     if (nd->op != TD_IR_PRINT) continue;
-    int in[256], m = nd->n_in < 256 ? nd->n_in : 256;
-    for (int k = 0; k < m; k++) in[k] = next + k;
+    if (next + nd->n_in > n_vals) return td_err_set(err, "print %d has no values to print", n);
+    char *text;
+    if (opts->interrupt && *opts->interrupt) return td_err_set(err, "interrupted");
+    if (opts->on_print) {
+      if (td_print_text(nd, vals + next, opts->print_threshold, &text, err)) return -1;
+      opts->on_print(opts->ud, text);
+      td_free(text);
+    }
     next += nd->n_in;
-    if (td_graph_add(pg, TD_IR_PRINT, nd->dtype, 0, NULL, in, m, &nd->attr, nd->span) < 0)
-      rc = td_err_set(err, "out of memory");
   }
-  td_tensor **none = NULL;
-  if (rc == 0) rc = td_interp_run(pg, vals, NULL, opts, &none, err, NULL);
-  td_free(none);
-  td_arena_free(a);
-  return rc;
+  return 0;
 }

@@ -16,7 +16,8 @@
 #ifndef TD_COMPILED_H
 #define TD_COMPILED_H
 
-#include "interp/interp.h"
+#include "lang/params.h"
+#include "runtime/run_opts.h"
 #include "compiler/plan.h"
 
 typedef struct td_compiled td_compiled;
@@ -63,7 +64,7 @@ const char *td_compiled_march(const td_compiled *c);
 const char *td_compiled_c_text(const td_compiled *c);
 
 /* Runs the compiled graph.  inputs: one per INPUT node; params: one per
- * PARAM node; call_index as in td_interp_opts (rand streams).
+ * PARAM node; call_index as in td_run_opts (rand streams).
  * Prepacked weights: a matmul whose B is a parameter (x @ w.T) reads a
  * packed copy of it kept in c (docs/compiler.md), made again whenever the
  * parameter is another tensor than last time (by td_tensor.id).  Tensors
@@ -79,7 +80,7 @@ int td_compiled_run(td_compiled *c, td_tensor *const *inputs, td_tensor *const *
 /* Prints what the graph's PRINT nodes print, in program order, from the
  * values td_compiled_run returned, through opts->on_print and with exactly
  * the interpreter's formatting.  Returns 0 or -1 (out of memory). */
-int td_compiled_prints(const td_plan *plan, td_tensor *const *outs, const td_interp_opts *opts,
+int td_compiled_prints(const td_plan *plan, td_tensor *const *outs, const td_run_opts *opts,
                        td_err *err);
 
 #endif

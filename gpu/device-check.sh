@@ -16,11 +16,11 @@
 #      and everything else exactly;
 #   3. builds the CUDA artifacts of examples/mlp.td and
 #      examples/transformer.td (`tdsl build --device cuda`) and calls
-#      MLP.forward and Block.forward through gpu/artifact_check.c with host
+#      MLP.forward and Block.forward through tests/gpu/artifact_check.c with host
 #      pointers and with device pointers (allocated with the driver API),
 #      comparing both with the CPU interpreter's `tdsl run --out` (within
 #      1e-3 of the largest value), and timing 200 calls of each kind;
-#   4. runs gpu/bench_gpu.c: fused pointwise bandwidth against a
+#   4. runs bench/bench_gpu.c: fused pointwise bandwidth against a
 #      device-to-device copy, a 4096^3 GEMM in f32, TF32, bf16 and f16
 #      against cuBLAS (sgemm, sgemm with TF32 math, GemmEx with bf16 / f16
 #      inputs and f32 compute; the TF32, bf16 and f16 results are checked
@@ -147,7 +147,7 @@ artifact() {
     row "artifact $1" "build FAILED (see $log)"; art_fail=1; return
   fi
   if ! cc -std=c11 -O2 -I"$a_dir" "-DTD_HEADER=\"$1.h\"" -DTD_PREFIX="$1" -DTD_ENTRY="$4" -DTD_SYMS="$5" \
-        -DTD_IN_N="$6" -DTD_OUT_N="$7" "$src/gpu/artifact_check.c" "$a_dir/$1.so" -Wl,-rpath,"$a_dir" -ldl -lm \
+        -DTD_IN_N="$6" -DTD_OUT_N="$7" "$src/tests/gpu/artifact_check.c" "$a_dir/$1.so" -Wl,-rpath,"$a_dir" -ldl -lm \
         -o "$a_dir/check" ||
      ! "$a_dir/check" input "$a_dir/x.npy" ||
      ! timeout 60 "$tdsl" run "$src/examples/$2" --entry "$3" --in x="$a_dir/x.npy" --out "$a_dir/ref.npy"; then
@@ -171,7 +171,7 @@ gemm_fail=0
 jit=$(sed -n 's/^GCCJIT_LIBS = //p' "$out/build/Makefile")
 pth=$(sed -n 's/^PTHREAD_CFLAGS = //p' "$out/build/Makefile")
 if cc -std=c11 -O2 -D_GNU_SOURCE -I"$src" -I"$out/build" \
-      -o "$out/bench_gpu" "$src/gpu/bench_gpu.c" "$out/build/libtdsl.a" $jit -ldl -lm -lpthread $pth; then
+      -o "$out/bench_gpu" "$src/bench/bench_gpu.c" "$out/build/libtdsl.a" $jit -ldl -lm -lpthread $pth; then
   left=$((285 - $(elapsed)))
   [ "$left" -lt 30 ] && left=30
   if timeout "$left" "$out/bench_gpu" "$src" >"$out/bench.txt"; then

@@ -1,26 +1,19 @@
-/* explain_cuda.c - `tdsl explain FILE --device cuda`.
+/* explain_cuda.c - what `tdsl explain --device cuda` adds: the launches.
  *
  * The CUDA backend runs the CPU compiler's plan, so the report is
- * `tdsl explain`'s (kernels, source lines, bytes, FLOPs, peak memory)
- * followed, per entry point, by how each kernel is launched on the GPU:
- * its kind of CUDA kernel, the grid as a function of the symbolic sizes,
- * the block, whether it uses 16-byte vectors or TF32 tensor cores, and its
- * static shared memory.  With --json or --dot only the explain report is
- * printed.  Needs no GPU (nothing is compiled).  Part of the tdsl binary
- * (it calls cli/explain_cmd.c).
+ * `tdsl explain`'s (kernels, source lines, bytes, FLOPs, peak memory,
+ * compiler/explain.c) followed, per entry point, by how each kernel is
+ * launched on the GPU: its kind of CUDA kernel, the grid as a function of
+ * the symbolic sizes, the block, whether it uses 16-byte vectors or TF32
+ * tensor cores, and its static shared memory.  Needs no GPU (nothing is
+ * compiled).  The driver calls it (driver/driver.h); the CLI prints.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/explain_cmd.h"
-#include "cli/search.h"
-#include "compiler/passes.h"
-#include "lang/elab.h"
 #include "gpu/codegen_cuda.h"
 #include "gpu/runtime_cuda.h"
-
-static void add_dir(void *ud, const char *dir) { td_program_add_search_dir(ud, dir); }
 
 /* The launch of kernel k, as text. */
 static void launch_line(const td_graph *g, const td_kernel *k, const td_cuda_kernel *ck, int tf32, FILE *out) {
@@ -53,70 +46,15 @@ static void launch_line(const td_graph *g, const td_kernel *k, const td_cuda_ker
   }
 }
 
-static int explain_entry(td_program *p, const char *entry, FILE *out) {
-  td_graph *g = td_program_lower(p, entry);
-  if (!g) return 1;
-  td_err err;
-  td_graph *opt;
-  td_plan *plan;
-  if (td_optimize(g, NULL, &opt, NULL, &err) || !(plan = td_plan_build(opt, &err))) {
-    fprintf(stderr, "tdsl: error: %s\n", err.msg);
-    return 1;
-  }
+int td_cuda_explain(const td_plan *plan, const char *entry, FILE *out, td_err *err) {
   const char *e = getenv("TDSL_CUDA_TF32");
   int tf32 = e && !strcmp(e, "1");
   td_cuda_code code;
-  if (td_cuda_codegen(plan, opt->arena, tf32, &code, &err)) {
-    fprintf(stderr, "tdsl: error: %s\n", err.msg);
-    return 1;
-  }
+  if (td_cuda_codegen(plan, plan->g->arena, tf32, &code, err)) return -1;
   fprintf(out, "\nCUDA: %s (%d kernel%s in one module, compiled by NVRTC for the GPU's architecture; "
                "tdsl run --device cuda --dump=cuda prints it)\n",
           entry, code.n_kernels, code.n_kernels == 1 ? "" : "s");
-  for (int k = 0; k < code.n_kernels; k++) launch_line(opt, &plan->kernels[k], &code.kernels[k], tf32, out);
+  for (int k = 0; k < code.n_kernels; k++) launch_line(plan->g, &plan->kernels[k], &code.kernels[k], tf32, out);
   td_cuda_code_free(&code);
   return 0;
-}
-
-int td_cuda_cli_explain(int argc, char **argv) {
-  char **args = calloc((size_t)argc + 1, sizeof *args);
-  if (!args) return 1;
-  int n = 0, plain = 0, cuda = 0;
-  const char *file = NULL, *entry = NULL;
-  for (int i = 0; i < argc; i++) {
-    if (i >= 2 && !strcmp(argv[i], "--device")) {
-      const char *v = i + 1 < argc ? argv[i + 1] : "";
-      if (strcmp(v, "cpu") && strcmp(v, "cuda")) {
-        fprintf(stderr, "tdsl: --device needs cpu or cuda, got '%s'\n(run 'tdsl --help' for usage)\n", v);
-        free(args);
-        return 2;
-      }
-      cuda = !strcmp(v, "cuda");
-      i++;
-      continue;
-    }
-    if (i >= 2 && (!strcmp(argv[i], "--json") || !strcmp(argv[i], "--dot"))) plain = 1;
-    if (i >= 2 && (!strcmp(argv[i], "--entry") || !strcmp(argv[i], "--size")) && i + 1 < argc) {
-      if (!strcmp(argv[i], "--entry")) entry = argv[i + 1];
-      args[n++] = argv[i++];
-    } else if (i >= 2 && argv[i][0] != '-' && !file) file = argv[i];
-    args[n++] = argv[i];
-  }
-  int rc = td_cli_explain(n, args);
-  free(args);
-  if (rc || plain || !file || !cuda) return rc;
-  td_arena *a = td_arena_new();
-  td_diags d;
-  td_diags_init(&d, a);
-  td_program *p = td_program_new(a, &d);
-  cli_search_dirs(add_dir, p);
-  if (td_program_load_file(p, file)) rc = 1;
-  else if (entry) rc = explain_entry(p, entry, stdout);
-  else {
-    const char **names;
-    int ne = td_program_entries(p, &names);
-    for (int i = 0; i < ne && !rc; i++) rc = explain_entry(p, names[i], stdout);
-  }
-  td_arena_free(a);
-  return rc;
 }

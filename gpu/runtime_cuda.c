@@ -51,6 +51,7 @@
 #include "compiler/compiled.h"
 #include "compiler/passes.h"
 #include "lang/checks.h"
+#include "lang/params.h"
 #include "runtime/mem.h"
 #include "runtime/fileio.h"
 #include "runtime/philox.h"
@@ -435,7 +436,7 @@ static int get_functions(run *r, td_cu_module mod) {
   return 0;
 }
 
-static int run_plan(run *r, td_tensor *const *inputs, td_tensor *const *params, const td_interp_opts *io,
+static int run_plan(run *r, td_tensor *const *inputs, td_tensor *const *params, const td_run_opts *io,
                     const td_cuda_opts *co, td_tensor ***all, td_span *sp) {
   const td_plan *p = r->p;
   td_cu_module mod;
@@ -474,34 +475,33 @@ static int want_tf32(void) {
   return e && !strcmp(e, "1");
 }
 
-int td_cuda_dump(const td_graph *g, FILE *out, td_err *err) {
-  td_graph *opt;
-  td_plan *plan;
-  if (td_optimize(g, NULL, &opt, NULL, err) || !(plan = td_plan_build(opt, err))) return -1;
+int td_cuda_dump(const td_plan *plan, FILE *out, td_err *err) {
   td_cuda_code code;
-  if (td_cuda_codegen(plan, opt->arena, want_tf32(), &code, err)) return -1;
+  if (td_cuda_codegen(plan, plan->g->arena, want_tf32(), &code, err)) return -1;
   fputs(code.src, out);
   td_cuda_code_free(&code);
   return 0;
 }
 
-int td_cuda_run(const td_graph *g, td_tensor *const *inputs, td_tensor *const *params,
-                const td_interp_opts *io, const td_cuda_opts *co, td_tensor ***outs, td_err *err,
+int td_cuda_ready(td_err *err) {
+  dev d;
+  if (open_device(&d, err)) return -1;
+  return td_cuda_load_nvrtc(err) ? 0 : -1;
+}
+
+int td_cuda_run(const td_plan *plan, td_tensor *const *inputs, td_tensor *const *params,
+                const td_run_opts *io, const td_cuda_opts *co, td_tensor ***outs, td_err *err,
                 td_span *sp) {
   *outs = NULL;
-  if (io->trace || io->check_numerics)
-    return td_err_set(err, "--trace and --check-numerics run op by op: use them without --device cuda");
-  if (co && co->dump_cuda && td_cuda_dump(g, co->dump_cuda, err)) return -1;
+  if (co && co->dump_cuda && td_cuda_dump(plan, co->dump_cuda, err)) return -1;
   run r;
   memset(&r, 0, sizeof r);
   r.err = err;
   if (open_device(&r.d, err)) return -1;
   if (!td_cuda_load_nvrtc(err)) return -1;
-  td_graph *opt;
-  td_plan *plan;
-  if (td_optimize(g, NULL, &opt, NULL, err) || !(plan = td_plan_build(opt, err))) return -1;
+  const td_graph *g = plan->g;
   td_cuda_code code;
-  if (td_cuda_codegen(plan, opt->arena, want_tf32() && r.d.arch >= 80, &code, err)) return -1;
+  if (td_cuda_codegen(plan, plan->g->arena, want_tf32() && r.d.arch >= 80, &code, err)) return -1;
   r.p = plan;
   r.code = &code;
   r.symvals = td_calloc((size_t)plan->g->n_syms + 1, sizeof *r.symvals);

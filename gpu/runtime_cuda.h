@@ -1,9 +1,8 @@
-/* runtime_cuda.h - running a graph on an NVIDIA GPU (tdsl run --device cuda).
+/* runtime_cuda.h - running a kernel plan on an NVIDIA GPU (tdsl run --device cuda).
  *
- * td_cuda_run is a drop-in for td_interp_run (as cli/compile_cmd.c's
- * td_cli_run_compiled is): it optimises and plans the graph exactly as the
- * CPU compiler does, generates one CUDA kernel per planned kernel
- * (codegen_cuda.h), compiles the module with NVRTC for the device's
+ * td_cuda_run takes the plan the driver lowered (driver/driver.h: the same
+ * plan the CPU compiler compiles), generates one CUDA kernel per planned
+ * kernel (codegen_cuda.h), compiles the module with NVRTC for the device's
  * architecture (cached in memory and on disk), places every buffer in one
  * device allocation, copies inputs and parameters in, launches the kernels
  * asynchronously on one stream (optionally captured into a CUDA Graph and
@@ -16,17 +15,18 @@
  * and, for launches, the kernel.
  *
  * Threads: td_cuda_run may run on several threads at once, each call with
- * its own graph (a graph's arena receives the optimised graph and plan, so
- * one graph is used by one thread at a time), tensors (inputs and
- * parameters may be shared: they are only read) and options.  Each call
- * makes the device's primary context current on its thread and leaves it
- * so.  See docs/gpu.md, "Threads".
+ * its own plan (a plan's graph arena receives the generated code, so one
+ * plan is used by one thread at a time), tensors (inputs and parameters
+ * may be shared: they are only read) and options.  Each call makes the
+ * device's primary context current on its thread and leaves it so.  See
+ * docs/gpu.md, "Threads".
  */
 #ifndef TD_RUNTIME_CUDA_H
 #define TD_RUNTIME_CUDA_H
 
 #include <stdio.h>
-#include "interp/interp.h"
+#include "compiler/plan.h"
+#include "runtime/run_opts.h"
 
 typedef struct td_cuda_opts {
   int cuda_graph;      /* capture the launches into a CUDA Graph */
@@ -35,18 +35,26 @@ typedef struct td_cuda_opts {
   double *ms_per_call; /* non-NULL: receives the mean device time per call */
 } td_cuda_opts;
 
-int td_cuda_run(const td_graph *g, td_tensor *const *inputs, td_tensor *const *params,
-                const td_interp_opts *io, const td_cuda_opts *co, td_tensor ***outs, td_err *err,
+/* Runs plan (its graph's inputs and parameters, as td_interp_run takes
+ * them; io->trace and io->check_numerics are not looked at: the driver
+ * refuses them).  With co->dump_cuda, writes the module there first. */
+int td_cuda_run(const td_plan *plan, td_tensor *const *inputs, td_tensor *const *params,
+                const td_run_opts *io, const td_cuda_opts *co, td_tensor ***outs, td_err *err,
                 td_span *sp);
 
-/* Writes the CUDA module of g (optimised and planned) to out, without
- * needing a GPU; 0 or -1 with err filled. */
-int td_cuda_dump(const td_graph *g, FILE *out, td_err *err);
+/* Whether a GPU can be used here: the driver, a device and NVRTC load.
+ * 0, or -1 with the sentence td_cuda_run would fail with. */
+int td_cuda_ready(td_err *err);
 
-/* `tdsl explain` with main's argc/argv: without --device cuda (or with
- * --device cpu) exactly cli/explain_cmd.c's report; with it, that report
- * and then each entry point's CUDA launches (gpu/explain_cuda.c, part of
- * the tdsl binary only).  Returns the exit code. */
-int td_cuda_cli_explain(int argc, char **argv);
+/* Writes the CUDA module of plan to out, without needing a GPU; 0 or -1
+ * with err filled. */
+int td_cuda_dump(const td_plan *plan, FILE *out, td_err *err);
+
+/* Writes how each kernel of plan (entry point `entry`) is launched on the
+ * GPU: its kind of CUDA kernel, the grid as a function of the symbolic
+ * sizes, the block, 16-byte vectors or tensor cores, its shared memory
+ * (`tdsl explain --device cuda`, gpu/explain_cuda.c).  Needs no GPU.  0,
+ * or -1 with err filled. */
+int td_cuda_explain(const td_plan *plan, const char *entry, FILE *out, td_err *err);
 
 #endif

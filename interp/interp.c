@@ -48,23 +48,7 @@
 #include "runtime/mem.h"
 #include "runtime/philox.h"
 #include "interp/kernels.h"
-
-/* ---- binding the inputs (runtime/sig.c) -------------------------------- */
-
-int td_bind_inputs(const td_graph *g, td_tensor *const *inputs, int n_inputs,
-                   int64_t *symvals, td_err *err) {
-  if (n_inputs != g->n_inputs)
-    return td_err_set(err, "%s takes %d argument%s, got %d", g->name && *g->name ? g->name : "the graph",
-                      g->n_inputs, g->n_inputs == 1 ? "" : "s", n_inputs);
-  td_sig_arg few[16], *args = few;
-  if (n_inputs > 16 && !(args = td_malloc((size_t)n_inputs * sizeof *args)))
-    return td_err_set(err, "out of memory");
-  for (int k = 0; k < n_inputs; k++) args[k] = td_node_sig(&g->nodes[g->inputs[k]]);
-  td_sizes s = td_graph_sizes(g);
-  int rc = td_sig_bind(&s, args, n_inputs, (const td_tensor *const *)inputs, symvals, err);
-  if (args != few) td_free(args);
-  return rc;
-}
+#include "lang/print.h"
 
 /* ---- the run state ------------------------------------------------------ */
 
@@ -72,7 +56,7 @@ typedef struct interp {
   const td_graph *g;
   td_tensor *const *inputs;
   td_tensor *const *params;
-  const td_interp_opts *o;
+  const td_run_opts *o;
   int64_t *symvals;
   td_tensor **vals;     /* value of each node, NULL when not (or no longer) held */
   int *last_use;        /* last node reading each node; -1 when none */
@@ -217,49 +201,12 @@ static int check_permute(interp *I, const td_node *n, const td_tensor *in, const
 
 /* ---- PRINT ------------------------------------------------------------- */
 
-/* The text of one print is built in a td_strbuf (runtime/strbuf.h). */
-static void sb_str(td_strbuf *b, const char *s) { td_sb_add(b, s, strlen(s)); }
-
-
-static void print_tensor(td_strbuf *b, const td_tensor *t, int64_t threshold) {
-  char *s = td_tensor_format(t, threshold);
-  if (!s) {
-    b->oom = 1;
-    return;
-  }
-  td_sb_add_aligned(b, s);
-  td_free(s);
-  if (t->rank > 0) {
-    char shp[256];
-    sb_str(b, " (");
-    sb_str(b, td_shape_str(t->dtype, t->rank, t->shape, shp, sizeof shp));
-    sb_str(b, ")");
-  }
-}
-
 static int run_print(interp *I, const td_node *n, td_tensor *const *in) {
   if (!I->o->on_print) return 0;
-  int64_t thr = I->o->print_threshold ? I->o->print_threshold : 1000;
-  td_strbuf b = {0};
-  for (int p = 0; p < n->attr.n_parts; p++) {
-    const td_print_part *part = &n->attr.parts[p];
-    if (p > 0) sb_str(&b, " ");
-    if (part->text) {
-      sb_str(&b, part->text);
-    } else if (part->input >= 0 && part->input < n->n_in) {
-      print_tensor(&b, in[part->input], thr);
-    } else {
-      td_free(b.s);
-      return td_err_set(I->err, "print part %d names input %d of %d", p, part->input, n->n_in);
-    }
-  }
-  sb_str(&b, "\n");
-  if (b.oom) {
-    td_free(b.s);
-    return td_err_set(I->err, "out of memory");
-  }
-  I->o->on_print(I->o->ud, b.s);
-  td_free(b.s);
+  char *text;
+  if (td_print_text(n, in, I->o->print_threshold, &text, I->err)) return -1;
+  I->o->on_print(I->o->ud, text);
+  td_free(text);
   return 0;
 }
 
@@ -512,9 +459,9 @@ static int collect_outputs(interp *I, td_tensor ***outputs) {
 }
 
 int td_interp_run(const td_graph *g, td_tensor *const *inputs, td_tensor *const *params,
-                  const td_interp_opts *opts, td_tensor ***outputs, td_err *err,
+                  const td_run_opts *opts, td_tensor ***outputs, td_err *err,
                   td_span *err_span) {
-  static const td_interp_opts defaults;
+  static const td_run_opts defaults;
   interp I = {.g = g, .inputs = inputs, .params = params, .o = opts ? opts : &defaults,
               .err = err};
   td_err local;

@@ -196,7 +196,7 @@ td_value el_eval(el_ctx *c, el_scope *s, const td_ast *e);
 td_value el_call_value(el_ctx *c, const td_value *callee, td_value *args,
                        const char **kwnames, int n, td_span sp, const td_ast *call);
 
-/* ---- hooks for the REPL session (lang/session.c) ---- */
+/* ---- hooks for the REPL session (driver/session.c) ---- */
 /* Starts a new graph named `name` in arena a as the graph being built, and
  * resets the per-lowering state (call depth, node and step budgets, random
  * and instance counters).  NULL when memory runs out. */

@@ -217,3 +217,39 @@ char *td_tensor_format(const td_tensor *t, int64_t threshold) {
   }
   return c.out.sb.s;
 }
+
+/* ---- print() lines ---- */
+
+/* A tensor as print() shows it: its text, then " (f32[2, 3])" for rank >= 1;
+ * a multi-line array keeps its shape after what came before it. */
+static void add_shown(td_strbuf *b, const td_tensor *t, int64_t threshold) {
+  char *s = td_tensor_format(t, threshold);
+  if (!s) {
+    b->oom = 1;
+    return;
+  }
+  td_sb_add_aligned(b, s);
+  td_free(s);
+  if (t->rank > 0) {
+    char shp[256];
+    td_sb_puts(b, " (");
+    td_sb_puts(b, td_shape_str(t->dtype, t->rank, t->shape, shp, sizeof shp));
+    td_sb_puts(b, ")");
+  }
+}
+
+char *td_print_line(int n_parts, const char *const *text, const td_tensor *const *vals,
+                    int64_t threshold) {
+  td_strbuf b = {0};
+  for (int p = 0; p < n_parts; p++) {
+    if (p > 0) td_sb_puts(&b, " ");
+    if (text[p]) td_sb_puts(&b, text[p]);
+    else add_shown(&b, vals[p], threshold);
+  }
+  td_sb_puts(&b, "\n");
+  if (b.oom) {
+    td_free(b.s);
+    return NULL;
+  }
+  return b.s;
+}

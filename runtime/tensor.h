@@ -93,4 +93,14 @@ char *td_shape_str(td_dtype dt, int rank, const int64_t *shape, char *buf, size_
  * the caller frees, or NULL when memory runs out. */
 char *td_tensor_format(const td_tensor *t, int64_t threshold);
 
+/* The text of one print(): its n_parts parts joined by single spaces, then
+ * '\n'.  Part p is text[p] as is when that is not NULL, else the tensor
+ * vals[p]: td_tensor_format's text, followed for rank >= 1 by
+ * " (f32[2, 3])", its continuation lines indented to the column where it
+ * started (empty lines stay empty).  Every backend prints through this, so
+ * compiled and eager prints are the same bytes.  A td_malloc'd string, or
+ * NULL when memory runs out. */
+char *td_print_line(int n_parts, const char *const *text, const td_tensor *const *vals,
+                    int64_t threshold);
+
 #endif

@@ -16,7 +16,7 @@
  * tensors and, with TD_ARTIFACT, its own model of the artifact built from
  * the same file.  Per iteration a thread runs one graph (thread t starts
  * at graph t, so the four modules are compiled at once, and then needs the
- * ones the others are compiling) through td_cuda_run, every other call
+ * ones the others are compiling) through the driver (td_drive_run: td_lower, then td_cuda_run), every other call
  * captured into a CUDA Graph, and, with TD_ARTIFACT, the same entry
  * of its model, with host pointers or (every third call) device pointers;
  * after every other iteration the model is freed and created again (while
@@ -50,6 +50,7 @@
 #include "compiler/plan.h"
 #include "gpu/codegen_cuda.h"
 #include "gpu/runtime_cuda.h"
+#include "driver/driver.h"
 #include "tests/unit/cuda_emu_shim.h"
 #include "lang/elab.h"
 #include "interp/interp.h"
@@ -166,10 +167,13 @@ static int make_refs(worker *w, td_program *p, ref *refs, td_interp_opts *io) {
 }
 
 static void run_cuda(worker *w, const ref *r, const td_interp_opts *io, int graph) {
-  td_cuda_opts co = {graph, NULL, 1, NULL};
+  td_drive_opts o;
+  memset(&o, 0, sizeof o);
+  o.backend = TD_BACKEND_CUDA;
+  o.cuda_graph = graph;
   td_tensor **outs = NULL;
   td_err err;
-  if (td_cuda_run(r->g, r->in, NULL, io, &co, &outs, &err, NULL)) {
+  if (td_drive_run(r->g, &o, r->in, NULL, io, &outs, &err, NULL)) {   /* lowers, then td_cuda_run */
     fail(w, "td_cuda_run %s%s: %s", r->g->name, graph ? " (CUDA Graph)" : "", err.msg);
     td_free(stress_take_prints(&w->t));
     return;

@@ -773,3 +773,42 @@ Test(cli, compiled_pointwise_loops_are_vectorised) {
   snprintf(cmd, sizeof cmd, "objdump -d '%s'/*.so | grep -q '%%%s'", path("vcache"), reg);
   cr_expect_eq(system(cmd), 0, "no %s instruction in the generated code", reg);
 }
+
+/* `tdsl explain --device cuda`: the whole CPU report (exactly what plain
+ * `tdsl explain` prints), then one CUDA section per entry point from the
+ * same plans, in the report's order; --json keeps only the report;
+ * --device takes only cpu or cuda. */
+Test(cli, explain_on_cuda_adds_the_launches_after_the_report) {
+  write_text("m.td", "import nn\n"
+                     "model M {\n"
+                     "  fc = nn.Linear(3, 2)\n"
+                     "  fn forward(x: f32[N, 3]) -> f32[N, 2] { relu(fc(x)) }\n"
+                     "}\n"
+                     "fn g(x: f32[N]) -> f32[N] { exp(x) * 2.0 }\n");
+  result cpu = tdsl((const char *[]){"explain", path("m.td"), NULL});
+  cr_assert_eq(cpu.status, 0, "%s", cpu.err);
+  result dev_cpu = tdsl((const char *[]){"explain", path("m.td"), "--device", "cpu", NULL});
+  cr_expect_str_eq(dev_cpu.out, cpu.out);
+  result cu = tdsl((const char *[]){"explain", path("m.td"), "--device", "cuda", NULL});
+  cr_assert_eq(cu.status, 0, "%s", cu.err);
+  cr_expect_str_eq(cu.err, "");
+  size_t n = strlen(cpu.out);
+  cr_assert(!strncmp(cu.out, cpu.out, n), "the report comes first, unchanged:\n%s", cu.out);
+  const char *m = strstr(cu.out + n, "\nCUDA: M.forward ("), *g = strstr(cu.out + n, "\nCUDA: g (");
+  cr_expect(m && g && m < g, "one section per entry, in order:\n%s", cu.out + n);
+  cr_expect(strstr(cu.out + n, " pointwise grid-stride over N elements"), "%s", cu.out + n);
+  result js = tdsl((const char *[]){"explain", path("m.td"), "--json", NULL});
+  result cujs = tdsl((const char *[]){"explain", path("m.td"), "--json", "--device", "cuda", NULL});
+  cr_expect_eq(cujs.status, 0);
+  cr_expect_str_eq(cujs.out, js.out);
+  result bad = tdsl((const char *[]){"explain", path("m.td"), "--device", "gpu", NULL});
+  cr_expect_eq(bad.status, 2);
+  cr_expect_str_eq(bad.err, "tdsl: --device needs cpu or cuda, got 'gpu'\n(run 'tdsl --help' for usage)\n");
+  cr_expect_str_eq(bad.out, "");
+  drop(&cpu);
+  drop(&dev_cpu);
+  drop(&cu);
+  drop(&js);
+  drop(&cujs);
+  drop(&bad);
+}

@@ -13,7 +13,7 @@
  * Running it: the artifact is run under fake_libcuda.c, a stand-in
  * libcuda.so.1 on host memory whose modules are the same CUDA source
  * compiled for the CPU under cuda_emu_shim.h (the emulation of
- * test_gpu_nvrtc.c).  gpu/artifact_check.c calls the entry with host
+ * test_gpu_nvrtc.c).  tests/gpu/artifact_check.c calls the entry with host
  * pointers and with device pointers (allocated through the stand-in
  * driver), and the outputs must match the eager interpreter (`tdsl run
  * --entry --out`, an independent implementation) - for the mlp and the
@@ -317,7 +317,7 @@ static void fake_env(char *env, size_t n, const char *modules, int cc) {
            path("fake.log"), cc);
 }
 
-/* Builds file, and gpu/artifact_check.c for one f32 -> f32 entry; writes
+/* Builds file, and tests/gpu/artifact_check.c for one f32 -> f32 entry; writes
  * the input and eager's output (ref.npy). */
 static void prepare_check(const char *file, const char *name, const char *entry_c, const char *entry, const char *syms,
                           int in_n, int out_n, char *modules, size_t n) {
@@ -328,7 +328,7 @@ static void prepare_check(const char *file, const char *name, const char *entry_
   make_emulated_modules(src, modules, n);
   build(file, "--arch sm_90 --exe");
   cr_assert_eq(sh("cc -std=c11 -O1 -I'%s' '-DTD_HEADER=\"%s.h\"' -DTD_PREFIX=%s -DTD_ENTRY=%s -DTD_SYMS=%s "
-                  "-DTD_IN_N=%d -DTD_OUT_N=%d '%s/gpu/artifact_check.c' '%s/%s.so' -Wl,-rpath,'%s' -ldl -lm -o '%s'",
+                  "-DTD_IN_N=%d -DTD_OUT_N=%d '%s/tests/gpu/artifact_check.c' '%s/%s.so' -Wl,-rpath,'%s' -ldl -lm -o '%s'",
                   dir, name, name, entry_c, syms, in_n, out_n, TDSL_SRCDIR, dir, name, dir, path("check")),
                0);
   cr_assert_eq(sh("'%s' input '%s'", path("check"), path("x.npy")), 0);

@@ -1,4 +1,4 @@
-/* test_session.c - the REPL's engine (lang/session.c) and the hooks it
+/* test_session.c - the REPL's engine (driver/session.c) and the hooks it
  * added to the front end: td_parse_repl (the REPL grammar and its "needs
  * more lines" answer), el_bind_item (redefinition), the interpreter's
  * interrupt flag.
@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "lang/elab_impl.h"
-#include "lang/session.h"
+#include "driver/session.h"
 #include "interp/interp.h"
 #include "lang/lexer/lexer.h"
 
@@ -196,7 +196,7 @@ Test(elab_hooks, interrupt_stops_a_run) {
   td_graph *g = td_program_lower(p, "main");
   cr_assert_not_null(g);
   volatile sig_atomic_t flag = 1;
-  td_interp_opts o;
+  td_run_opts o;
   memset(&o, 0, sizeof o);
   o.interrupt = &flag;
   td_tensor **outs = NULL;
@@ -354,7 +354,7 @@ Test(session, type_ir_and_time_bind_nothing) {
 static int slow_first_calls;
 
 static int slow_first_runner(void *ud, const td_graph *g, const td_diags *d, td_tensor *const *inputs,
-                             td_tensor *const *params, const td_interp_opts *io, td_tensor ***outs, td_err *err,
+                             td_tensor *const *params, const td_run_opts *io, td_tensor ***outs, td_err *err,
                              td_span *sp) {
   (void)ud;
   (void)d;
@@ -513,4 +513,36 @@ Test(session, failed_import_is_retried) {
   remove(path);
   rmdir(dir);
   td_session_free(s);
+}
+
+/* The session on the driver's CPU backend (td_session_set_driver): every
+ * input compiled (TDSL_DEBUG=4 shows the kernels' code), the same shown values and prints as eagerly, bindings
+ * kept across inputs; and :time compiles once, before its runs. */
+Test(session, runs_on_the_cpu_backend_as_eagerly) {
+  setenv("TDSL_CACHE", "0", 1);
+  const char *inputs[] = {"let x = reshape(arange(6.0), [2, 3])\n", "print(\"s\", sum(x, 1))\n",
+                          "x * 2 + 1\n", "let y = exp(x - 2.0) / 3.0\n", "y\n"};
+  char eager[4096] = "";
+  td_session *s = open_session();
+  for (int i = 0; i < 5; i++) strcat(eager, eval_ok(s, inputs[i]));
+  td_session_free(s);
+  s = open_session();
+  td_drive_opts o;
+  memset(&o, 0, sizeof o);
+  o.backend = TD_BACKEND_CPU;
+  setenv("TDSL_DEBUG", "4", 1);      /* the kernels' code, to show they were compiled */
+  static char code[1 << 16];
+  o.debug = fmemopen(code, sizeof code, "w");
+  td_session_set_driver(s, &o);
+  char compiled[4096] = "";
+  for (int i = 0; i < 5; i++) strcat(compiled, eval_ok(s, inputs[i]));
+  cr_expect_str_eq(compiled, eager);
+  cr_expect(strstr(eager, "s [ 3.0000, 12.0000] (f32[2])\n"), "%s", eager);
+  td_session_timing tm;
+  cr_assert_eq(td_session_time(s, "x + 1\n", 1, 3, 0, &tm), 0, "%s", diags_of(s));
+  cr_expect_gt(tm.prepare_s, 0, "the compile is timed apart");
+  cr_expect_eq(tm.reps, 3);
+  td_session_free(s);
+  fclose(o.debug);
+  cr_expect(strstr(code, "extern void\n"), "no kernel was compiled: %s", code);
 }

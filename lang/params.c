@@ -1,4 +1,7 @@
-/* params.c - model parameters for a graph: initialised or loaded.
+/* params.c - a graph's arguments bound, its parameters initialised or loaded.
+ *
+ * td_bind_inputs gives the symbolic sizes their values from the inputs' shapes
+ * (runtime/sig.c checks them); every backend calls it before it runs.
  *
  * Without weights every PARAM node gets a fresh tensor built from its
  * recipe (attr.init), reproducibly: element i of a random initialiser uses
@@ -21,8 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "interp/interp.h"
-#include "interp/kernels.h"
+#include "lang/params.h"
 #include "runtime/mem.h"
 #include "runtime/philox.h"
 
@@ -38,6 +40,16 @@ static int param_shape(const td_graph *g, const td_node *n, int64_t *shape, td_e
     shape[k] = td_dim_eval(g, n->shape[k], NULL);
   }
   return 0;
+}
+
+/* Every element of t set to f (float dtypes) or i (integer and bool). */
+static void fill_const(td_tensor *t, double f, int64_t i) {
+  for (int64_t k = 0; k < t->numel; k++) switch (t->dtype) {
+    case TD_I32: ((int32_t *)t->data)[k] = (int32_t)i; break;
+    case TD_I64: ((int64_t *)t->data)[k] = i; break;
+    case TD_BOOL: ((uint8_t *)t->data)[k] = i != 0; break;
+    default: td_tensor_set(t, k, f); break;
+    }
 }
 
 /* Writes v(i) = a + b * r(i) for a random recipe into t. */
@@ -64,9 +76,9 @@ static td_tensor *init_param(const td_graph *g, const td_node *n, uint64_t seed,
   uint64_t stream = td_hash_str(n->name ? n->name : "");
   if (n->attr.stream) stream = td_hash_mix(stream, n->attr.stream);
   switch (a->init) {
-  case TD_INIT_ZEROS: tdk_fill(t, 0.0, 0); break;
-  case TD_INIT_ONES: tdk_fill(t, 1.0, 1); break;
-  case TD_INIT_FULL: tdk_fill(t, a->init_a, (int64_t)a->init_a); break;
+  case TD_INIT_ZEROS: fill_const(t, 0.0, 0); break;
+  case TD_INIT_ONES: fill_const(t, 1.0, 1); break;
+  case TD_INIT_FULL: fill_const(t, a->init_a, (int64_t)a->init_a); break;
   case TD_INIT_UNIFORM: init_random(t, 0, a->init_a, a->init_b, seed, stream); break;
   case TD_INIT_NORMAL: init_random(t, 1, a->init_a, a->init_b, seed, stream); break;
   default:
@@ -76,6 +88,23 @@ static td_tensor *init_param(const td_graph *g, const td_node *n, uint64_t seed,
     return NULL;
   }
   return t;
+}
+
+/* ---- binding the inputs (runtime/sig.c) -------------------------------- */
+
+int td_bind_inputs(const td_graph *g, td_tensor *const *inputs, int n_inputs,
+                   int64_t *symvals, td_err *err) {
+  if (n_inputs != g->n_inputs)
+    return td_err_set(err, "%s takes %d argument%s, got %d", g->name && *g->name ? g->name : "the graph",
+                      g->n_inputs, g->n_inputs == 1 ? "" : "s", n_inputs);
+  td_sig_arg few[16], *args = few;
+  if (n_inputs > 16 && !(args = td_malloc((size_t)n_inputs * sizeof *args)))
+    return td_err_set(err, "out of memory");
+  for (int k = 0; k < n_inputs; k++) args[k] = td_node_sig(&g->nodes[g->inputs[k]]);
+  td_sizes s = td_graph_sizes(g);
+  int rc = td_sig_bind(&s, args, n_inputs, (const td_tensor *const *)inputs, symvals, err);
+  if (args != few) td_free(args);
+  return rc;
 }
 
 /* ---- checking loaded weights (runtime/sig.c) ---- */

@@ -1,11 +1,14 @@
-/* session.c - an eager, incremental session: the engine of `tdsl repl`.
+/* session.c - an incremental session, the engine of `tdsl repl`: its core.
  *
  * Overview.  The session is a td_program whose main module is the session
  * itself: its globals are the session's scope, where `let` binds and where
  * models and functions typed (or :load'ed) are defined.  Each input is
  * parsed with the REPL grammar (td_parse_repl), elaborated into a fresh
- * graph (el_eval on each statement, el_bind_item on each item), run by the
- * interpreter and committed.
+ * graph (el_eval on each statement, el_bind_item on each item), run
+ * through the driver (driver/driver.h: eagerly by default, or on the
+ * backend `:compiled` / `:device` chose) and committed.  Showing values,
+ * the listing commands and completion are in session_show.c,
+ * session_explain.c and session_complete.c.
  *
  * Tensors across inputs.  A td_value of kind V_TENSOR names a node of the
  * graph being built, and every input builds a new graph.  So between inputs
@@ -24,7 +27,7 @@
  *             initialised PARAM of a model instance created by this input).
  *   prune     copy the graph without the leaves nobody used (so --dump=ir
  *             style listings show only what the input reads), then verify.
- *   run       the interpreter, with the slots' tensors as inputs and params.
+ *   run       the driver, with the slots' tensors as inputs and params.
  *   commit    new slots for the materialised values, detach every value
  *             again, free the slots nothing refers to any more.
  *
@@ -37,109 +40,29 @@
  * sources, syntax trees and compile-time values, which bindings refer to.
  */
 #include <errno.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "lang/session.h"
-#include "runtime/strbuf.h"
-#include "lang/elab_impl.h"
-#include "interp/interp.h"
+#include "driver/session_impl.h"
 
-/* ---- growable text ------------------------------------------------------ */
-
-
-/* Appends text, indenting every line after the first by `indent` blanks
- * (so a multi-line array stays aligned after a prefix). */
-static void sb_indented(td_strbuf *b, const char *text, int indent) {
-  for (const char *p = text; *p; p++) {
-    td_sb_add(b, p, 1);
-    if (*p == '\n' && p[1] && p[1] != '\n')
-      for (int i = 0; i < indent; i++) td_sb_add(b, " ", 1);
-  }
+td_span tds_no_span(void) {
+  td_span sp = {-1, 0, 0, 0, 0};
+  return sp;
 }
 
-/* ---- the session ---------------------------------------------------------- */
-
-/* A materialised tensor that session values refer to. */
-typedef struct slot {
-  td_tensor *t;       /* owned reference; NULL once nothing refers to it */
-  const char *name;   /* name of the leaf it becomes (session arena) */
-  td_span span;       /* where its value was computed */
-  int is_param;       /* a model parameter: re-attached as a PARAM leaf */
-  td_attr attr;       /* PARAM: its initialiser, kept for listings */
-} slot;
-
-struct td_session {
-  td_arena *arena;    /* sources, syntax trees, compile-time values */
-  td_diags diags;
-  td_program *prog;
-  td_session_opts o;
-  slot *slots;
-  int n_slots, cap_slots;
-  char **loaded;      /* files given to td_session_load, for reload */
-  int n_loaded, cap_loaded;
-  td_session_runner run;          /* NULL: the interpreter */
-  void *run_ud;
-  td_session_explainer explain;   /* NULL: no kernels to show */
-  void *explain_ud;
-};
+void tds_oom(td_session *s) { td_diags_oom(&s->diags, tds_no_span()); }
 
 void td_session_set_runner(td_session *s, td_session_runner run, void *ud) {
   s->run = run;
   s->run_ud = ud;
 }
 
-void td_session_set_explainer(td_session *s, td_session_explainer f, void *ud) {
-  s->explain = f;
-  s->explain_ud = ud;
+void td_session_set_driver(td_session *s, const td_drive_opts *o) {
+  s->drive = *o;
+  s->drive.dumps = 0;
+  s->drive.dump = NULL;
 }
-
-typedef struct journal_entry {
-  td_value *at;
-  td_value old;
-} journal_entry;
-
-/* The state of one input, from attach to commit or rollback. */
-typedef struct lowering {
-  td_arena *arena;          /* the graphs of this input */
-  td_graph *g;              /* the graph as elaborated */
-  int n_attach;             /* nodes 0 .. n_attach-1 are attached slots */
-  int *attach;              /* [n_attach]: the slot of each */
-  int *slot_node;           /* [n_slots]: node of a slot in g, or -1 */
-  journal_entry *jr;
-  int n_jr, cap_jr;
-  el_binding *saved_b;      /* the scope's bindings before the input */
-  int saved_n, saved_cap;
-  int saved_mods;           /* modules loaded before the input */
-  td_value *shown;          /* values of the expression statements */
-  int n_shown, cap_shown;
-  int before;               /* error count when the input started */
-  int begun;                /* the scope was saved: rollback restores it */
-  int oom;
-  /* made by finish_graph */
-  int n;                    /* g->n_nodes */
-  unsigned char *need;      /* [n]: a value to materialise or show */
-  int *out_of;              /* [n]: output index in run, or -1 */
-  int *remap;               /* [n]: id in run, or -1 (pruned) */
-  int *new_slot;            /* [n]: slot made at commit, or -1 */
-  td_graph *run;            /* pruned graph with outputs */
-  int *orig;                /* [run->n_nodes]: id in g */
-  /* made by run_once */
-  td_tensor **params;       /* [run->n_params] */
-  unsigned char *own;       /* [run->n_params]: params[k] made here */
-  td_tensor **outs;         /* [run->n_outputs] */
-} lowering;
-
-static td_span no_span(void) {
-  td_span sp = {-1, 0, 0, 0, 0};
-  return sp;
-}
-
-static void oom_error(td_session *s) { td_diags_oom(&s->diags, no_span()); }
 
 td_session *td_session_new(const td_session_opts *o) {
   td_session *s = td_calloc(1, sizeof *s);
@@ -179,7 +102,7 @@ const td_diags *td_session_diags(const td_session *s) { return &s->diags; }
 
 void td_session_clear_diags(td_session *s) { td_diags_clear(&s->diags); }
 
-static el_scope *top_scope(td_session *s) { return s->prog->main->globals; }
+el_scope *tds_top_scope(td_session *s) { return s->prog->main->globals; }
 
 /* A new slot holding t (retained); its index, or -1 when memory runs out. */
 static int slot_new(td_session *s, td_tensor *t, const td_node *n) {
@@ -312,7 +235,7 @@ static void walk_scope(walker *w, el_scope *sc);
 /* Visits the tensors of v.  in_scope: v is a binding (assignable, so it is
  * journaled whole by walk_scope); list items are journaled one by one. */
 static void walk_value(walker *w, td_value *v, int in_scope) {
-  if (w->oom) return; /* stop: rollback restores what was journaled */
+  if (w->oom) return; /* stop: tds_rollback restores what was journaled */
   switch (v->k) {
   case V_TENSOR:
     if (w->mode == W_ATTACH && !in_scope) journal(w, v);
@@ -342,16 +265,16 @@ static void walk_scope(walker *w, el_scope *sc) {
 /* Walks everything reachable from the session's scope in the given mode. */
 static int walk_session(td_session *s, lowering *L, int mode, unsigned char *mark) {
   walker w = {s, L, mode, NULL, 0, 0, mark, 0};
-  walk_scope(&w, top_scope(s));
+  walk_scope(&w, tds_top_scope(s));
   td_free(w.seen);
   return w.oom ? -1 : 0;
 }
 
 /* ---- one input: begin, finish, run, commit or roll back ---------------- */
 
-static void rollback(td_session *s, lowering *L) {
+void tds_rollback(td_session *s, lowering *L) {
   if (!L->begun) return;
-  el_scope *top = top_scope(s);
+  el_scope *top = tds_top_scope(s);
   top->b = L->saved_b;
   top->n = L->saved_n;
   top->cap = L->saved_cap;
@@ -367,7 +290,7 @@ static void rollback(td_session *s, lowering *L) {
 static int begin_input(td_session *s, lowering *L) {
   memset(L, 0, sizeof *L);
   L->before = s->diags.n_errors;
-  el_scope *top = top_scope(s);
+  el_scope *top = tds_top_scope(s);
   L->saved_b = top->b;
   L->saved_n = top->n;
   L->saved_cap = top->cap;
@@ -376,21 +299,21 @@ static int begin_input(td_session *s, lowering *L) {
   L->arena = td_arena_new();
   L->slot_node = td_malloc((size_t)(s->n_slots + 1) * sizeof *L->slot_node);
   if (!L->arena || !L->slot_node || !el_graph_begin(s->prog, L->arena, "repl")) {
-    oom_error(s);
+    tds_oom(s);
     return -1;
   }
   L->g = s->prog->g;
   for (int j = 0; j < s->n_slots; j++) L->slot_node[j] = -1;
-  if (walk_session(s, L, W_ATTACH, NULL)) { oom_error(s); return -1; }
+  if (walk_session(s, L, W_ATTACH, NULL)) { tds_oom(s); return -1; }
   L->n_attach = L->g->n_nodes;
   L->attach = td_malloc((size_t)(L->n_attach + 1) * sizeof *L->attach);
-  if (!L->attach) { oom_error(s); return -1; }
+  if (!L->attach) { tds_oom(s); return -1; }
   for (int j = 0; j < s->n_slots; j++)
     if (L->slot_node[j] >= 0) L->attach[L->slot_node[j]] = j;
   return s->diags.n_errors > L->before ? -1 : 0;
 }
 
-static void end_input(lowering *L) {
+void tds_end_input(lowering *L) {
   if (L->params && L->own && L->run)
     for (int k = 0; k < L->run->n_params; k++)
       if (L->own[k]) td_tensor_release(L->params[k]);
@@ -426,7 +349,7 @@ static void add_shown(lowering *L, td_value v) {
  * scope; expression statements' values are kept to be shown. */
 static void exec_input(td_session *s, lowering *L, const td_ast *mod) {
   td_program *p = s->prog;
-  el_scope *top = top_scope(s);
+  el_scope *top = tds_top_scope(s);
   for (int i = 0; i < mod->n && !L->oom; i++) {
     const td_ast *e = mod->list[i];
     if (e->kind == TD_A_IMPORT || e->kind == TD_A_MODEL || e->kind == TD_A_FN) {
@@ -443,7 +366,7 @@ static void exec_input(td_session *s, lowering *L, const td_ast *mod) {
       p->ret = NULL;
     }
   }
-  if (L->oom) oom_error(s);
+  if (L->oom) tds_oom(s);
 }
 
 /* Marks the tensors of a shown value as needed. */
@@ -492,7 +415,7 @@ static int prune(lowering *L) {
 /* Chooses what to materialise (bind: the session's new bindings; always:
  * the shown values, and with show_leaves the shown attached leaves too, so
  * that a listing returns them), adds those outputs, prunes and verifies. */
-static int finish_graph(td_session *s, lowering *L, int bind, int show_leaves) {
+int tds_finish_graph(td_session *s, lowering *L, int bind, int show_leaves) {
   td_graph *g = L->g;
   L->n = g->n_nodes;
   size_t n = (size_t)L->n + 1;
@@ -500,19 +423,19 @@ static int finish_graph(td_session *s, lowering *L, int bind, int show_leaves) {
   L->out_of = td_malloc(n * sizeof *L->out_of);
   L->remap = td_malloc(n * sizeof *L->remap);
   L->new_slot = td_malloc(n * sizeof *L->new_slot);
-  if (!L->need || !L->out_of || !L->remap || !L->new_slot) { oom_error(s); return -1; }
+  if (!L->need || !L->out_of || !L->remap || !L->new_slot) { tds_oom(s); return -1; }
   for (int i = 0; i < L->n; i++) L->out_of[i] = L->new_slot[i] = -1;
-  if (bind && walk_session(s, L, W_COLLECT, NULL)) { oom_error(s); return -1; }
+  if (bind && walk_session(s, L, W_COLLECT, NULL)) { tds_oom(s); return -1; }
   for (int k = 0; k < L->n_shown; k++) need_shown(L, &L->shown[k]);
   for (int i = show_leaves ? 0 : L->n_attach; i < L->n; i++) {
     if (!L->need[i] || (g->nodes[i].op == TD_IR_PARAM && i >= L->n_attach)) continue;
     L->out_of[i] = g->n_outputs;
-    if (td_graph_add_output(g, i)) { oom_error(s); return -1; }
+    if (td_graph_add_output(g, i)) { tds_oom(s); return -1; }
   }
-  if (prune(L)) { oom_error(s); return -1; }
+  if (prune(L)) { tds_oom(s); return -1; }
   td_err err;
   if (td_graph_verify(L->run, &err)) {
-    td_error(&s->diags, no_span(), "internal compiler error: %s", err.msg);
+    td_error(&s->diags, tds_no_span(), "internal compiler error: %s", err.msg);
     return -1;
   }
   return 0;
@@ -520,7 +443,7 @@ static int finish_graph(td_session *s, lowering *L, int bind, int show_leaves) {
 
 /* The parameters of the run: attached slots, and fresh ones initialised
  * from their recipes (through a view of the graph listing only those). */
-static int make_params(td_session *s, lowering *L, td_err *err) {
+int tds_make_params(td_session *s, lowering *L, td_err *err) {
   td_graph *r = L->run;
   int np = r->n_params, nf = 0;
   L->params = td_calloc((size_t)np + 1, sizeof *L->params);
@@ -555,22 +478,29 @@ static int make_params(td_session *s, lowering *L, td_err *err) {
   return rc;
 }
 
+/* print() output of a quiet run. */
 static void ignore_print(void *ud, const char *text) {
   (void)ud;
   (void)text;
 }
 
-/* Runs L->run once (quiet: print() output is dropped).  The inputs are the
- * attached slots' tensors. */
-static int run_once(td_session *s, lowering *L, int quiet) {
+/* What a failed run leaves: an interrupt, or the error at its node. */
+static void run_failed(td_session *s, const td_err *err, td_span sp) {
+  if (s->o.interrupt && *s->o.interrupt)
+    td_error(&s->diags, tds_no_span(), "interrupted: nothing of this input was kept");
+  else
+    td_error(&s->diags, sp, "%s", err->msg);
+}
+
+int tds_run_once(td_session *s, lowering *L, int quiet, td_prepared *prep) {
   td_graph *r = L->run;
   td_tensor **inputs = td_calloc((size_t)r->n_inputs + 1, sizeof *inputs);
   td_err err;
-  td_span sp = no_span();
+  td_span sp = tds_no_span();
   int rc = -1;
-  if (!inputs) { oom_error(s); return -1; }
+  if (!inputs) { tds_oom(s); return -1; }
   for (int k = 0; k < r->n_inputs; k++) inputs[k] = s->slots[L->attach[L->orig[r->inputs[k]]]].t;
-  td_interp_opts io;
+  td_run_opts io;
   memset(&io, 0, sizeof io);
   io.on_print = quiet || !s->o.on_print ? ignore_print : s->o.on_print;
   io.ud = s->o.ud;
@@ -582,15 +512,15 @@ static int run_once(td_session *s, lowering *L, int quiet) {
     td_free(L->outs);
     L->outs = NULL;
   }
-  if (!L->params && make_params(s, L, &err)) {
-    td_error(&s->diags, no_span(), "%s", err.msg);
+  td_drive_opts d = s->drive;
+  d.diags = &s->diags;
+  if (!L->params && tds_make_params(s, L, &err)) {
+    td_error(&s->diags, tds_no_span(), "%s", err.msg);
   } else if (s->run ? s->run(s->run_ud, r, &s->diags, inputs, L->params, &io, &L->outs, &err, &sp)
-                    : td_interp_run(r, inputs, L->params, &io, &L->outs, &err, &sp)) {
+             : prep ? td_prepared_run(prep, inputs, L->params, &io, &L->outs, &err, &sp)
+                    : td_drive_run(r, &d, inputs, L->params, &io, &L->outs, &err, &sp)) {
     L->outs = NULL;
-    if (s->o.interrupt && *s->o.interrupt)
-      td_error(&s->diags, no_span(), "interrupted: nothing of this input was kept");
-    else
-      td_error(&s->diags, sp, "%s", err.msg);
+    run_failed(s, &err, sp);
   } else {
     rc = 0;
   }
@@ -599,7 +529,7 @@ static int run_once(td_session *s, lowering *L, int quiet) {
 }
 
 /* The tensor of node x of g after the run (NULL when there is none). */
-static td_tensor *node_tensor(td_session *s, lowering *L, int x) {
+td_tensor *tds_node_tensor(td_session *s, lowering *L, int x) {
   if (x < 0 || x >= L->n) return NULL;
   if (x < L->n_attach) return s->slots[L->attach[x]].t;
   if (L->out_of[x] >= 0) return L->outs ? L->outs[L->out_of[x]] : NULL;
@@ -614,10 +544,10 @@ static td_tensor *node_tensor(td_session *s, lowering *L, int x) {
 static int commit(td_session *s, lowering *L) {
   for (int x = L->n_attach; x < L->n; x++) {
     if (!L->need[x]) continue;
-    td_tensor *t = node_tensor(s, L, x);
-    if (t && (L->new_slot[x] = slot_new(s, t, &L->g->nodes[x])) < 0) { oom_error(s); return -1; }
+    td_tensor *t = tds_node_tensor(s, L, x);
+    if (t && (L->new_slot[x] = slot_new(s, t, &L->g->nodes[x])) < 0) { tds_oom(s); return -1; }
   }
-  if (walk_session(s, L, W_DETACH, NULL)) { oom_error(s); return -1; }
+  if (walk_session(s, L, W_DETACH, NULL)) { tds_oom(s); return -1; }
   L->n_jr = 0;
   unsigned char *mark = td_calloc((size_t)s->n_slots + 1, 1);
   if (!mark) return 0; /* only garbage stays around */
@@ -661,18 +591,18 @@ int td_session_is_complete(td_session *s, const char *text) {
 static td_ast *parse_input(td_session *s, const char *text, int first_line) {
   int before = s->diags.n_errors;
   int id = td_diags_add_source(&s->diags, s->o.source_name, text, strlen(text));
-  if (id < 0) { oom_error(s); return NULL; }
+  if (id < 0) { tds_oom(s); return NULL; }
   size_t skip = command_prefix(text);
   char *src = (char *)td_diags_source(&s->diags, id)->text; /* the registry's own copy */
   memset(src, ' ', skip);
   td_ast *mod = td_parse_repl(&s->diags, id, first_line, NULL);
   memcpy(src, text, skip);
-  if (!mod && s->diags.n_errors == before) oom_error(s);
+  if (!mod && s->diags.n_errors == before) tds_oom(s);
   return s->diags.n_errors > before ? NULL : mod;
 }
 
 /* Parses and elaborates text; 0 when it is correct. */
-static int lower_text(td_session *s, lowering *L, const char *text, int first_line) {
+int tds_lower_text(td_session *s, lowering *L, const char *text, int first_line) {
   memset(L, 0, sizeof *L);
   td_ast *mod = parse_input(s, text, first_line);
   if (!mod) return -1;
@@ -681,213 +611,24 @@ static int lower_text(td_session *s, lowering *L, const char *text, int first_li
   return s->diags.n_errors > L->before ? -1 : 0;
 }
 
-/* ---- showing values ---------------------------------------------------------- */
-
-/* The shortest text that reads back as f, like Python's repr: "10.0",
- * "0.1", "1e-05", "1e+20". */
-static void fmt_float(double f, char *buf, size_t n) {
-  if (isnan(f)) { snprintf(buf, n, "nan"); return; }
-  if (isinf(f)) { snprintf(buf, n, f < 0 ? "-inf" : "inf"); return; }
-  int fixed = f == 0 || (fabs(f) >= 1e-4 && fabs(f) < 1e16);
-  for (int prec = fixed; prec <= 17; prec++) {
-    snprintf(buf, n, fixed ? "%.*f" : "%.*g", prec, f);
-    if (strtod(buf, NULL) == f) break;
-  }
-  if (!strpbrk(buf, ".en")) strncat(buf, ".0", n - strlen(buf) - 1);
-}
-
-/* "(x, axis = -1)" from the parameter declarations of an item. */
-static void signature(td_session *s, const td_ast *decl, td_strbuf *b) {
-  td_sb_puts(b, "(");
-  for (int i = 0; i < decl->n; i++)
-    td_sb_printf(b, "%s%s", i ? ", " : "", td_span_text(&s->diags, decl->list[i]->span));
-  td_sb_puts(b, ")");
-  if (decl->kind == TD_A_FN && decl->a) td_sb_printf(b, " -> %s", td_span_text(&s->diags, decl->a->span));
-}
-
-static void type_of(td_session *s, lowering *L, const td_value *v, td_strbuf *b);
-
-/* The shape of a tensor value, attached or detached. */
-static void tensor_type(td_session *s, lowering *L, const td_value *v, td_strbuf *b) {
-  char t[256];
-  if (v->node < 0) {
-    int j = -1 - v->node;
-    const td_tensor *x = j < s->n_slots ? s->slots[j].t : NULL;
-    td_sb_puts(b, x ? td_shape_str(x->dtype, x->rank, x->shape, t, sizeof t) : "tensor");
-  } else {
-    const td_node *n = &L->g->nodes[v->node];
-    td_sb_puts(b, td_type_str(L->g, n->dtype, n->rank, n->shape, t, sizeof t));
-  }
-}
-
-/* "Linear(in = 4, out = 2, has_bias = true)": a model instance and the
- * values of its model parameters. */
-static void instance_name(td_session *s, lowering *L, const el_inst *in, td_strbuf *b) {
-  const td_ast *d = in->def;
-  td_sb_printf(b, "%s(", d->name);
-  for (int i = 0; i < d->n && i < in->env->n; i++) {
-    td_sb_printf(b, "%s%s = ", i ? ", " : "", in->env->b[i].name);
-    type_of(s, L, &in->env->b[i].v, b);
-  }
-  td_sb_puts(b, ")");
-}
-
-/* One-line description of v: its type, or its value when it is a
- * compile-time scalar (used inside model and list descriptions). */
-static void type_of(td_session *s, lowering *L, const td_value *v, td_strbuf *b) {
-  char f[64];
-  switch (v->k) {
-  case V_TENSOR: tensor_type(s, L, v, b); break;
-  case V_INT: td_sb_printf(b, "%lld", (long long)v->i); break;
-  case V_FLOAT: fmt_float(v->f, f, sizeof f); td_sb_puts(b, f); break;
-  case V_BOOL: td_sb_puts(b, v->i ? "true" : "false"); break;
-  case V_STR: td_sb_printf(b, "\"%s\"", v->s); break;
-  case V_LIST: case V_TUPLE:
-    td_sb_puts(b, v->k == V_LIST ? "[" : "(");
-    for (int i = 0; i < v->n && !b->oom; i++) {
-      if (i) td_sb_puts(b, ", ");
-      type_of(s, L, &v->items[i], b);
-    }
-    td_sb_puts(b, v->k == V_LIST ? "]" : v->n == 1 ? ",)" : ")");
-    break;
-  case V_MODEL: instance_name(s, L, v->inst, b); break;
-  case V_MODELDEF: td_sb_printf(b, "model %s", v->def->name); signature(s, v->def, b); break;
-  case V_FUNC:
-    td_sb_printf(b, "fn %s%s%s", v->inst ? v->inst->def->name : "", v->inst ? "." : "", v->def->name);
-    signature(s, v->def, b);
-    break;
-  case V_MODULE: td_sb_printf(b, "module %s", v->mod->name); break;
-  case V_BUILTIN: td_sb_printf(b, "built-in %s", el_builtin_name((int)v->i)); break;
-  default: td_sb_puts(b, el_kind_name(v)); break;
-  }
-}
-
-/* The :type answer: like type_of, but scalars give their kind. */
-static void type_answer(td_session *s, lowering *L, const td_value *v, td_strbuf *b) {
-  switch (v->k) {
-  case V_INT: td_sb_puts(b, "int"); break;
-  case V_FLOAT: td_sb_puts(b, "float"); break;
-  case V_BOOL: td_sb_puts(b, "bool"); break;
-  case V_STR: td_sb_puts(b, "str"); break;
-  case V_LIST: case V_TUPLE:
-    td_sb_puts(b, v->k == V_LIST ? "[" : "(");
-    for (int i = 0; i < v->n && !b->oom; i++) {
-      if (i) td_sb_puts(b, ", ");
-      type_answer(s, L, &v->items[i], b);
-    }
-    td_sb_puts(b, v->k == V_LIST ? "]" : v->n == 1 ? ",)" : ")");
-    break;
-  case V_MODEL: td_sb_puts(b, "model instance "); type_of(s, L, v, b); break;
-  default: type_of(s, L, v, b); break;
-  }
-}
-
-/* "<Linear(in = 4, out = 2, has_bias = true): weight f32[2, 4], bias f32[2]>" */
-static void show_instance(td_session *s, lowering *L, const el_inst *in, td_strbuf *b) {
-  td_sb_puts(b, "<");
-  instance_name(s, L, in, b);
-  int shown = 0;
-  for (int i = in->def->n; i < in->env->n; i++) {
-    const el_binding *m = &in->env->b[i];
-    if (m->v.k == V_FUNC || m->v.k == V_NONE) continue;
-    if (shown == 8) { td_sb_puts(b, ", ..."); break; }
-    td_sb_printf(b, "%s%s ", shown++ ? ", " : ": ", m->name);
-    if (m->v.k == V_MODEL) td_sb_puts(b, m->v.inst->def->name);
-    else if (m->v.k == V_LIST && m->v.n && m->v.items[0].k == V_MODEL)
-      td_sb_printf(b, "[%d x %s]", m->v.n, m->v.items[0].inst->def->name);
-    else type_of(s, L, &m->v, b);
-  }
-  td_sb_puts(b, ">");
-}
-
-static int is_scalar(const td_value *v) {
-  return v->k == V_INT || v->k == V_FLOAT || v->k == V_BOOL || v->k == V_STR;
-}
-
-/* The text of a shown value: "[1, 2] (i64[2])", "3 (int)", ... */
-static void show_value(td_session *s, lowering *L, const td_value *v, td_strbuf *b) {
-  static const char *kinds[] = {[V_INT] = "int", [V_FLOAT] = "float", [V_BOOL] = "bool", [V_STR] = "str"};
-  if (v->k == V_TENSOR) {
-    const td_tensor *t = v->node < 0 ? s->slots[-1 - v->node].t : node_tensor(s, L, v->node);
-    char *text = t ? td_tensor_format(t, s->o.print_threshold) : NULL;
-    if (t && !text) b->oom = 1;
-    td_sb_puts(b, text ? text : "(no value)");
-    td_free(text);
-    td_sb_puts(b, " (");
-    tensor_type(s, L, v, b);
-    td_sb_puts(b, ")");
-  } else if (is_scalar(v)) {
-    type_of(s, L, v, b);
-    td_sb_printf(b, " (%s)", kinds[v->k]);
-  } else if (v->k == V_LIST || v->k == V_TUPLE) {
-    int all = 1;
-    for (int i = 0; i < v->n; i++) all &= is_scalar(&v->items[i]);
-    if (all) {
-      type_of(s, L, v, b);
-      td_sb_puts(b, v->k == V_LIST ? " (list)" : " (tuple)");
-      return;
-    }
-    td_sb_printf(b, "%s of %d:", v->k == V_LIST ? "list" : "tuple", v->n);
-    for (int i = 0; i < v->n && !b->oom; i++) {
-      td_strbuf item = {0};
-      char pre[32];
-      int w = snprintf(pre, sizeof pre, "\n[%d] ", i);
-      show_value(s, L, &v->items[i], &item);
-      td_sb_puts(b, pre);
-      sb_indented(b, item.s ? item.s : "", w - 1);
-      b->oom |= item.oom;
-      td_free(item.s);
-    }
-  } else if (v->k == V_MODEL) {
-    show_instance(s, L, v->inst, b);
-  } else {
-    td_sb_puts(b, "<");
-    type_of(s, L, v, b);
-    td_sb_puts(b, ">");
-  }
-}
-
-static void free_texts(char **t, int n) {
-  for (int k = 0; t && k < n; k++) td_free(t[k]);
-  td_free(t);
-}
-
-/* The texts of the values the input shows, made before its commit so that
- * an input whose values cannot be shown binds nothing; NULL when memory
- * runs out. */
-static char **value_texts(td_session *s, lowering *L) {
-  char **t = td_calloc((size_t)L->n_shown + 1, sizeof *t);
-  for (int k = 0; t && k < L->n_shown; k++) {
-    td_strbuf b = {0};
-    show_value(s, L, &L->shown[k], &b);
-    if (b.oom || !b.s) {
-      td_free(b.s);
-      free_texts(t, k);
-      return NULL;
-    }
-    t[k] = b.s;
-  }
-  return t;
-}
-
 /* ---- the public operations ------------------------------------------------ */
 
 int td_session_eval(td_session *s, const char *text, int first_line) {
   lowering L;
-  int rc = lower_text(s, &L, text, first_line);
-  if (rc == 0) rc = finish_graph(s, &L, 1, 0);
-  if (rc == 0 && L.run->n_nodes > 0) rc = run_once(s, &L, 0);
+  int rc = tds_lower_text(s, &L, text, first_line);
+  if (rc == 0) rc = tds_finish_graph(s, &L, 1, 0);
+  if (rc == 0 && L.run->n_nodes > 0) rc = tds_run_once(s, &L, 0, NULL);
   char **texts = NULL;
-  if (rc == 0 && s->o.on_value && !(texts = value_texts(s, &L))) {
-    oom_error(s);
+  if (rc == 0 && s->o.on_value && !(texts = tds_value_texts(s, &L))) {
+    tds_oom(s);
     rc = -1;
   }
   if (rc == 0) rc = commit(s, &L);
   if (rc == 0)
     for (int k = 0; texts && k < L.n_shown; k++) s->o.on_value(s->o.ud, texts[k]);
-  else rollback(s, &L);
-  free_texts(texts, L.n_shown);
-  end_input(&L);
+  else tds_rollback(s, &L);
+  tds_free_texts(texts, L.n_shown);
+  tds_end_input(&L);
   return rc;
 }
 
@@ -909,7 +650,7 @@ static char *read_text(td_session *s, const char *path, size_t *len) {
     fclose(f);
   }
   if (!f || b.oom) {
-    td_error(&s->diags, no_span(), "cannot read %s: %s", path,
+    td_error(&s->diags, tds_no_span(), "cannot read %s: %s", path,
              !f || b.oom == 2 ? strerror(errno ? errno : EIO) : "out of memory");
     td_free(b.s);
     return NULL;
@@ -917,7 +658,7 @@ static char *read_text(td_session *s, const char *path, size_t *len) {
   if (!b.s) td_sb_puts(&b, "");
   *len = b.len;
   if (b.s && memchr(b.s, 0, b.len)) {
-    td_error(&s->diags, no_span(), "%s is not a text file (it contains NUL bytes)", path);
+    td_error(&s->diags, tds_no_span(), "%s is not a text file (it contains NUL bytes)", path);
     td_free(b.s);
     return NULL;
   }
@@ -942,13 +683,13 @@ static int load_file(td_session *s, const char *path) {
   m->dir = dir_of(s, path);
   for (int i = 0; rc == 0 && i < mod->n; i++)
     if (el_bind_item(s->prog, m, mod->list[i], 1)) rc = -1;   /* out of memory: no diagnostic yet */
-  if (rc && s->diags.n_errors == L.before) oom_error(s);
+  if (rc && s->diags.n_errors == L.before) tds_oom(s);
   m->dir = dir;
   if (rc == 0 && s->diags.n_errors > L.before) rc = -1;
-  if (rc == 0) rc = finish_graph(s, &L, 1, 0);
+  if (rc == 0) rc = tds_finish_graph(s, &L, 1, 0);
   if (rc == 0) rc = commit(s, &L);
-  if (rc) rollback(s, &L);
-  end_input(&L);
+  if (rc) tds_rollback(s, &L);
+  tds_end_input(&L);
   return rc;
 }
 
@@ -970,7 +711,7 @@ int td_session_load(td_session *s, const char *path) {
 
 int td_session_reload(td_session *s) {
   if (s->n_loaded == 0) {
-    td_error(&s->diags, no_span(), "nothing to reload: no file was loaded with :load");
+    td_error(&s->diags, tds_no_span(), "nothing to reload: no file was loaded with :load");
     return -1;
   }
   int rc = 0;
@@ -980,133 +721,10 @@ int td_session_reload(td_session *s) {
 }
 
 /* The last shown value of an input, or NULL with a diagnostic. */
-static const td_value *last_value(td_session *s, lowering *L, const char *what) {
+const td_value *tds_last_value(td_session *s, lowering *L, const char *what) {
   if (L->n_shown > 0) return &L->shown[L->n_shown - 1];
-  td_error(&s->diags, no_span(), "%s needs an expression", what);
+  td_error(&s->diags, tds_no_span(), "%s needs an expression", what);
   return NULL;
-}
-
-int td_session_type(td_session *s, const char *text, int first_line, char **out) {
-  lowering L;
-  *out = NULL;
-  int rc = lower_text(s, &L, text, first_line);
-  const td_value *v = rc == 0 ? last_value(s, &L, ":type") : NULL;
-  if (v) {
-    td_strbuf b = {0};
-    type_answer(s, &L, v, &b);
-    if (b.oom) { td_free(b.s); oom_error(s); rc = -1; }
-    else *out = b.s;
-  } else {
-    rc = -1;
-  }
-  rollback(s, &L);
-  end_input(&L);
-  return rc;
-}
-
-/* Builds the graph of text for a listing (its values are the outputs). */
-static int listing_graph(td_session *s, lowering *L, const char *text, int first_line,
-                         const char *what) {
-  int rc = lower_text(s, L, text, first_line);
-  if (rc == 0 && !last_value(s, L, what)) rc = -1;
-  if (rc == 0) rc = finish_graph(s, L, 0, 1);
-  return rc;
-}
-
-int td_session_ir(td_session *s, const char *text, int first_line, FILE *out) {
-  lowering L;
-  int rc = listing_graph(s, &L, text, first_line, ":ir");
-  if (rc == 0) td_graph_print(L.run, &s->diags, out);
-  rollback(s, &L);
-  end_input(&L);
-  return rc;
-}
-
-/* "file:line:col" of a span, "<builtin>" without a source. */
-static void location(const td_diags *d, td_span sp, char *buf, size_t n) {
-  const td_source *src = td_diags_source(d, sp.file);
-  if (src) snprintf(buf, n, "%s:%d:%d", src->path, sp.line, sp.col);
-  else snprintf(buf, n, "<builtin>");
-}
-
-/* The explain report of the eager graph: the counts torch._dynamo.explain
- * prints (tdsl guarantees 1 and 0), then one line per op: location, op,
- * type, and the name of inputs and parameters.  When the compiler can be
- * used here, its kernels (td_plan, compiler/explain.h) go after this. */
-static void explain_graph(const td_graph *g, const td_diags *d, FILE *out) {
-  int wl = 0, wo = 0;
-  char loc[512], t[256];
-  for (int i = 0; i < g->n_nodes; i++) {
-    location(d, g->nodes[i].span, loc, sizeof loc);
-    int l = (int)strlen(loc), o = (int)strlen(td_ops[g->nodes[i].op].name);
-    if (l > wl) wl = l;
-    if (o > wo) wo = o;
-  }
-  fprintf(out, "Graph Count: 1\nGraph Break Count: 0\nOps: %d\n", g->n_nodes);
-  for (int i = 0; i < g->n_nodes; i++) {
-    const td_node *n = &g->nodes[i];
-    location(d, n->span, loc, sizeof loc);
-    if (n->op == TD_IR_PRINT) {
-      fprintf(out, "  %-*s  %s\n", wl, loc, td_ops[n->op].name);
-      continue;
-    }
-    td_type_str(g, n->dtype, n->rank, n->shape, t, sizeof t);
-    fprintf(out, "  %-*s  %-*s  %s", wl, loc, wo, td_ops[n->op].name, t);
-    if ((n->op == TD_IR_INPUT || n->op == TD_IR_PARAM) && n->name) fprintf(out, "  \"%s\"", n->name);
-    fputc('\n', out);
-  }
-}
-
-int td_session_explain(td_session *s, const char *text, int first_line, FILE *out) {
-  lowering L;
-  int rc = listing_graph(s, &L, text, first_line, ":explain");
-  if (rc == 0) {
-    if (s->explain) {
-      s->explain(s->explain_ud, L.run, &s->diags, out);
-    } else {
-      explain_graph(L.run, &s->diags, out);
-      fputs("Kernels: none: each op runs on its own in the eager interpreter\n", out);
-    }
-  }
-  rollback(s, &L);
-  end_input(&L);
-  return rc;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-int td_session_time(td_session *s, const char *text, int first_line, int reps, int warmup,
-                    td_session_timing *t) {
-  lowering L;
-  td_err err;
-  memset(t, 0, sizeof *t);
-  double t0 = now_s();
-  int rc = listing_graph(s, &L, text, first_line, ":time");
-  t->build_s = now_s() - t0;
-  if (rc == 0) t->n_ops = L.run->n_nodes;
-  if (rc == 0 && !L.params && make_params(s, &L, &err)) { /* not part of any run */
-    td_error(&s->diags, no_span(), "%s", err.msg);
-    rc = -1;
-  }
-  for (int i = 0; rc == 0 && i < warmup; i++) rc = run_once(s, &L, 1);
-  double total = 0;
-  for (int i = 0; rc == 0 && (reps > 0 ? i < reps : i < 1000 && (i == 0 || total < 0.5)); i++) {
-    double r0 = now_s();
-    rc = run_once(s, &L, 1);
-    double dt = now_s() - r0;
-    if (rc) break;
-    if (i == 0 || dt < t->run_best_s) t->run_best_s = dt;
-    total += dt;
-    t->reps = i + 1;
-  }
-  if (t->reps) t->run_mean_s = total / t->reps;
-  rollback(s, &L);
-  end_input(&L);
-  return rc;
 }
 
 int td_session_tensor_count(const td_session *s) {
@@ -1115,73 +733,3 @@ int td_session_tensor_count(const td_session *s) {
   return n;
 }
 
-/* ---- completion -------------------------------------------------------------- */
-
-static const char *const keywords[] = {"model", "fn", "param", "let", "import", "for", "in",
-                                       "if", "else", "while", "return", "and", "or", "not",
-                                       "true", "false"};
-
-static int starts(const char *name, const char *prefix) {
-  return !strncmp(name, prefix, strlen(prefix));
-}
-
-/* The value that a dotted path ("nn", "m.fc") names in the session. */
-static const td_value *resolve_path(td_session *s, const char *path) {
-  char part[256];
-  const td_value *v = NULL;
-  for (const char *p = path; *p;) {
-    size_t n = strcspn(p, ".");
-    if (n == 0 || n >= sizeof part) return NULL;
-    memcpy(part, p, n);
-    part[n] = 0;
-    el_scope *sc = !v ? top_scope(s) : v->k == V_MODULE ? v->mod->globals
-                                      : v->k == V_MODEL ? v->inst->env : NULL;
-    if (!sc) return NULL;
-    v = NULL;
-    for (int i = 0; i < sc->n; i++)
-      if (!strcmp(sc->b[i].name, part)) v = &sc->b[i].v;
-    if (!v) return NULL;
-    p += n + (p[n] == '.');
-  }
-  return v;
-}
-
-static void complete_scope(el_scope *sc, const char *head, const char *prefix,
-                           void (*add)(void *, const char *), void *ud) {
-  char buf[512];
-  for (int i = 0; i < sc->n; i++) {
-    if (!starts(sc->b[i].name, prefix)) continue;
-    snprintf(buf, sizeof buf, "%s%s%s", head, *head ? "." : "", sc->b[i].name);
-    add(ud, buf);
-  }
-}
-
-void td_session_complete(td_session *s, const char *prefix,
-                         void (*add)(void *ud, const char *name), void *ud) {
-  const char *dot = strrchr(prefix, '.');
-  if (dot) {
-    char head[256];
-    size_t n = (size_t)(dot - prefix);
-    if (n >= sizeof head) return;
-    memcpy(head, prefix, n);
-    head[n] = 0;
-    const td_value *v = resolve_path(s, head);
-    if (v && v->k == V_MODULE) complete_scope(v->mod->globals, head, dot + 1, add, ud);
-    if (v && v->k == V_MODEL) complete_scope(v->inst->env, head, dot + 1, add, ud);
-    if (v && v->k == V_TENSOR) {
-      static const char *const fields[] = {"T", "shape", "ndim"};
-      char buf[512];
-      for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
-        if (starts(fields[i], dot + 1)) {
-          snprintf(buf, sizeof buf, "%s.%s", head, fields[i]);
-          add(ud, buf);
-        }
-    }
-    return;
-  }
-  complete_scope(top_scope(s), "", prefix, add, ud);
-  for (int i = 0; i < el_builtin_count(); i++)
-    if (starts(el_builtin_name(i), prefix)) add(ud, el_builtin_name(i));
-  for (size_t i = 0; i < sizeof keywords / sizeof *keywords; i++)
-    if (starts(keywords[i], prefix)) add(ud, keywords[i]);
-}

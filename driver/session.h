@@ -1,4 +1,4 @@
-/* session.h - an eager, incremental session: what `tdsl repl` runs.
+/* session.h - an incremental session: what `tdsl repl` runs.
  *
  * A session evaluates inputs one at a time.  An input is any mix of items
  * (import, model, fn) and statements (let, assignments, for, expressions),
@@ -7,7 +7,9 @@
  * session's main module, whose globals are the session's scope, so a
  * function defined in the session sees the session's bindings.
  *
- * Each input is elaborated into a fresh graph and run by the interpreter.
+ * Each input is elaborated into a fresh graph and run through the driver
+ * (driver/driver.h): by the interpreter unless td_session_set_driver chose
+ * a compiled backend.
  * Tensors bound by earlier inputs are materialised tensors owned by the
  * session; an input sees each of them as a leaf of its graph (an `input`
  * node, or a `param` node for a model parameter, carrying the literal shape
@@ -25,9 +27,9 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "driver/driver.h"
 #include "lang/diag.h"
 #include "lang/ir.h"
-#include "interp/interp.h"
 
 typedef struct td_session td_session;
 
@@ -89,17 +91,18 @@ int td_session_type(td_session *s, const char *text, int first_line, char **out)
 int td_session_ir(td_session *s, const char *text, int first_line, FILE *out);
 
 /* Writes what `tdsl explain` says about the graph of `text`: Graph Count,
- * Graph Break Count, the number of ops and one line per op.  Binds
- * nothing. */
+ * Graph Break Count, op counts and the kernels the compiler makes of it
+ * (or why it cannot plan it).  Binds nothing. */
 int td_session_explain(td_session *s, const char *text, int first_line, FILE *out);
 
-/* Timing of `text` with the session's runner: building its graph once,
- * making its parameters, running it `warmup` times untimed (1 for a runner
- * that compiles on its first call: the compile is never a timing sample),
- * then `reps` timed runs (0: as many as fit in about half a second, at
- * most 1000).  Binds nothing. */
+/* Timing of `text` on the session's backend: building its graph once,
+ * making its parameters, preparing it for the backend once (compiling it:
+ * never a timing sample), running it `warmup` times untimed (1 for a
+ * runner that compiles on its first call), then `reps` timed runs (0: as
+ * many as fit in about half a second, at most 1000).  Binds nothing. */
 typedef struct td_session_timing {
   double build_s;           /* elaboration: building the graph */
+  double prepare_s;         /* td_prepare: compiling, for a compiled backend (0 with a runner) */
   double run_best_s;        /* fastest timed run */
   double run_mean_s;        /* mean timed run */
   int reps;                 /* timed runs made */
@@ -108,21 +111,20 @@ typedef struct td_session_timing {
 int td_session_time(td_session *s, const char *text, int first_line, int reps, int warmup,
                     td_session_timing *t);
 
-/* How the session runs a graph.  By default the interpreter; `tdsl repl`
- * installs the compiler here for `:compiled on` (the library itself does
- * not depend on the compiler).  Same contract as td_interp_run; d holds
- * the sources for messages.  NULL restores the interpreter. */
+/* How the session runs its graphs: o's backend (TD_BACKEND_EAGER when
+ * this was never called), debug output and warnings; the session writes
+ * no dumps and gives its own sources.  `tdsl repl` calls it for
+ * `:compiled` and `:device`. */
+void td_session_set_driver(td_session *s, const td_drive_opts *o);
+
+/* A runner that replaces the driver (tests): same contract as
+ * td_interp_run; d holds the sources for messages.  NULL restores the
+ * driver. */
 typedef int (*td_session_runner)(void *ud, const td_graph *g, const td_diags *d,
                                  td_tensor *const *inputs, td_tensor *const *params,
-                                 const td_interp_opts *io, td_tensor ***outs, td_err *err,
+                                 const td_run_opts *io, td_tensor ***outs, td_err *err,
                                  td_span *err_span);
 void td_session_set_runner(td_session *s, td_session_runner run, void *ud);
-
-/* What `:explain` adds after the op listing: the kernels of the graph (the
- * REPL installs the compiler's explanation).  NULL: a line saying that
- * each op runs on its own in the interpreter. */
-typedef void (*td_session_explainer)(void *ud, const td_graph *g, const td_diags *d, FILE *out);
-void td_session_set_explainer(td_session *s, td_session_explainer f, void *ud);
 
 /* Number of tensors the session holds (bound values, model parameters);
  * a tensor nothing refers to any more is freed after the input that

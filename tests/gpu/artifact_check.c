@@ -3,7 +3,7 @@
  *
  *   tdsl build examples/mlp.td -o out --device cuda
  *   cc -std=c11 -I out -DTD_HEADER='"mlp.h"' -DTD_PREFIX=mlp -DTD_ENTRY=mlp_forward \
- *      -DTD_SYMS=4 -DTD_IN_N=3136 -DTD_OUT_N=40 gpu/artifact_check.c out/mlp.so \
+ *      -DTD_SYMS=4 -DTD_IN_N=3136 -DTD_OUT_N=40 tests/gpu/artifact_check.c out/mlp.so \
  *      -Wl,-rpath,"$PWD/out" -o check
  *   ./check input x.npy          writes the input (f32, TD_IN_N values)
  *   tdsl run examples/mlp.td --entry MLP.forward --in x=x.npy --out ref.npy

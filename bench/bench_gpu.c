@@ -1,4 +1,4 @@
-/* bench_gpu.c - GPU benchmarks for gpu/device-check.sh (not built by make).
+/* bench_gpu.c - GPU benchmarks for gpu/device-check.sh (a tool, not built by make).
  *
  *   bench_gpu SRCDIR
  *
@@ -27,7 +27,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "interp/interp.h"
+#include "driver/driver.h"
 #include "lang/elab.h"
 #include "runtime/half.h"
 #include "runtime/cuda_loader.h"
@@ -67,14 +67,15 @@ static double time_entry(const char *path, const char *text, const char *entry, 
   td_tensor *params[256] = {0};
   td_err err;
   if (g && g->n_params <= 256 && !td_make_params(g, NULL, 0, params, &err)) {
-    td_interp_opts io;
+    td_run_opts io;
     memset(&io, 0, sizeof io);
     io.on_print = on_print;
     io.print_threshold = 1000;
     td_cuda_opts co = {graph, NULL, repeat, &ms};
     td_tensor **outs = NULL;
     td_span sp;
-    if (td_cuda_run(g, inputs, params, &io, &co, &outs, &err, &sp)) {
+    td_plan *plan = td_lower(g, NULL, NULL, &err);
+    if (!plan || td_cuda_run(plan, inputs, params, &io, &co, &outs, &err, &sp)) {
       fprintf(stderr, "bench_gpu: %s: %s\n", entry, err.msg);
       ms = -1;
     }
