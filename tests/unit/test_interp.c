@@ -701,7 +701,7 @@ Test(elementwise, each_op_runs_on_the_dtypes_of_its_domain) {
       td_tensor_release(y);
     }
   }
-  cr_expect_eq(n_ew, 36, "ops.def lists %d elementwise ops", n_ew);
+  cr_expect_geq(n_ew, 36, "ops.def lists only %d elementwise ops", n_ew);
 }
 
 /* The same op through the interpreter's loops and through the scalar
