@@ -15,8 +15,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "interp/kernels.h"
 #include "lang/checks.h"
+#include "lang/opeval.h"
 #include "runtime/mem.h"
 #include "runtime/half.h"
 
@@ -107,43 +107,58 @@ static int is_elementwise(td_op op) {
 
 /* ---- constant folding ------------------------------------------------------ */
 
-/* A rank-0 tensor holding the value of CONST node c. */
-static td_tensor *const_tensor(const td_node *c, td_err *err) {
-  td_tensor *t = td_tensor_new(c->dtype, 0, NULL, err);
-  if (t) tdk_fill(t, c->attr.f, c->attr.i);
-  return t;
-}
-
-/* Stores a rank-0 tensor's value into a CONST attribute (f and i agree). */
-static void const_attr(const td_tensor *t, td_attr *a) {
-  memset(a, 0, sizeof *a);
-  switch (t->dtype) {
-  case TD_F32: a->f = *(const float *)t->data; a->i = (int64_t)a->f; break;
-  case TD_F64: a->f = *(const double *)t->data; a->i = (int64_t)a->f; break;
-  case TD_I32: a->i = *(const int32_t *)t->data; a->f = (double)a->i; break;
-  case TD_I64: a->i = *(const int64_t *)t->data; a->f = (double)a->i; break;
-  case TD_F16: case TD_BF16:
-    a->f = td_tensor_get(t, 0);
-    a->i = a->f > -9e18 && a->f < 9e18 ? (int64_t)a->f : 0; /* never UB on inf/NaN */
-    break;
-  default: a->i = *(const uint8_t *)t->data != 0; a->f = (double)a->i; break;
+/* The value of CONST node c in its dtype's storage type, as the
+ * interpreter fills a constant (interp/creation.c: f for floats, i for
+ * ints, halves rounded from f). */
+static td_scalar const_value(const td_node *c) {
+  td_scalar v;
+  memset(&v, 0, sizeof v);
+  switch (c->dtype) {
+  case TD_F32: v.f32 = (float)c->attr.f; break;
+  case TD_F64: v.f64 = c->attr.f; break;
+  case TD_I32: v.i32 = (int32_t)c->attr.i; break;
+  case TD_I64: v.i64 = c->attr.i; break;
+  case TD_F16: v.f16 = td_f64_to_f16(c->attr.f); break;
+  case TD_BF16: v.bf16 = td_f64_to_bf16(c->attr.f); break;
+  default: v.b8 = c->attr.i != 0; break;
   }
+  return v;
 }
 
-/* Evaluates elementwise node n over constant (new-graph) inputs into *a.
- * Returns 1 when folded, 0 when the kernels refuse, -1 on OOM. */
+/* Stores value v of dtype dt into a CONST attribute (f and i agree; a
+ * float's i is its value truncated, 0 where that is not an int64: the
+ * conversion would be undefined for NaN, inf and huge values). */
+static void const_attr(td_dtype dt, td_scalar v, td_attr *a) {
+  memset(a, 0, sizeof *a);
+  switch (dt) {
+  case TD_I32: a->i = v.i32; a->f = (double)a->i; return;
+  case TD_I64: a->i = v.i64; a->f = (double)a->i; return;
+  case TD_BOOL: a->i = v.b8 != 0; a->f = (double)a->i; return;
+  case TD_F32: a->f = v.f32; break;
+  case TD_F64: a->f = v.f64; break;
+  case TD_F16: a->f = td_f16_to_f32(v.f16); break;
+  default: a->f = td_bf16_to_f32(v.bf16); break;
+  }
+  a->i = a->f > -9e18 && a->f < 9e18 ? (int64_t)a->f : 0;
+}
+
+/* Evaluates elementwise node n over constant (new-graph) inputs into *a
+ * with the scalar evaluator of ops.def (lang/opeval.h), which computes
+ * what the interpreter computes.  Returns 1 when folded, 0 when the op is
+ * not defined on the operands' dtypes (the interpreter refuses it too;
+ * f16/bf16 arithmetic, which runs in f32, is left to the backends). */
 static int eval_const(const rebuild *r, const td_node *n, td_attr *a) {
-  td_tensor *in[3] = {NULL, NULL, NULL}, *out = NULL;
+  td_scalar in[3], out;
+  td_dtype dt[3];
   td_err e;
-  int rc = 1;
-  for (int k = 0; k < n->n_in && rc == 1; k++)
-    if (!(in[k] = const_tensor(rb_in(r, n, k), &e))) rc = -1;
-  if (rc == 1 && !(out = td_tensor_new(n->dtype, 0, NULL, &e))) rc = -1;
-  if (rc == 1 && tdk_elementwise(n->op, in, n->n_in, out, &e) < 0) rc = 0;
-  if (rc == 1) const_attr(out, a);
-  for (int k = 0; k < 3; k++) td_tensor_release(in[k]);
-  td_tensor_release(out);
-  return rc;
+  for (int k = 0; k < n->n_in; k++) {
+    const td_node *c = rb_in(r, n, k);
+    in[k] = const_value(c);
+    dt[k] = c->dtype;
+  }
+  if (td_ew_eval(n->op, dt, n->n_in, n->dtype, in, &out, &e) < 0) return 0;
+  const_attr(n->dtype, out, a);
+  return 1;
 }
 
 static int foldable(const rebuild *r, const td_node *n) {
@@ -161,9 +176,7 @@ static int fold_node(rebuild *r, int id) {
     a.i = n->attr.dim;
     a.f = (double)a.i;
   } else if (foldable(r, n)) {
-    int rc = eval_const(r, n, &a);
-    if (rc < 0) return td_err_set(r->err, "out of memory");
-    if (rc == 0) return rb_copy(r, id);
+    if (!eval_const(r, n, &a)) return rb_copy(r, id);
   } else {
     return rb_copy(r, id);
   }

@@ -20,7 +20,8 @@
 typedef td_graph *(*td_pass_fn)(const td_graph *g, td_err *err);
 
 /* Rank-0 elementwise nodes whose inputs are constants become CONST nodes
- * (computed with the interpreter's own kernels, so the value is exactly what
+ * (computed by ops.def's scalar evaluator, lang/opeval.h, from the same
+ * expressions as the interpreter's loops, so the value is exactly what
  * eager mode computes); DIM nodes of literal sizes become CONST. */
 td_graph *td_pass_fold(const td_graph *g, td_err *err);
 /* Common subexpressions: two nodes with the same op, type, inputs and

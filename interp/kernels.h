@@ -4,7 +4,16 @@
  * allocated with the node's dtype and evaluated shape, reads contiguous
  * C-order inputs, and never allocates more than a small workspace.  They
  * return 0, or -1 with err filled (the interpreter adds the node's span).
- * Hot loops are plain typed loops chosen by a switch outside the loop.
+ * Hot loops are plain typed loops chosen by a table or a switch outside
+ * the loop.  One file per family: elementwise.c (generated from
+ * lang/ops.def), reduce.c, matmul.c, movement.c, gather.c, creation.c,
+ * stats.c; strided.c is the iterator elementwise and movement share.
+ *
+ * Integer arithmetic wraps; float -> int casts truncate toward zero,
+ * saturate out of range and send NaN to 0 (runtime/scalar.h,
+ * lang/casts.def).  f16/bf16 (uint16_t bits, runtime/half.h) have kernels
+ * only for CAST, WHERE, the movement ops and creation; the interpreter runs
+ * every other op on them in f32 (interp.c).
  */
 #ifndef TD_INTERP_KERNELS_H
 #define TD_INTERP_KERNELS_H
@@ -12,8 +21,19 @@
 #include "lang/ir.h"
 #include "runtime/tensor.h"
 
+/* GCC 12 at -O2 vectorises only loops without an epilogue; the kernels are
+ * written to be vectorised, so each kernel file asks for the full cost
+ * model with TDK_VECTORIZE after its includes (the scalar helpers the
+ * loops inline keep the default options). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define TDK_VECTORIZE _Pragma("GCC optimize(\"tree-vectorize\", \"vect-cost-model=dynamic\")")
+#else
+#define TDK_VECTORIZE
+#endif
+
 /* Unary, binary, compare, ternary (WHERE) and CAST nodes: inputs broadcast
- * NumPy-style to out's shape. */
+ * NumPy-style to out's shape; the dtypes are checked by td_ew_check
+ * (lang/opeval.h). */
 int tdk_elementwise(td_op op, td_tensor *const *in, int n_in, td_tensor *out,
                     td_err *err);
 
@@ -38,7 +58,7 @@ void tdk_concat(int axis, td_tensor *const *in, int n_in, td_tensor *out);
 int tdk_gather(int axis, const td_tensor *x, const td_tensor *idx, td_tensor *out,
                td_err *err);
 
-/* Creation. */
+/* Creation (creation.c): a fill, arange, RAND / RANDN. */
 void tdk_fill(td_tensor *out, double f, int64_t i);   /* f for floats, i for ints */
 void tdk_arange(td_tensor *out, double f, double f2, int64_t i, int64_t i2);
 void tdk_random(td_tensor *out, int normal, uint64_t seed, uint64_t stream);

@@ -1,9 +1,10 @@
 /* scalar.h - the scalar helpers named in lang/ops.def's C column.
  *
- * Every elementwise op that is not a plain C operator is spelled td_NAME(a)
- * or td_NAME(a, b) in ops.def.  This header defines those names for the
- * interpreter and for generated C code, so all backends compute the same
- * value for the same element:
+ * Every elementwise op whose formula is not the same C operator for every
+ * dtype of its domain is spelled td_NAME(a) or td_NAME(a, b) in ops.def.
+ * This header defines those names for the interpreter, the constant folder
+ * and generated C and CUDA code, so all backends compute the same value
+ * for the same element; what differs between dtypes is decided here:
  *
  *   - one typed function per dtype (td_exp_f32, td_exp_f64, td_div_i32, ...);
  *   - in C, td_NAME(...) is a _Generic macro choosing the typed function
@@ -11,6 +12,8 @@
  *     in C++ (CUDA), td_NAME is an overload set of the same functions.
  *
  * Semantics fixed here (the reference for every backend):
+ *   td_neg / td_add / td_sub / td_mul  floats: the C operators.  Ints:
+ *            two's complement wrap-around (computed unsigned, never UB).
  *   td_div   floats: true division.  Ints: floor division (Python's //);
  *            x / 0 == 0 and MIN / -1 == MIN (wraps) instead of trapping.
  *   td_mod   the result takes the sign of the divisor (Python's %), for
@@ -30,7 +33,9 @@
  *   td_f2i32 / td_f2i64  float -> int CAST: truncate, saturate, NaN -> 0.
  *   td_floor/td_ceil/td_round/td_abs/td_relu/td_min/td_max also accept
  *            ints (exact); the transcendental helpers take f32 or f64 only
- *            (an integer argument selects the f64 version).
+ *            (an integer argument selects the f64 version).  bool (0 or 1
+ *            in a byte) promotes to int, so td_min / td_max of bools are
+ *            the i32 versions: logical and / or.
  *
  * TD_SCALAR_FN (default `static inline`) lets the CUDA backend prefix its
  * own qualifiers (e.g. `static __device__ inline`) before including this.
@@ -180,6 +185,16 @@ TD_SCALAR_FN float td_log_f32(float x) {
   return x != x ? x : r;
 }
 
+/* ---- float arithmetic (the C operators, named for ops.def) ---- */
+TD_SCALAR_FN float td_neg_f32(float a) { return -a; }
+TD_SCALAR_FN double td_neg_f64(double a) { return -a; }
+TD_SCALAR_FN float td_add_f32(float a, float b) { return a + b; }
+TD_SCALAR_FN double td_add_f64(double a, double b) { return a + b; }
+TD_SCALAR_FN float td_sub_f32(float a, float b) { return a - b; }
+TD_SCALAR_FN double td_sub_f64(double a, double b) { return a - b; }
+TD_SCALAR_FN float td_mul_f32(float a, float b) { return a * b; }
+TD_SCALAR_FN double td_mul_f64(double a, double b) { return a * b; }
+
 /* ---- float transcendental and rounding helpers ---- */
 TD_SCALAR_FN double td_exp_f64(double a) { return exp(a); }
 TD_SCALAR_FN double td_log_f64(double a) { return log(a); }
@@ -258,6 +273,10 @@ TD_SCALAR_FN int64_t td_f2i64(double x) {
 
 /* ---- integer helpers (wrap-around arithmetic, never trap) ---- */
 #define TD_SCALAR_INT_(T, U, S)                                                   \
+  TD_SCALAR_FN T td_neg_##S(T a) { return (T)(0 - (U)a); }                        \
+  TD_SCALAR_FN T td_add_##S(T a, T b) { return (T)((U)a + (U)b); }                \
+  TD_SCALAR_FN T td_sub_##S(T a, T b) { return (T)((U)a - (U)b); }                \
+  TD_SCALAR_FN T td_mul_##S(T a, T b) { return (T)((U)a * (U)b); }                \
   TD_SCALAR_FN T td_abs_##S(T a) { return a < 0 ? (T)(0 - (U)a) : a; }            \
   TD_SCALAR_FN T td_relu_##S(T a) { return a < 0 ? 0 : a; }                       \
   TD_SCALAR_FN T td_floor_##S(T a) { return a; }                                  \
@@ -310,11 +329,15 @@ TD_SCALAR_INT_(int64_t, uint64_t, i64)
 #define td_sigmoid(a) TD_GEN_F_(td_sigmoid, a)
 #define td_silu(a) TD_GEN_F_(td_silu, a)
 #define td_gelu(a) TD_GEN_F_(td_gelu, a)
+#define td_neg(a) TD_GEN_FI_(td_neg, a)
 #define td_abs(a) TD_GEN_FI_(td_abs, a)
 #define td_relu(a) TD_GEN_FI_(td_relu, a)
 #define td_floor(a) TD_GEN_FI_(td_floor, a)
 #define td_ceil(a) TD_GEN_FI_(td_ceil, a)
 #define td_round(a) TD_GEN_FI_(td_round, a)
+#define td_add(a, b) TD_GEN_FI2_(td_add, a, b)
+#define td_sub(a, b) TD_GEN_FI2_(td_sub, a, b)
+#define td_mul(a, b) TD_GEN_FI2_(td_mul, a, b)
 #define td_div(a, b) TD_GEN_FI2_(td_div, a, b)
 #define td_mod(a, b) TD_GEN_FI2_(td_mod, a, b)
 #define td_pow(a, b) TD_GEN_FI2_(td_pow, a, b)
@@ -332,8 +355,9 @@ TD_SCALAR_INT_(int64_t, uint64_t, i64)
 TD_OVL_F_(td_exp) TD_OVL_F_(td_log) TD_OVL_F_(td_sqrt) TD_OVL_F_(td_rsqrt)
 TD_OVL_F_(td_sin) TD_OVL_F_(td_cos) TD_OVL_F_(td_tanh) TD_OVL_F_(td_erf)
 TD_OVL_F_(td_sigmoid) TD_OVL_F_(td_silu) TD_OVL_F_(td_gelu)
-TD_OVL_FI_(td_abs) TD_OVL_FI_(td_relu) TD_OVL_FI_(td_floor) TD_OVL_FI_(td_ceil)
+TD_OVL_FI_(td_neg) TD_OVL_FI_(td_abs) TD_OVL_FI_(td_relu) TD_OVL_FI_(td_floor) TD_OVL_FI_(td_ceil)
 TD_OVL_FI_(td_round)
+TD_OVL_FI2_(td_add) TD_OVL_FI2_(td_sub) TD_OVL_FI2_(td_mul)
 TD_OVL_FI2_(td_div) TD_OVL_FI2_(td_mod) TD_OVL_FI2_(td_pow) TD_OVL_FI2_(td_min)
 TD_OVL_FI2_(td_max)
 #endif

@@ -16,6 +16,9 @@
 #include <string.h>
 
 #include "interp/interp.h"
+#include "interp/kernels.h"
+#include "lang/opeval.h"
+#include "runtime/half.h"
 #include "runtime/mem.h"
 #include "runtime/philox.h"
 
@@ -585,6 +588,225 @@ Test(elementwise, casts_truncate_saturate_and_test_nonzero) {
   free_outs(outs);
   td_tensor_release(in[0]);
   td_tensor_release(in[1]);
+}
+
+/* i32 / i64 neg, add, sub and mul wrap around (two's complement), against
+ * the same arithmetic done here in unsigned integers. */
+Test(elementwise, integer_arithmetic_wraps_around) {
+  const td_op ops[] = {TD_IR_NEG, TD_IR_ADD, TD_IR_SUB, TD_IR_MUL};
+  const int64_t xs[] = {INT64_MIN, INT64_MAX, INT32_MIN, INT32_MAX, -1, 65536, 3037000500};
+  const int64_t ys[] = {-1, 1, -1, 1, INT64_MIN, 65536, 3037000500};
+  int64_t n = 7;
+  td_dim shp[1] = {7};
+  for (int d = 0; d < 2; d++) {
+    td_dtype dt = d ? TD_I64 : TD_I32;
+    for (int k = 0; k < 4; k++) {
+      teardown();
+      setup();
+      int x = input("x", dt, 1, shp), y = input("y", dt, 1, shp);
+      out(ops[k] == TD_IR_NEG ? un(ops[k], dt, 1, shp, x) : bin(ops[k], dt, 1, shp, x, y));
+      td_tensor *in[2] = {tensor(dt, 1, &n), tensor(dt, 1, &n)};
+      for (int i = 0; i < n; i++) {
+        if (d) {
+          ((int64_t *)in[0]->data)[i] = xs[i];
+          ((int64_t *)in[1]->data)[i] = ys[i];
+        } else {
+          ((int32_t *)in[0]->data)[i] = (int32_t)xs[i];
+          ((int32_t *)in[1]->data)[i] = (int32_t)ys[i];
+        }
+      }
+      td_tensor *r = run1(in);
+      for (int i = 0; i < n; i++) {
+        uint64_t a = (uint64_t)xs[i], b = (uint64_t)ys[i], want;
+        if (!d) {
+          a = (uint32_t)(int32_t)xs[i];
+          b = (uint32_t)(int32_t)ys[i];
+        }
+        switch (ops[k]) {
+        case TD_IR_NEG: want = 0 - a; break;
+        case TD_IR_ADD: want = a + b; break;
+        case TD_IR_SUB: want = a - b; break;
+        default: want = a * b; break;
+        }
+        uint64_t got = d ? (uint64_t)((int64_t *)r->data)[i] : (uint32_t)((int32_t *)r->data)[i];
+        if (!d) want = (uint32_t)want;
+        cr_expect_eq(got, want, "%s %s element %d: got %llu, want %llu", td_ops[ops[k]].name,
+                     td_dtype_name(dt), i, (unsigned long long)got, (unsigned long long)want);
+      }
+      td_tensor_release(r);
+      td_tensor_release(in[0]);
+      td_tensor_release(in[1]);
+    }
+  }
+}
+
+/* The dtypes each elementwise op runs on, written out here (ops.def's
+ * domains): FLOAT f32 f64, NUM and ints, ANY and bool, BOOL, ALL and the
+ * halves (WHERE), CAST every pair.  Each op is run on each dtype: inside
+ * its domain it runs, outside the interpreter names the op and dtype. */
+static const char *expected_domain(td_op op) {
+  switch (op) {
+  case TD_IR_NEG: case TD_IR_ABS: case TD_IR_RELU: case TD_IR_FLOOR: case TD_IR_CEIL:
+  case TD_IR_ROUND: case TD_IR_ADD: case TD_IR_SUB: case TD_IR_MUL: case TD_IR_DIV:
+  case TD_IR_MOD: case TD_IR_POW:
+    return "NUM";
+  case TD_IR_MIN: case TD_IR_MAX: case TD_IR_LT: case TD_IR_LE: case TD_IR_GT: case TD_IR_GE:
+  case TD_IR_EQ: case TD_IR_NE:
+    return "ANY";
+  case TD_IR_NOT: case TD_IR_AND: case TD_IR_OR: return "BOOL";
+  case TD_IR_WHERE: return "ALL";
+  case TD_IR_CAST: return "CAST";
+  default: return "FLOAT";
+  }
+}
+
+static int in_domain(const char *dom, td_dtype dt) {
+  int fl = dt == TD_F32 || dt == TD_F64, num = fl || dt == TD_I32 || dt == TD_I64;
+  if (!strcmp(dom, "FLOAT")) return fl;
+  if (!strcmp(dom, "NUM")) return num;
+  if (!strcmp(dom, "ANY")) return num || dt == TD_BOOL;
+  if (!strcmp(dom, "BOOL")) return dt == TD_BOOL;
+  return 1;   /* ALL, CAST */
+}
+
+Test(elementwise, each_op_runs_on_the_dtypes_of_its_domain) {
+  int n_ew = 0;
+  for (int op = 0; op < TD_IR_OP_COUNT; op++) {
+    td_opkind kind = td_ops[op].kind;
+    if (!td_op_is_elementwise((td_op)op)) continue;
+    n_ew++;
+    cr_expect(td_ops[op].cexpr && *td_ops[op].cexpr, "%s has no C spelling", td_ops[op].name);
+    for (int dt = 0; dt < TD_DTYPE_COUNT; dt++) {
+      int want = in_domain(expected_domain((td_op)op), (td_dtype)dt);
+      cr_expect_eq(td_ew_defined((td_op)op, (td_dtype)dt), want, "%s on %s", td_ops[op].name,
+                   td_dtype_name((td_dtype)dt));
+      /* run it on 3 elements of that dtype (tdk_elementwise itself: the
+       * interpreter widens halves to f32 before it gets there) */
+      int64_t n = 3;
+      td_tensor *x[3] = {tensor(kind == TD_K_TERNARY ? TD_BOOL : (td_dtype)dt, 1, &n),
+                         tensor((td_dtype)dt, 1, &n), tensor((td_dtype)dt, 1, &n)};
+      td_tensor *y = tensor(kind == TD_K_COMPARE ? TD_BOOL : (td_dtype)dt, 1, &n);
+      td_err e;
+      int rc = tdk_elementwise((td_op)op, x, td_ops[op].arity, y, &e);
+      if (want) {
+        cr_expect_eq(rc, 0, "%s on %s: %s", td_ops[op].name, td_dtype_name((td_dtype)dt), e.msg);
+      } else {
+        char msg[128];
+        snprintf(msg, sizeof msg, "op '%s' is not defined for %s", td_ops[op].name,
+                 td_dtype_name((td_dtype)dt));
+        cr_expect_eq(rc, -1, "%s on %s ran", td_ops[op].name, td_dtype_name((td_dtype)dt));
+        cr_expect_str_eq(e.msg, msg);
+      }
+      for (int k = 0; k < 3; k++) td_tensor_release(x[k]);
+      td_tensor_release(y);
+    }
+  }
+  cr_expect_geq(n_ew, 36, "ops.def lists only %d elementwise ops", n_ew);
+}
+
+/* The same op through the interpreter's loops and through the scalar
+ * evaluator the constant folder uses (lang/opeval.h) gives the same bits,
+ * for every op and dtype of its domain, on values that probe the special
+ * cases (NaN, infinities, -0, integer extremes, zero divisors); CAST on
+ * every pair of dtypes. */
+static const double PROBE_F[] = {0.0, -0.0, 0.5, -1.5, 2.5, 3.0, -7.25, 1e30, -1e-40, 88.5,
+                                 INFINITY, -INFINITY, NAN};
+static const int64_t PROBE_I[] = {0, 1, -1, 2, -7, 31, 100, INT32_MAX, INT32_MIN, INT64_MAX,
+                                  INT64_MIN};
+#define N_PF ((int)(sizeof PROBE_F / sizeof PROBE_F[0]))
+#define N_PI ((int)(sizeof PROBE_I / sizeof PROBE_I[0]))
+
+static int n_probes(td_dtype dt) {
+  return dt == TD_BOOL ? 2 : td_dtype_is_float(dt) ? N_PF : N_PI;
+}
+
+/* Probe value i of dtype dt, as an element and as a scalar. */
+static td_scalar probe(td_dtype dt, int i) {
+  td_scalar v;
+  memset(&v, 0, sizeof v);
+  switch (dt) {
+  case TD_BOOL: v.b8 = (uint8_t)i; break;
+  case TD_I32: v.i32 = (int32_t)PROBE_I[i]; break;
+  case TD_I64: v.i64 = PROBE_I[i]; break;
+  case TD_F32: v.f32 = (float)PROBE_F[i]; break;
+  case TD_F64: v.f64 = PROBE_F[i]; break;
+  case TD_F16: v.f16 = td_f64_to_f16(PROBE_F[i]); break;
+  default: v.bf16 = td_f64_to_bf16(PROBE_F[i]); break;
+  }
+  return v;
+}
+
+/* NaN's sign and payload are not part of any op's semantics: x86's FMA
+ * instruction forms propagate different operands' NaNs, so a vectorised
+ * loop and scalar code may give NaNs of different signs. */
+static int is_nan(td_dtype dt, td_scalar v) {
+  switch (dt) {
+  case TD_F32: return isnan(v.f32);
+  case TD_F64: return isnan(v.f64);
+  case TD_F16: return (v.f16 & 0x7fff) > 0x7c00;
+  case TD_BF16: return (v.bf16 & 0x7fff) > 0x7f80;
+  default: return 0;
+  }
+}
+
+/* Runs op over every tuple of probes (operand dtype dt, result odt) and
+ * compares each element with td_ew_eval. */
+static void check_against_scalars(td_op op, td_dtype dt, td_dtype odt) {
+  int arity = td_ops[op].arity, n = 1;
+  td_dtype dts[3] = {dt, dt, dt};
+  if (td_ops[op].kind == TD_K_TERNARY) dts[0] = TD_BOOL;
+  for (int k = 0; k < arity; k++) n *= n_probes(dts[k]);
+  int64_t len = n;
+  size_t oes = td_dtype_size(odt);
+  td_tensor *x[3] = {NULL, NULL, NULL};
+  for (int k = 0; k < arity; k++) x[k] = tensor(dts[k], 1, &len);
+  td_tensor *y = tensor(odt, 1, &len);
+  for (int i = 0; i < n; i++) {
+    int r = i;   /* tuple i: operand k takes probe digit k of i */
+    for (int k = 0; k < arity; k++) {
+      int m = n_probes(dts[k]);
+      td_scalar v = probe(dts[k], r % m);
+      r /= m;
+      memcpy((char *)x[k]->data + (size_t)i * td_dtype_size(dts[k]), &v, td_dtype_size(dts[k]));
+    }
+  }
+  td_err e;
+  cr_assert_eq(tdk_elementwise(op, x, arity, y, &e), 0, "%s on %s: %s", td_ops[op].name,
+               td_dtype_name(dt), e.msg);
+  for (int i = 0; i < n; i++) {
+    td_scalar in[3], want;
+    memset(&want, 0, sizeof want);
+    for (int k = 0; k < arity; k++) {
+      memset(&in[k], 0, sizeof in[k]);
+      memcpy(&in[k], (char *)x[k]->data + (size_t)i * td_dtype_size(dts[k]), td_dtype_size(dts[k]));
+    }
+    cr_assert_eq(td_ew_eval(op, dts, arity, odt, in, &want, &e), 0, "%s", e.msg);
+    td_scalar got;
+    memset(&got, 0, sizeof got);
+    memcpy(&got, (char *)y->data + (size_t)i * oes, oes);
+    if (memcmp(&got, &want, oes) != 0 && !(is_nan(odt, got) && is_nan(odt, want))) {
+      cr_expect(0, "%s %s -> %s, element %d: the loop and the scalar evaluator differ",
+                td_ops[op].name, td_dtype_name(dt), td_dtype_name(odt), i);
+      break;
+    }
+  }
+  for (int k = 0; k < arity; k++) td_tensor_release(x[k]);
+  td_tensor_release(y);
+}
+
+Test(elementwise, loops_and_scalar_evaluator_agree_bit_for_bit) {
+  for (int op = 0; op < TD_IR_OP_COUNT; op++) {
+    td_opkind kind = td_ops[op].kind;
+    if (!td_op_is_elementwise((td_op)op)) continue;
+    for (int dt = 0; dt < TD_DTYPE_COUNT; dt++) {
+      if (op == TD_IR_CAST) {
+        for (int to = 0; to < TD_DTYPE_COUNT; to++)
+          check_against_scalars((td_op)op, (td_dtype)dt, (td_dtype)to);
+      } else if (td_ew_defined((td_op)op, (td_dtype)dt)) {
+        check_against_scalars((td_op)op, (td_dtype)dt, kind == TD_K_COMPARE ? TD_BOOL : (td_dtype)dt);
+      }
+    }
+  }
 }
 
 Test(elementwise, large_contiguous_and_strided_paths_agree) {
