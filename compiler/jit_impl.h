@@ -23,6 +23,7 @@
 #include <libgccjit.h>
 
 #include "compiler/index.h"
+#include "compiler/kexpr.h"
 #include "compiler/plan_impl.h"
 #include "artifact/prepack.h"
 
@@ -31,12 +32,9 @@
  * (broadcast), which address arithmetic skips. */
 typedef td_ix cg_ix;
 
-/* A value computed in the current function: node at index ix. */
-typedef struct cg_memo {
-  int node;
-  const cg_ix *ix;
-  gcc_jit_rvalue *val;
-} cg_memo;
+/* A value computed in the current function: node at index ix, a
+ * gcc_jit_rvalue * (the shared evaluator's memo, kexpr.h). */
+typedef td_kxmemo cg_memo;
 
 /* Input `slot` of `node` evaluated at parent index `parent` -> child index
  * (the index layer's memo, index.h). */
@@ -79,7 +77,7 @@ typedef struct cg {
   int n_memo, cap_memo;
   cg_ixmemo *ixmemo;
   int n_ixmemo, cap_ixmemo;
-  gcc_jit_rvalue **red_val;          /* per node: value of a reduction of this kernel */
+  void **red_val;                    /* per node: value (gcc_jit_rvalue *) of a reduction of this kernel */
   gcc_jit_rvalue *mm_acc;            /* matmul: the accumulated element of the epilogue */
   int n_names;
   char *in_k;                        /* per node: evaluated inside the current kernel */
@@ -228,6 +226,10 @@ gcc_jit_rvalue *cg_offset(cg *c, int n, const cg_ix *ix);
 /* This generator as the index layer (index.h) sees it: gccjit builders,
  * c's arena and index memo.  Build it where it is used (it points at c). */
 td_ixgen cg_ixgen(cg *c);
+/* This generator as the shared evaluator (kexpr.h) sees it: its pieces
+ * over gccjit rvalues, c's kernel, memo and reductions.  Build it where it
+ * is used (it points at c). */
+td_kxgen cg_kxgen(cg *c);
 /* Stores value v of node n's value type at index ix of n's buffer. */
 void cg_store(cg *c, int n, const cg_ix *ix, gcc_jit_rvalue *v);
 /* Converts between value types of dtypes (the interpreter's cast rules). */
