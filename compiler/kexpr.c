@@ -153,6 +153,44 @@ static void *concat_value(const td_kxgen *x, int n, const td_ix *ix) {
   return x->ops->cat_end(be, &b);
 }
 
+/* ---- the update rules of reductions ---- */
+
+/* op on two values (a bool for comparisons and and/or). */
+static void *op2(const td_kxgen *x, td_op op, td_dtype dt, void *a, void *b) {
+  void *args[2] = {a, b};
+  return x->ops->op(x->ix.be, op, dt, args);
+}
+
+void *td_kx_fold(const td_kxgen *x, td_op red, td_dtype dt, td_dtype acc_dt, void *acc, void *v) {
+  void *w = td_dtype_is_float(dt) ? x->ops->cast(x->ix.be, v, dt, acc_dt) : td_kx_convert(x, v, dt, acc_dt);
+  return op2(x, red == TD_IR_PROD ? TD_IR_MUL : TD_IR_ADD, acc_dt, acc, w);
+}
+
+void *td_kx_better(const td_kxgen *x, td_op red, td_dtype dt, void *v, void *best) {
+  int is_max = red == TD_IR_RMAX || red == TD_IR_ARGMAX;
+  void *b = op2(x, is_max ? TD_IR_GT : TD_IR_LT, dt, v, best);
+  if (!td_dtype_is_float(dt)) return b;
+  void *vnan = op2(x, TD_IR_NE, dt, v, v);
+  if (red == TD_IR_ARGMAX || red == TD_IR_ARGMIN) vnan = op2(x, TD_IR_AND, TD_BOOL, vnan, op2(x, TD_IR_EQ, dt, best, best));
+  return op2(x, TD_IR_OR, TD_BOOL, b, vnan);
+}
+
+void *td_kx_arg_takes(const td_kxgen *x, td_op red, td_dtype dt, void *v, void *best, void *idx) {
+  void *none = op2(x, TD_IR_LT, TD_I64, idx, x->ops->lit(x->ix.be, TD_I64, 0, 0));
+  return op2(x, TD_IR_OR, TD_BOOL, none, td_kx_better(x, red, dt, v, best));
+}
+
+void *td_kx_arg_wins(const td_kxgen *x, td_op red, td_dtype dt, void *av, void *ai, void *bv, void *bi) {
+  void *be = x->ix.be, *zero = x->ops->lit(be, TD_I64, 0, 0);
+  void *tie = op2(x, TD_IR_EQ, dt, bv, av);
+  if (td_dtype_is_float(dt))
+    tie = op2(x, TD_IR_OR, TD_BOOL, tie, op2(x, TD_IR_AND, TD_BOOL, op2(x, TD_IR_NE, dt, bv, bv), op2(x, TD_IR_NE, dt, av, av)));
+  void *wins = op2(x, TD_IR_OR, TD_BOOL, td_kx_better(x, red, dt, bv, av),
+                   op2(x, TD_IR_AND, TD_BOOL, tie, op2(x, TD_IR_LT, TD_I64, bi, ai)));
+  wins = op2(x, TD_IR_OR, TD_BOOL, op2(x, TD_IR_LT, TD_I64, ai, zero), wins);
+  return op2(x, TD_IR_AND, TD_BOOL, op2(x, TD_IR_GE, TD_I64, bi, zero), wins);
+}
+
 /* ---- the walk ---- */
 
 static void *elementwise(const td_kxgen *x, int n, const td_ix *ix) {

@@ -108,6 +108,25 @@ void *td_kx_eval(const td_kxgen *x, int n, const td_ix *ix);
 /* a, of dtype from, as a value of dtype to (the interpreter's rules). */
 void *td_kx_convert(const td_kxgen *x, void *a, td_dtype from, td_dtype to);
 
+/* ---- the update rules of reductions (both backends' row kernels) ----
+ * Values of the reduction's input dtype dt (accumulators of rowplan.h's
+ * acc_dt); the results are bools or accumulator values, emitted through
+ * the backend's op emitters. */
+
+/* The new value of a sum's or product's accumulator acc (acc_dt) after
+ * element v (dt): floats widened by a C conversion, ints converted. */
+void *td_kx_fold(const td_kxgen *x, td_op red, td_dtype dt, td_dtype acc_dt, void *acc, void *v);
+/* "v better than best" for max/min (a NaN wins) and argmax/argmin (a NaN
+ * beats a non-NaN only, so the first NaN is kept). */
+void *td_kx_better(const td_kxgen *x, td_op red, td_dtype dt, void *v, void *best);
+/* Does element v (at some index) replace an arg reduction's (best, idx):
+ * nothing seen yet (idx < 0), or v is better? */
+void *td_kx_arg_takes(const td_kxgen *x, td_op red, td_dtype dt, void *v, void *best, void *idx);
+/* Does partial result (bv, bi) replace (av, ai) when two parts of an arg
+ * reduction combine: b has one (bi >= 0) and a has none, or b's is
+ * better, or they tie (equal, or both NaN) and b's index is smaller? */
+void *td_kx_arg_wins(const td_kxgen *x, td_op red, td_dtype dt, void *av, void *ai, void *bv, void *bi);
+
 /* Memo scopes: values computed inside a loop body or a branch are
  * forgotten when it ends (both the value and the index memo). */
 typedef struct td_kxmark {

@@ -243,18 +243,18 @@ static const td_kx_ops kx_ops = {
     .take_begin = kx_take_begin, .take_end = kx_take_end, .cat_begin = kx_cat_begin, .cat_case = kx_cat_case,
     .cat_value = kx_cat_value, .cat_end = kx_cat_end};
 
-static td_kxgen kxgen(cx *c) {
+td_kxgen cu_kxgen(cx *c) {
   return (td_kxgen){&kx_ops, cu_ixgen(c), c->k, c->in_k, c->red_val, cu_ixv(c->mm_acc),
                     &c->memo, &c->n_memo, &c->cap_memo};
 }
 
 const char *cu_ev(cx *c, int n, const cx_ix *ix) {
-  td_kxgen x = kxgen(c);
+  td_kxgen x = cu_kxgen(c);
   return td_kx_eval(&x, n, ix);
 }
 
 const char *cu_convert(cx *c, const char *a, td_dtype from, td_dtype to) {
-  td_kxgen x = kxgen(c);
+  td_kxgen x = cu_kxgen(c);
   return td_kx_convert(&x, cu_ixv(a), from, to);
 }
 

@@ -136,6 +136,8 @@ const char *cu_convert(cx *c, const char *a, td_dtype from, td_dtype to);
 const char *cu_offset(cx *c, int n, const cx_ix *ix);
 /* This generator as the index layer sees it (it points at c). */
 td_ixgen cu_ixgen(cx *c);
+/* This generator as the shared evaluator sees it (it points at c). */
+td_kxgen cu_kxgen(cx *c);
 /* Memo scopes (values computed in a loop body or branch are forgotten). */
 td_kxmark cu_mark(cx *c);
 void cu_release(cx *c, td_kxmark m);

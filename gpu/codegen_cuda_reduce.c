@@ -42,14 +42,10 @@ static void stage_init(cx *c, const td_rred *r, int n, int decl) {
   }
 }
 
-/* "v better than best" (NaN wins; for arg, a NaN beats a non-NaN only). */
+/* "v better than best" (compiler/kexpr.c's rule, as the CPU backend's). */
 static const char *better(cx *c, td_op op, td_dtype dt, const char *v, const char *best) {
-  int is_max = op == TD_IR_RMAX || op == TD_IR_ARGMAX;
-  if (dt == TD_BOOL) return cu_fmt(c, "((int32_t)%s %s (int32_t)%s)", v, is_max ? ">" : "<", best);
-  const char *b = cu_fmt(c, "(%s %s %s)", v, is_max ? ">" : "<", best);
-  if (!td_dtype_is_float(dt)) return b;
-  if (op == TD_IR_ARGMAX || op == TD_IR_ARGMIN) return cu_fmt(c, "(%s || (%s != %s && %s == %s))", b, v, v, best, best);
-  return cu_fmt(c, "(%s || %s != %s)", b, v, v);
+  td_kxgen x = cu_kxgen(c);
+  return td_kx_better(&x, op, dt, cu_ixv(v), cu_ixv(best));
 }
 
 static const char *red_index(cx *c, const cx_ix *ix) {
@@ -66,15 +62,15 @@ static int stage_body(cx *c, const td_rred *r, int n, const cx_ix *ix) {
     if (!v) return -1;
     td_dtype dt = ND(c, src)->dtype;
     int id = r[i].node;
+    const char *acc = cu_fmt(c, "a%d", id);
+    td_kxgen x = cu_kxgen(c);
     if (nd->op == TD_IR_SUM || nd->op == TD_IR_PROD) {
-      const char *o = nd->op == TD_IR_SUM ? "+" : "*";
-      if (td_dtype_is_float(dt)) cu_line(c, "a%d = a%d %s (double)%s;", id, id, o, v);
-      else cu_line(c, "a%d = (int64_t)((uint64_t)a%d %s (uint64_t)%s);", id, id, o, cu_convert(c, v, dt, TD_I64));
+      cu_line(c, "%s = %s;", acc, (const char *)td_kx_fold(&x, nd->op, dt, r[i].acc_dt, cu_ixv(acc), cu_ixv(v)));
     } else if (nd->op == TD_IR_RMAX || nd->op == TD_IR_RMIN) {
-      cu_line(c, "if (%s) a%d = %s;", better(c, nd->op, dt, v, cu_fmt(c, "a%d", id)), id, v);
+      cu_line(c, "if (%s) %s = %s;", better(c, nd->op, dt, v, acc), acc, v);
     } else {
-      cu_line(c, "if (x%d < 0 || %s) { a%d = %s; x%d = %s; }", id, better(c, nd->op, dt, v, cu_fmt(c, "a%d", id)), id, v,
-           id, red_index(c, ix));
+      const char *take = td_kx_arg_takes(&x, nd->op, dt, cu_ixv(v), cu_ixv(acc), cu_ixv(cu_fmt(c, "x%d", id)));
+      cu_line(c, "if (%s) { a%d = %s; x%d = %s; }", take, id, v, id, red_index(c, ix));
     }
   }
   return 0;
@@ -93,12 +89,11 @@ static void combine(cx *c, const td_rred *r, int n) {
       else cu_line(c, "a%d = (int64_t)((uint64_t)a%d %s (uint64_t)o_a%d);", id, id, o, id);
     } else if (nd->op == TD_IR_RMAX || nd->op == TD_IR_RMIN) {
       cu_line(c, "if (%s) a%d = o_a%d;", better(c, nd->op, dt, cu_fmt(c, "o_a%d", id), cu_fmt(c, "a%d", id)), id, id);
-    } else {
-      const char *av = cu_fmt(c, "a%d", id), *bv = cu_fmt(c, "o_a%d", id);
-      const char *tie = td_dtype_is_float(dt) ? cu_fmt(c, "(%s == %s || (%s != %s && %s != %s))", bv, av, bv, bv, av, av)
-                                              : cu_fmt(c, "(%s == %s)", bv, av);
-      cu_line(c, "if (o_x%d >= 0 && (x%d < 0 || %s || (%s && o_x%d < x%d))) { a%d = o_a%d; x%d = o_x%d; }", id, id,
-           better(c, nd->op, dt, bv, av), tie, id, id, id, id, id, id);
+    } else {   /* arg: kexpr.c's tie rule */
+      td_kxgen x = cu_kxgen(c);
+      const char *wins = td_kx_arg_wins(&x, nd->op, dt, cu_ixv(cu_fmt(c, "a%d", id)), cu_ixv(cu_fmt(c, "x%d", id)),
+                                        cu_ixv(cu_fmt(c, "o_a%d", id)), cu_ixv(cu_fmt(c, "o_x%d", id)));
+      cu_line(c, "if (%s) { a%d = o_a%d; x%d = o_x%d; }", wins, id, id, id, id);
     }
   }
 }
