@@ -1,8 +1,10 @@
 /* jit_impl.h - internal: the state shared by the libgccjit code generator's
- * files (codegen_cpu.c: functions, loops and kernels; codegen_expr.c: the
- * value of a node at an index, and every op's formula; codegen_gemm.c:
- * matmul kernels).  Index mapping is index.h's layer, shared with the
- * CUDA generator.
+ * files (codegen_cpu.c: functions, loops and kernels; codegen_expr.c: this
+ * backend's pieces of the value of a node at an index, every op's formula;
+ * codegen_reduce.c: row kernels; codegen_gemm.c and codegen_prepack.c:
+ * matmul kernels, gemm_impl.h).  Index mapping is index.h's layer and the
+ * walk over a kernel's ops kexpr.h's evaluator, both shared with the CUDA
+ * generator.
  *
  * Generated kernels have the C signature (tdc_kernel_fn)
  *   void kN(void **bufs, const int64_t *dv, void *scratch, int32_t *status,

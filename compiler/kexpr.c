@@ -16,8 +16,10 @@
  *
  * The order of the backend calls is the order both generators always made
  * them (a symbolic size is numbered in the backend's table when first
- * asked for, and locals are numbered as made), so their output did not
- * change when this file took the walk over.
+ * asked for, and locals are numbered as made): the CPU generator's gccjit
+ * code did not change when this file took the walk over, and the CUDA
+ * generator's text changed only where it now spells a formula through the
+ * shared ops (arange, conversions from bool, parentheses).
  */
 #include <stdio.h>
 #include <string.h>
