@@ -1,30 +1,22 @@
-/* codegen_expr.c - the value of one IR node at one index, in libgccjit.
+/* codegen_expr.c - the value of one IR node at one index, in libgccjit:
+ * the CPU backend's pieces of the shared evaluator (kexpr.h).
  *
  * cg_eval(n, ix) returns node n's value at index ix of its shape, emitting
- * the code into the current block.  A node outside the current kernel (an
- * input, a parameter, another kernel's root) is a load from its buffer at
- * the flat offset of ix; anything inside is computed from its inputs'
- * values at derived indices:
+ * the code into the current block.  The walk (a load outside the kernel;
+ * elementwise inputs at their broadcast indices, movement, concat, gather,
+ * creation inside it; the memo; the conversion rules) is kexpr.c's, shared
+ * with the CUDA generator; the index mappings are index.c's.  This file
+ * supplies what is particular to gccjit rvalues:
  *
- *   elementwise   each input at the broadcast of ix (axes where the input
- *                 has size 1 become the constant 0);
- *   permute       input axis perm[i] gets ix[i];
- *   broadcast     like elementwise;
- *   slice         start[k] + step[k] * ix[k];
- *   reshape       axes are matched in groups of equal size, and each group
- *                 re-linearised (a merge is affine, a split is one division
- *                 and one modulo by the split size); when no grouping exists
- *                 the whole index is re-linearised;
- *   concat        a branch per operand on ix[axis];
- *   gather        the index value is read, wrapped when negative, checked
- *                 (an out-of-range index sets *status) and used on the axis;
- *   creation      const, dim, arange as formulas; rand as Philox4x32-10
- *                 inline (vectorisable), randn through the runtime's
- *                 td_rand_normal, both at the element's flat index.
- *
- * The broadcast, permute, slice and reshape mappings and the flat offset
- * are the index layer's (index.c, shared with gpu/codegen_cuda.c); this
- * file supplies its builders over gccjit rvalues.
+ *   op_NAME       one emitter per elementwise op of lang/ops.def (a table
+ *                 generated from it: an op without its emitter does not
+ *                 build);
+ *   conversions   f16/bf16 bit arithmetic, saturating float -> int;
+ *   loads         through cg_element (TDSL_DEBUG=bounds checks);
+ *   branches      gather's bounds check and concat's cases as blocks;
+ *   random        rand as Philox4x32-10 inline (vectorisable), randn
+ *                 through the runtime's td_rand_normal, both at the
+ *                 element's flat index.
  *
  * Every computed value is kept in a local and memoised by (node, index
  * object); derived indices are memoised too, so a value read twice at the
@@ -450,78 +442,36 @@ static gcc_jit_rvalue *f64_to_f32_odd(cg *c, gcc_jit_rvalue *d) {
 }
 
 /* Any dtype -> f16/bf16 with one rounding. */
-static gcc_jit_rvalue *to_half(cg *c, gcc_jit_rvalue *a, td_dtype from, td_dtype to) {
-  if (from != TD_F32) {
-    if (from != TD_F64) a = cg_convert(c, a, from, TD_F64);
-    a = f64_to_f32_odd(c, a);
-  }
+/* The primitive conversions the shared rules (kexpr.c's td_kx_convert)
+ * combine, over gccjit rvalues. */
+static void *kx_cast(void *be, void *a, td_dtype from, td_dtype to) {
+  (void)from;
+  return cast(be, a, ((cg *)be)->vt[to]);
+}
+
+static void *kx_f2i(void *be, void *a, td_dtype from, td_dtype to) {
+  (void)from;
+  return float_to_int(be, a, to);
+}
+
+static void *kx_half_to_f32(void *be, void *a, td_dtype from) {
+  return keep(be, half_to_f32(be, a, from), ((cg *)be)->t_f32);
+}
+
+static void *kx_f64_to_f32_odd(void *be, void *a) { return f64_to_f32_odd(be, a); }
+
+static void *kx_f32_to_half(void *be, void *a, td_dtype to) {
+  cg *c = be;
   a = keep(c, a, c->t_f32);
   return to == TD_BF16 ? f32_to_bf16(c, a) : f32_to_f16(c, a);
 }
 
 gcc_jit_rvalue *cg_convert(cg *c, gcc_jit_rvalue *a, td_dtype from, td_dtype to) {
-  if (from == to) return a;
-  if (td_dtype_is_half(from)) {
-    a = keep(c, half_to_f32(c, a, from), c->t_f32);
-    from = TD_F32;
-    if (to == TD_F32) return a;
-  }
-  if (td_dtype_is_half(to)) return to_half(c, a, from, to);
-  if (to == TD_BOOL) return cmp(c, GCC_JIT_COMPARISON_NE, a, cg_const(c, from, 0, 0));
-  if (from == TD_BOOL) return cast(c, cast(c, a, c->t_i32), c->vt[to]);
-  if (td_dtype_is_float(from) && !td_dtype_is_float(to)) return float_to_int(c, a, to);
-  return cast(c, a, c->vt[to]);
+  td_kxgen x = cg_kxgen(c);
+  return td_kx_convert(&x, a, from, to);
 }
 
 /* ---- op formulas -------------------------------------------------------------- */
-
-static gcc_jit_rvalue *float_unary(cg *c, td_op op, td_dtype dt, gcc_jit_rvalue *a) {
-  gcc_jit_type *t = c->vt[dt];
-  gcc_jit_rvalue *one = cg_const(c, dt, 1, 1), *zero = cg_const(c, dt, 0, 0);
-  switch (op) {
-  case TD_IR_NEG: return gcc_jit_context_new_unary_op(c->ctx, NULL, GCC_JIT_UNARY_OP_MINUS, t, a);
-  case TD_IR_ABS: return fcall(c, "fabs", dt, a, NULL);
-  case TD_IR_EXP: return exp_of(c, dt, a);
-  case TD_IR_LOG: return dt == TD_F32 ? log_f32(c, a) : fcall(c, "log", dt, a, NULL);
-  case TD_IR_SQRT: return fcall(c, "sqrt", dt, a, NULL);
-  case TD_IR_RSQRT: return bin(c, GCC_JIT_BINARY_OP_DIVIDE, t, one, fcall(c, "sqrt", dt, a, NULL));
-  case TD_IR_SIN: return fcall(c, "sin", dt, a, NULL);
-  case TD_IR_COS: return fcall(c, "cos", dt, a, NULL);
-  case TD_IR_TANH: return dt == TD_F32 ? tanh_f32(c, a) : fcall(c, "tanh", dt, a, NULL);
-  case TD_IR_ERF: return dt == TD_F32 ? erf_f32(c, a) : fcall(c, "erf", dt, a, NULL);
-  case TD_IR_FLOOR: return fcall(c, "floor", dt, a, NULL);
-  case TD_IR_CEIL: return fcall(c, "ceil", dt, a, NULL);
-  case TD_IR_ROUND: return fcall(c, "rint", dt, a, NULL);
-  case TD_IR_RELU: return cg_select(c, cmp(c, GCC_JIT_COMPARISON_LT, a, zero), zero, a, t);
-  case TD_IR_SIGMOID: case TD_IR_SILU: {
-    gcc_jit_rvalue *e = exp_of(c, dt, gcc_jit_context_new_unary_op(c->ctx, NULL, GCC_JIT_UNARY_OP_MINUS, t, a));
-    gcc_jit_rvalue *den = bin(c, GCC_JIT_BINARY_OP_PLUS, t, one, e);
-    return bin(c, GCC_JIT_BINARY_OP_DIVIDE, t, op == TD_IR_SIGMOID ? one : a, den);
-  }
-  case TD_IR_GELU: {
-    if (dt == TD_F32) return gelu_f32(c, a);
-    gcc_jit_rvalue *s = bin(c, GCC_JIT_BINARY_OP_MULT, t, a,
-                            cg_const(c, dt, dt == TD_F32 ? (double)0.70710678118654752f : 0.70710678118654752440, 0));
-    gcc_jit_rvalue *h = bin(c, GCC_JIT_BINARY_OP_MULT, t, cg_const(c, dt, 0.5, 0), a);
-    return bin(c, GCC_JIT_BINARY_OP_MULT, t, h,
-               bin(c, GCC_JIT_BINARY_OP_PLUS, t, one, fcall(c, "erf", dt, s, NULL)));
-  }
-  default: return NULL;
-  }
-}
-
-static gcc_jit_rvalue *int_unary(cg *c, td_op op, td_dtype dt, gcc_jit_rvalue *a) {
-  gcc_jit_type *t = c->vt[dt];
-  gcc_jit_rvalue *zero = cg_const(c, dt, 0, 0);
-  gcc_jit_rvalue *neg = bin(c, GCC_JIT_BINARY_OP_MINUS, t, zero, a);
-  switch (op) {
-  case TD_IR_NEG: return neg;
-  case TD_IR_ABS: return cg_select(c, cmp(c, GCC_JIT_COMPARISON_LT, a, zero), neg, a, t);
-  case TD_IR_RELU: return cg_select(c, cmp(c, GCC_JIT_COMPARISON_LT, a, zero), zero, a, t);
-  case TD_IR_FLOOR: case TD_IR_CEIL: case TD_IR_ROUND: return a;
-  default: return NULL;
-  }
-}
 
 /* Python's floor division and modulo on integers, never trapping. */
 static gcc_jit_rvalue *int_divmod(cg *c, int is_mod, td_dtype dt, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
@@ -591,24 +541,6 @@ static gcc_jit_rvalue *float_pow(cg *c, td_dtype dt, gcc_jit_rvalue *a, gcc_jit_
   return cg_select(c, half, bin(c, GCC_JIT_BINARY_OP_PLUS, t, p, cg_const(c, dt, 0.0, 0)), p, t);
 }
 
-static gcc_jit_rvalue *binary(cg *c, td_op op, td_dtype dt, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
-  gcc_jit_type *t = c->vt[dt];
-  int fl = td_dtype_is_float(dt);
-  switch (op) {
-  case TD_IR_ADD: return bin(c, GCC_JIT_BINARY_OP_PLUS, t, a, b);
-  case TD_IR_SUB: return bin(c, GCC_JIT_BINARY_OP_MINUS, t, a, b);
-  case TD_IR_MUL: return bin(c, GCC_JIT_BINARY_OP_MULT, t, a, b);
-  case TD_IR_DIV: return fl ? bin(c, GCC_JIT_BINARY_OP_DIVIDE, t, a, b) : int_divmod(c, 0, dt, a, b);
-  case TD_IR_MOD: return fl ? float_mod(c, dt, a, b) : int_divmod(c, 1, dt, a, b);
-  case TD_IR_POW: return fl ? float_pow(c, dt, a, b) : int_pow(c, dt, a, b);
-  case TD_IR_MIN: return minmax(c, 0, dt, a, b);
-  case TD_IR_MAX: return minmax(c, 1, dt, a, b);
-  case TD_IR_AND: return land(c, a, b);
-  case TD_IR_OR: return lor(c, a, b);
-  default: return NULL;
-  }
-}
-
 static gcc_jit_rvalue *compare(cg *c, td_op op, td_dtype dt, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
   static const enum gcc_jit_comparison ops[] = {GCC_JIT_COMPARISON_LT, GCC_JIT_COMPARISON_LE,
                                                 GCC_JIT_COMPARISON_GT, GCC_JIT_COMPARISON_GE,
@@ -620,6 +552,110 @@ static gcc_jit_rvalue *compare(cg *c, td_op op, td_dtype dt, gcc_jit_rvalue *a, 
   return cmp(c, ops[op - TD_IR_LT], a, b);
 }
 
+/* ---- one emitter per elementwise op ------------------------------------------------
+ *
+ * op_NAME(c, dt, a): the value of op NAME on a[0..arity) in dtype dt (the
+ * node's; a comparison's operands'), or NULL when this backend has no
+ * code for NAME at dt (the evaluator reports it).  The table below is
+ * generated from lang/ops.def, so an elementwise op added there without
+ * its op_NAME here does not build. */
+
+#define OP(E) static gcc_jit_rvalue *op_##E(cg *c, td_dtype dt, gcc_jit_rvalue *const *a)
+#define FL td_dtype_is_float(dt)
+#define T (c->vt[dt])
+#define ZERO cg_const(c, dt, 0, 0)
+#define ONE cg_const(c, dt, 1, 1)
+
+static gcc_jit_rvalue *neg_int(cg *c, td_dtype dt, gcc_jit_rvalue *a) {
+  return bin(c, GCC_JIT_BINARY_OP_MINUS, T, ZERO, a);
+}
+
+OP(NEG) { return FL ? gcc_jit_context_new_unary_op(c->ctx, NULL, GCC_JIT_UNARY_OP_MINUS, T, a[0]) : neg_int(c, dt, a[0]); }
+OP(ABS) {
+  if (FL) return fcall(c, "fabs", dt, a[0], NULL);
+  return cg_select(c, cmp(c, GCC_JIT_COMPARISON_LT, a[0], ZERO), neg_int(c, dt, a[0]), a[0], T);
+}
+OP(EXP) { return FL ? exp_of(c, dt, a[0]) : NULL; }
+OP(LOG) { return !FL ? NULL : dt == TD_F32 ? log_f32(c, a[0]) : fcall(c, "log", dt, a[0], NULL); }
+OP(SQRT) { return FL ? fcall(c, "sqrt", dt, a[0], NULL) : NULL; }
+OP(RSQRT) { return FL ? bin(c, GCC_JIT_BINARY_OP_DIVIDE, T, ONE, fcall(c, "sqrt", dt, a[0], NULL)) : NULL; }
+OP(SIN) { return FL ? fcall(c, "sin", dt, a[0], NULL) : NULL; }
+OP(COS) { return FL ? fcall(c, "cos", dt, a[0], NULL) : NULL; }
+OP(TANH) { return !FL ? NULL : dt == TD_F32 ? tanh_f32(c, a[0]) : fcall(c, "tanh", dt, a[0], NULL); }
+OP(ERF) { return !FL ? NULL : dt == TD_F32 ? erf_f32(c, a[0]) : fcall(c, "erf", dt, a[0], NULL); }
+
+/* num / (1 + e^-a): sigmoid (num = 1) and silu (num = a). */
+static gcc_jit_rvalue *over_1_exp(cg *c, td_dtype dt, gcc_jit_rvalue *a, gcc_jit_rvalue *num) {
+  gcc_jit_rvalue *e = exp_of(c, dt, gcc_jit_context_new_unary_op(c->ctx, NULL, GCC_JIT_UNARY_OP_MINUS, T, a));
+  return bin(c, GCC_JIT_BINARY_OP_DIVIDE, T, num, bin(c, GCC_JIT_BINARY_OP_PLUS, T, ONE, e));
+}
+OP(SIGMOID) { return FL ? over_1_exp(c, dt, a[0], ONE) : NULL; }
+OP(SILU) { return FL ? over_1_exp(c, dt, a[0], a[0]) : NULL; }
+OP(RELU) { return cg_select(c, cmp(c, GCC_JIT_COMPARISON_LT, a[0], ZERO), ZERO, a[0], T); }
+OP(GELU) {
+  if (!FL) return NULL;
+  if (dt == TD_F32) return gelu_f32(c, a[0]);
+  gcc_jit_rvalue *s = bin(c, GCC_JIT_BINARY_OP_MULT, T, a[0], cg_const(c, dt, 0.70710678118654752440, 0));
+  gcc_jit_rvalue *h = bin(c, GCC_JIT_BINARY_OP_MULT, T, cg_const(c, dt, 0.5, 0), a[0]);
+  return bin(c, GCC_JIT_BINARY_OP_MULT, T, h, bin(c, GCC_JIT_BINARY_OP_PLUS, T, ONE, fcall(c, "erf", dt, s, NULL)));
+}
+/* floor, ceil and round of an integer are the integer */
+OP(FLOOR) { return FL ? fcall(c, "floor", dt, a[0], NULL) : a[0]; }
+OP(CEIL) { return FL ? fcall(c, "ceil", dt, a[0], NULL) : a[0]; }
+OP(ROUND) { return FL ? fcall(c, "rint", dt, a[0], NULL) : a[0]; }
+OP(NOT) { (void)dt; return gcc_jit_context_new_unary_op(c->ctx, NULL, GCC_JIT_UNARY_OP_LOGICAL_NEGATE, c->t_bool, a[0]); }
+/* never called: the evaluator converts (kexpr.c's td_kx_convert) */
+OP(CAST) { (void)c, (void)dt, (void)a; return NULL; }
+OP(ADD) { return bin(c, GCC_JIT_BINARY_OP_PLUS, T, a[0], a[1]); }
+OP(SUB) { return bin(c, GCC_JIT_BINARY_OP_MINUS, T, a[0], a[1]); }
+OP(MUL) { return bin(c, GCC_JIT_BINARY_OP_MULT, T, a[0], a[1]); }
+OP(DIV) { return FL ? bin(c, GCC_JIT_BINARY_OP_DIVIDE, T, a[0], a[1]) : int_divmod(c, 0, dt, a[0], a[1]); }
+OP(MOD) { return FL ? float_mod(c, dt, a[0], a[1]) : int_divmod(c, 1, dt, a[0], a[1]); }
+OP(POW) { return FL ? float_pow(c, dt, a[0], a[1]) : int_pow(c, dt, a[0], a[1]); }
+OP(MIN) { return minmax(c, 0, dt, a[0], a[1]); }
+OP(MAX) { return minmax(c, 1, dt, a[0], a[1]); }
+OP(LT) { return compare(c, TD_IR_LT, dt, a[0], a[1]); }
+OP(LE) { return compare(c, TD_IR_LE, dt, a[0], a[1]); }
+OP(GT) { return compare(c, TD_IR_GT, dt, a[0], a[1]); }
+OP(GE) { return compare(c, TD_IR_GE, dt, a[0], a[1]); }
+OP(EQ) { return compare(c, TD_IR_EQ, dt, a[0], a[1]); }
+OP(NE) { return compare(c, TD_IR_NE, dt, a[0], a[1]); }
+OP(AND) { (void)dt; return land(c, a[0], a[1]); }
+OP(OR) { (void)dt; return lor(c, a[0], a[1]); }
+OP(WHERE) { return cg_select(c, a[0], a[1], a[2], T); }
+
+#undef OP
+#undef FL
+#undef T
+#undef ZERO
+#undef ONE
+
+typedef gcc_jit_rvalue *(*cg_opfn)(cg *c, td_dtype dt, gcc_jit_rvalue *const *a);
+
+/* The emitter of each op, by kind: elementwise kinds name op_ENUM (which
+ * must exist), the others have none. */
+#define CG_EMITTER_TD_K_UNARY(E) op_##E
+#define CG_EMITTER_TD_K_BINARY(E) op_##E
+#define CG_EMITTER_TD_K_COMPARE(E) op_##E
+#define CG_EMITTER_TD_K_TERNARY(E) op_##E
+#define CG_EMITTER_TD_K_LEAF(E) NULL
+#define CG_EMITTER_TD_K_RANDOM(E) NULL
+#define CG_EMITTER_TD_K_REDUCE(E) NULL
+#define CG_EMITTER_TD_K_MATMUL(E) NULL
+#define CG_EMITTER_TD_K_MOVE(E) NULL
+#define CG_EMITTER_TD_K_GATHER(E) NULL
+#define CG_EMITTER_TD_K_EFFECT(E) NULL
+static const cg_opfn op_emitter[TD_IR_OP_COUNT] = {
+#define TD_OP(E, name, K, A, C) [TD_IR_##E] = CG_EMITTER_##K(E),
+#include "lang/ops.def"
+#undef TD_OP
+};
+
+static void *kx_op(void *be, td_op op, td_dtype dt, void *const *a) {
+  gcc_jit_rvalue *v[3] = {NULL, NULL, NULL};
+  for (int i = 0; i < td_ops[op].arity && i < 3; i++) v[i] = a[i];
+  return op_emitter[op] ? op_emitter[op](be, dt, v) : NULL;
+}
 /* ---- indices: the shared index layer (index.c) over gccjit rvalues ---------------------- */
 
 static td_ix *ix_new_b(void *be, int rank) { return cg_ix_new(be, rank); }
@@ -630,6 +666,7 @@ static void *ix_mul(void *be, void *a, void *b) { return bin(be, GCC_JIT_BINARY_
 static void *ix_div(void *be, void *a, void *b) { return bin(be, GCC_JIT_BINARY_OP_DIVIDE, ((cg *)be)->t_i64, a, b); }
 static void *ix_mod(void *be, void *a, void *b) { return bin(be, GCC_JIT_BINARY_OP_MODULO, ((cg *)be)->t_i64, a, b); }
 static void *ix_keep(void *be, void *a) { return keep(be, a, ((cg *)be)->t_i64); }
+static void *ix_sub(void *be, void *a, void *b) { return bin(be, GCC_JIT_BINARY_OP_MINUS, ((cg *)be)->t_i64, a, b); }
 
 /* Derived coordinates stay expressions (GCC's optimiser merges repeated
  * arithmetic); only a reshape's linear index is kept in a local. */
@@ -645,11 +682,6 @@ gcc_jit_rvalue *cg_offset(cg *c, int n, const cg_ix *ix) {
   return off ? off : cg_i64(c, 0);
 }
 
-/* The index of input `slot` of node n evaluated at ix (memoised). */
-static const cg_ix *child_ix(cg *c, int n, int slot, const cg_ix *ix) {
-  td_ixgen x = cg_ixgen(c);
-  return td_ix_child(&x, n, slot, ix);
-}
 
 /* ---- loads, stores, creation ------------------------------------------------------------ */
 
@@ -800,156 +832,97 @@ static gcc_jit_rvalue *random_value(cg *c, int n, const cg_ix *ix) {
   return as_rv(c->hoisted[n]);
 }
 
-static gcc_jit_rvalue *arange_value(cg *c, const td_node *nd, const cg_ix *ix) {
-  if (td_dtype_is_float(nd->dtype)) {
-    gcc_jit_rvalue *k = cast(c, ix->v[0], c->t_f64);
-    gcc_jit_rvalue *f = gcc_jit_context_new_rvalue_from_double(c->ctx, c->t_f64, nd->attr.f);
-    gcc_jit_rvalue *f2 = gcc_jit_context_new_rvalue_from_double(c->ctx, c->t_f64, nd->attr.f2);
-    return cast(c, bin(c, GCC_JIT_BINARY_OP_PLUS, c->t_f64, f, bin(c, GCC_JIT_BINARY_OP_MULT, c->t_f64, f2, k)),
-                c->vt[nd->dtype]);
-  }
-  gcc_jit_rvalue *v = bin(c, GCC_JIT_BINARY_OP_PLUS, c->t_i64, cg_i64(c, nd->attr.i),
-                          bin(c, GCC_JIT_BINARY_OP_MULT, c->t_i64, cg_i64(c, nd->attr.i2), ix->v[0]));
-  return cg_convert(c, v, TD_I64, nd->dtype);
-}
+/* ---- gather and concat: the branches ------------------------------------------------------ */
 
-/* ---- gather and concat ------------------------------------------------------------------ */
-
-static gcc_jit_rvalue *gather_value(cg *c, int n, const cg_ix *ix) {
-  const td_node *nd = ND(c, n), *x = ND(c, nd->in[0]), *id = ND(c, nd->in[1]);
-  int ax = nd->attr.axis, ri = id->rank;
-  cg_ix *ii = cg_ix_new(c, ri);
-  for (int t = 0; t < ri; t++) { ii->v[t] = ix->v[ax + t]; ii->zero[t] = ix->zero[ax + t]; }
-  gcc_jit_rvalue *iv = cg_eval(c, nd->in[1], ii);
-  if (!iv) return NULL;
-  iv = keep(c, cg_convert(c, iv, id->dtype, TD_I64), c->t_i64);
-  gcc_jit_rvalue *d = cg_dim(c, x->shape[ax]), *zero = cg_i64(c, 0);
+/* The index iv on an axis of size d: wrapped when negative, and a bad
+ * index sets the status and reads nothing (the value is 0: the data may
+ * be empty, and its index arithmetic then divides by 0). */
+static void *kx_take_begin(void *be, td_kxbranch *b, int n, td_dtype dt, void *iv_, td_dim size) {
+  cg *c = be;
+  gcc_jit_rvalue *iv = keep(c, iv_, c->t_i64);
+  gcc_jit_rvalue *d = cg_dim(c, size), *zero = cg_i64(c, 0);
   iv = keep(c, cg_select(c, cmp(c, GCC_JIT_COMPARISON_LT, iv, zero),
                          bin(c, GCC_JIT_BINARY_OP_PLUS, c->t_i64, iv, d), iv, c->t_i64), c->t_i64);
   gcc_jit_rvalue *bad = keep(c, lor(c, cmp(c, GCC_JIT_COMPARISON_LT, iv, zero),
                                     cmp(c, GCC_JIT_COMPARISON_GE, iv, d)), c->t_bool);
-  /* A bad index sets the status and reads nothing (the value is 0): the
-   * data may be empty, and its index arithmetic then divides by 0. */
-  gcc_jit_lvalue *r = cg_local(c, c->vt[nd->dtype], "tk");
+  gcc_jit_lvalue *r = cg_local(c, c->vt[dt], "tk");
   gcc_jit_block *t = cg_block(c, "oob"), *j = cg_block(c, "inb"), *done = cg_block(c, "tk_end");
   gcc_jit_block_end_with_conditional(c->blk, NULL, bad, t, j);
   gcc_jit_block_add_assignment(t, NULL, gcc_jit_rvalue_dereference(c->p_status, NULL),
                                gcc_jit_context_new_rvalue_from_int(c->ctx, c->t_i32, n + 1));
-  gcc_jit_block_add_assignment(t, NULL, r, gcc_jit_context_zero(c->ctx, c->vt[nd->dtype]));
+  gcc_jit_block_add_assignment(t, NULL, r, gcc_jit_context_zero(c->ctx, c->vt[dt]));
   gcc_jit_block_end_with_jump(t, NULL, done);
   c->blk = j;
-  cg_ix *xi = cg_ix_new(c, x->rank);
-  for (int k = 0; k < x->rank; k++) {
-    if (k < ax) { xi->v[k] = ix->v[k]; xi->zero[k] = ix->zero[k]; }
-    else if (k == ax) xi->v[k] = iv;
-    else { xi->v[k] = ix->v[k + ri - 1]; xi->zero[k] = ix->zero[k + ri - 1]; }
-  }
-  long mark = cg_memo_mark(c);   /* what is evaluated here is not known past the branch */
-  gcc_jit_rvalue *v = cg_eval(c, nd->in[0], xi);
-  cg_memo_release(c, mark);
-  if (!v) return NULL;
-  cg_assign(c, r, v);
-  gcc_jit_block_end_with_jump(c->blk, NULL, done);
-  c->blk = done;
-  return as_rv(r);
+  b->var = r;
+  b->join = done;
+  return iv;
 }
 
-static gcc_jit_rvalue *concat_value(cg *c, int n, const cg_ix *ix) {
-  const td_node *nd = ND(c, n);
-  int ax = nd->attr.axis;
-  gcc_jit_lvalue *r = cg_local(c, c->vt[nd->dtype], "cat");
-  gcc_jit_block *join = cg_block(c, "cat_end");
-  td_dim off = 0;
-  for (int j = 0; j < nd->n_in; j++) {
-    const td_node *x = ND(c, nd->in[j]);
-    td_dim end = td_dim_add(c->g, off, x->shape[ax]);
-    gcc_jit_block *in_j = c->blk, *next = NULL;
-    if (j + 1 < nd->n_in) {
-      in_j = cg_block(c, "cat_in");
-      next = cg_block(c, "cat_next");
-      gcc_jit_block_end_with_conditional(c->blk, NULL, cmp(c, GCC_JIT_COMPARISON_LT, ix->v[ax], cg_dim(c, end)),
-                                         in_j, next);
-    }
-    c->blk = in_j;
-    cg_ix *xi = cg_ix_new(c, x->rank);
-    *xi = *ix;
-    xi->v[ax] = bin(c, GCC_JIT_BINARY_OP_MINUS, c->t_i64, ix->v[ax], cg_dim(c, off));
-    xi->zero[ax] = 0;
-    long mark = cg_memo_mark(c);
-    gcc_jit_rvalue *v = cg_eval(c, nd->in[j], xi);
-    cg_memo_release(c, mark);
-    if (!v) return NULL;
-    cg_assign(c, r, v);
-    gcc_jit_block_end_with_jump(c->blk, NULL, join);
-    c->blk = next;
-    off = end;
-  }
-  c->blk = join;
-  return as_rv(r);
+static void *kx_take_end(void *be, td_kxbranch *b, void *v) {
+  cg *c = be;
+  cg_assign(c, b->var, v);
+  gcc_jit_block_end_with_jump(c->blk, NULL, b->join);
+  c->blk = b->join;
+  return as_rv(b->var);
 }
 
-/* ---- the evaluator -------------------------------------------------------------------- */
-
-static gcc_jit_rvalue *elementwise(cg *c, int n, const cg_ix *ix) {
-  const td_node *nd = ND(c, n);
-  gcc_jit_rvalue *a[3] = {NULL, NULL, NULL};
-  for (int k = 0; k < nd->n_in && k < 3; k++)
-    if (!(a[k] = cg_eval(c, nd->in[k], child_ix(c, n, k, ix)))) return NULL;
-  td_dtype in = ND(c, nd->in[0])->dtype;
-  td_opkind kind = td_ops[nd->op].kind;
-  if (nd->op == TD_IR_CAST) return cg_convert(c, a[0], in, nd->dtype);
-  if (nd->op == TD_IR_NOT) return gcc_jit_context_new_unary_op(c->ctx, NULL, GCC_JIT_UNARY_OP_LOGICAL_NEGATE, c->t_bool, a[0]);
-  if (nd->op == TD_IR_WHERE) return cg_select(c, a[0], a[1], a[2], c->vt[nd->dtype]);
-  if (kind == TD_K_COMPARE) return compare(c, nd->op, in, a[0], a[1]);
-  if (kind == TD_K_BINARY) return binary(c, nd->op, nd->dtype, a[0], a[1]);
-  return td_dtype_is_float(nd->dtype) ? float_unary(c, nd->op, nd->dtype, a[0]) : int_unary(c, nd->op, nd->dtype, a[0]);
+static void kx_cat_begin(void *be, td_kxbranch *b, td_dtype dt) {
+  cg *c = be;
+  b->var = cg_local(c, c->vt[dt], "cat");
+  b->join = cg_block(c, "cat_end");
 }
 
-static gcc_jit_rvalue *compute(cg *c, int n, const cg_ix *ix) {
-  const td_node *nd = ND(c, n);
-  switch (nd->op) {
-  case TD_IR_CONST: return cg_const(c, nd->dtype, nd->attr.f, nd->attr.i);
-  case TD_IR_DIM: return cg_dim(c, nd->attr.dim);
-  case TD_IR_ARANGE: return arange_value(c, nd, ix);
-  case TD_IR_RAND: case TD_IR_RANDN: return random_value(c, n, ix);
-  case TD_IR_GATHER: return gather_value(c, n, ix);
-  case TD_IR_CONCAT: return concat_value(c, n, ix);
-  case TD_IR_PERMUTE: case TD_IR_RESHAPE: case TD_IR_BROADCAST: case TD_IR_SLICE:
-    return cg_eval(c, nd->in[0], child_ix(c, n, 0, ix));
-  default: break;
+static void kx_cat_case(void *be, td_kxbranch *b, void *coord, td_dim lim, int last) {
+  cg *c = be;
+  gcc_jit_block *in = c->blk, *next = NULL;
+  if (!last) {
+    in = cg_block(c, "cat_in");
+    next = cg_block(c, "cat_next");
+    gcc_jit_block_end_with_conditional(c->blk, NULL, cmp(c, GCC_JIT_COMPARISON_LT, coord, cg_dim(c, lim)), in, next);
   }
-  if (tdc_is_elementwise(nd->op)) return elementwise(c, n, ix);
-  td_err_set(c->err, "internal compiler error in kernel %s: cannot evaluate op '%s' (node %%%d) here",
-             c->k->name, td_ops[nd->op].name, n);
-  return NULL;
+  c->blk = in;
+  b->next = next;
 }
 
-static void memo_push(cg *c, int n, const cg_ix *ix, gcc_jit_rvalue *v) {
-  if (c->n_memo == c->cap_memo) {
-    int cap = c->cap_memo ? 2 * c->cap_memo : 64;
-    cg_memo *m = td_arena_alloc(c->arena, (size_t)cap * sizeof *m);
-    if (!m) return;  /* no memo: values are recomputed, still correct */
-    if (c->n_memo) memcpy(m, c->memo, (size_t)c->n_memo * sizeof *m);
-    c->memo = m;
-    c->cap_memo = cap;
-  }
-  c->memo[c->n_memo++] = (cg_memo){n, ix, v};
+static void kx_cat_value(void *be, td_kxbranch *b, void *v) {
+  cg *c = be;
+  cg_assign(c, b->var, v);
+  gcc_jit_block_end_with_jump(c->blk, NULL, b->join);
+  c->blk = b->next;
+}
+
+static void *kx_cat_end(void *be, td_kxbranch *b) {
+  cg *c = be;
+  c->blk = b->join;
+  return as_rv(b->var);
+}
+
+/* ---- the evaluator: kexpr.c's, over gccjit rvalues ---------------------------------------- */
+
+static int kx_failed(void *be) { return cg_failed(be) != 0; }
+
+static void kx_fail(void *be, const char *msg) {
+  cg *c = be;
+  if (!c->err->msg[0]) td_err_set(c->err, "%s", msg);
+}
+
+static void *kx_load(void *be, int n, const td_ix *ix) { return load(be, n, ix); }
+static void *kx_keep(void *be, td_dtype dt, void *v) { return keep(be, v, ((cg *)be)->vt[dt]); }
+static void *kx_lit(void *be, td_dtype dt, double f, int64_t i) { return cg_const(be, dt, f, i); }
+static void *kx_random(void *be, int n, const td_ix *ix) { return random_value(be, n, ix); }
+
+static const td_kx_ops kx_ops = {
+    .name = "CPU", .failed = kx_failed, .fail = kx_fail, .load = kx_load, .keep = kx_keep, .lit = kx_lit,
+    .random = kx_random, .isub = ix_sub, .op = kx_op, .cast = kx_cast, .f2i = kx_f2i, .half_to_f32 = kx_half_to_f32,
+    .f64_to_f32_odd = kx_f64_to_f32_odd, .f32_to_half = kx_f32_to_half, .take_begin = kx_take_begin,
+    .take_end = kx_take_end, .cat_begin = kx_cat_begin, .cat_case = kx_cat_case, .cat_value = kx_cat_value,
+    .cat_end = kx_cat_end};
+
+td_kxgen cg_kxgen(cg *c) {
+  return (td_kxgen){&kx_ops, cg_ixgen(c), c->k, c->in_k, c->red_val, c->mm_acc, &c->memo, &c->n_memo, &c->cap_memo};
 }
 
 gcc_jit_rvalue *cg_eval(cg *c, int n, const cg_ix *ix) {
-  if (c->mm_acc && n == c->k->matmul) return c->mm_acc;
-  if (c->red_val[n]) return c->red_val[n];
-  for (int i = c->n_memo - 1; i >= 0; i--)
-    if (c->memo[i].node == n && c->memo[i].ix == ix) return c->memo[i].val;
-  gcc_jit_rvalue *v;
-  if (!c->in_k[n]) v = load(c, n, ix);
-  else if (td_ops[ND(c, n)->op].kind == TD_K_REDUCE || ND(c, n)->op == TD_IR_MATMUL) {
-    td_err_set(c->err, "internal compiler error in kernel %s: %s %%%d read outside its loop",
-               c->k->name, td_ops[ND(c, n)->op].name, n);
-    return NULL;
-  } else v = compute(c, n, ix);
-  if (!v) return NULL;
-  if (ND(c, n)->op != TD_IR_CONST) v = keep(c, v, c->vt[ND(c, n)->dtype]);
-  memo_push(c, n, ix, v);
-  return v;
+  td_kxgen x = cg_kxgen(c);
+  return td_kx_eval(&x, n, ix);
 }

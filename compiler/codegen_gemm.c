@@ -32,9 +32,9 @@
  *   elements gets a[i,k] * B[k, :] for every k (B packed into a row-major
  *   panel when its rows are not contiguous), then the epilogue.
  *
- * prepacked (f32/f64 with B a parameter, tdc_kinfo.pack): B was packed
- *   once by the runtime into the packed path's panels (prepack.h) and is
- *   read at bufs[n_bufs + kernel].  The parallel range runs over rows x
+ * prepacked (f32/f64 with B a parameter, tdc_kinfo.pack; codegen_prepack.c):
+ *   B was packed once by the runtime into the packed path's panels
+ *   (prepack.h) and is read at bufs[n_bufs + kernel].  The parallel range runs over rows x
  *   column blocks (one per panel); runs of >= 64 full rows use the blocked
  *   packed path on the prepacked panels, the rest small tiles (4 rows x
  *   NR, or one row with K unrolled 4 ways): broadcast A, FMA with the
@@ -47,14 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/jit_impl.h"
-
-#define MAX_MR 8
-#define MAX_NV 2
-
-typedef struct gemm_shape {
-  int vl, nv, nr, mr, mc, kc;   /* lanes, vectors per tile row, NR, MR, MC, KC */
-} gemm_shape;
+#include "compiler/gemm_impl.h"
 
 static gemm_shape shape_for(int isa, td_dtype dt) {
   gemm_shape s;
@@ -80,45 +73,8 @@ size_t tdc_matmul_scratch(int64_t m, int64_t n, int64_t k) {
   return tdc_gemm_scratch(n, k);
 }
 
-/* ---- small helpers ----------------------------------------------------------------- */
-
-static gcc_jit_rvalue *rv(gcc_jit_lvalue *l) { return gcc_jit_lvalue_as_rvalue(l); }
-
-static gcc_jit_rvalue *ib(cg *c, enum gcc_jit_binary_op op, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
-  return gcc_jit_context_new_binary_op(c->ctx, NULL, op, c->t_i64, a, b);
-}
-static gcc_jit_rvalue *add(cg *c, gcc_jit_rvalue *a, gcc_jit_rvalue *b) { return ib(c, GCC_JIT_BINARY_OP_PLUS, a, b); }
-static gcc_jit_rvalue *mul(cg *c, gcc_jit_rvalue *a, gcc_jit_rvalue *b) { return ib(c, GCC_JIT_BINARY_OP_MULT, a, b); }
-
-static gcc_jit_rvalue *lt(cg *c, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
-  return gcc_jit_context_new_comparison(c->ctx, NULL, GCC_JIT_COMPARISON_LT, a, b);
-}
-
-static gcc_jit_rvalue *imin(cg *c, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
-  return cg_select(c, lt(c, a, b), a, b, c->t_i64);
-}
-
-static gcc_jit_rvalue *elem(cg *c, gcc_jit_rvalue *base, gcc_jit_rvalue *off) {
-  return rv(gcc_jit_context_new_array_access(c->ctx, NULL, base, off));
-}
-
-static gcc_jit_lvalue *at(cg *c, gcc_jit_rvalue *base, gcc_jit_rvalue *off) {
-  return gcc_jit_context_new_array_access(c->ctx, NULL, base, off);
-}
-
-static gcc_jit_rvalue *keep_i(cg *c, gcc_jit_rvalue *v, const char *hint) {
-  gcc_jit_lvalue *l = cg_local(c, c->t_i64, hint);
-  cg_assign(c, l, v);
-  return rv(l);
-}
-
-/* (a + b - 1) / b for positive b */
-static gcc_jit_rvalue *ceil_div(cg *c, gcc_jit_rvalue *a, int64_t b) {
-  return ib(c, GCC_JIT_BINARY_OP_DIVIDE, add(c, a, cg_i64(c, b - 1)), cg_i64(c, b));
-}
-
 /* Element offset of a view at batch index bix (output axes). */
-static gcc_jit_rvalue *view_base(cg *c, const td_view *v, const cg_ix *bix, int out_rank) {
+gcc_jit_rvalue *cg_gemm_view_base(cg *c, const td_view *v, const cg_ix *bix, int out_rank) {
   gcc_jit_rvalue *off = cg_dim(c, v->offset);
   for (int t = 0; t + 2 < v->rank; t++) {
     int a = t + out_rank - v->rank;
@@ -129,7 +85,7 @@ static gcc_jit_rvalue *view_base(cg *c, const td_view *v, const cg_ix *bix, int 
 }
 
 /* Stores value(root, (batch, i, j)) with acc standing for the matmul. */
-static int epilogue(cg *c, cg_ix *ix, int r, gcc_jit_rvalue *i, gcc_jit_rvalue *j, gcc_jit_rvalue *acc) {
+int cg_gemm_epilogue(cg *c, cg_ix *ix, int r, gcc_jit_rvalue *i, gcc_jit_rvalue *j, gcc_jit_rvalue *acc) {
   ix->v[r - 2] = i;
   ix->zero[r - 2] = 0;
   ix->v[r - 1] = j;
@@ -143,17 +99,6 @@ static int epilogue(cg *c, cg_ix *ix, int r, gcc_jit_rvalue *i, gcc_jit_rvalue *
   return v ? 0 : -1;
 }
 
-/* What both paths need: sizes, operand pointers and batch offsets. */
-typedef struct mm {
-  const td_view *A, *B;
-  td_dtype dt;
-  gcc_jit_type *t, *tp;
-  int r;                                /* output rank */
-  gcc_jit_rvalue *M, *N, *K;
-  gcc_jit_rvalue *aptr, *bptr, *aoff, *boff;
-  gcc_jit_rvalue *sam, *sak, *sbk, *sbn; /* strides: A rows/cols, B rows/cols */
-  cg_ix *ix;                            /* output index (batch axes filled) */
-} mm;
 
 /* ---- multiply-adds ------------------------------------------------------------------- *
  *
@@ -223,7 +168,7 @@ static int simple_path(cg *c, mm *m) {
   cg_loop_close(c, &lj);
   cg_loop_close(c, &lk);
   j = cg_loop_open(c, &l2, m->N);
-  if (epilogue(c, m->ix, m->r, i, j, elem(c, row, j))) return -1;
+  if (cg_gemm_epilogue(c, m->ix, m->r, i, j, elem(c, row, j))) return -1;
   cg_loop_close(c, &l2);
   cg_loop_close(c, &li);
   return 0;
@@ -258,7 +203,7 @@ static gcc_jit_lvalue *dot_vec(cg *c, const dotv *D, gcc_jit_rvalue *base, gcc_j
 static int dot_epilogue(cg *c, mm *m, const dotv *D, gcc_jit_rvalue *i, gcc_jit_rvalue *j0, int nj) {
   cloop le;
   gcc_jit_rvalue *jj = cg_loop_open(c, &le, cg_i64(c, nj));
-  if (epilogue(c, m->ix, m->r, i, keep_i(c, add(c, j0, jj), "j"), elem(c, sp2(c, D), jj))) return -1;
+  if (cg_gemm_epilogue(c, m->ix, m->r, i, keep_i(c, add(c, j0, jj), "j"), elem(c, sp2(c, D), jj))) return -1;
   cg_loop_close(c, &le);
   return 0;
 }
@@ -375,32 +320,6 @@ static int dot_able(const mm *m) {
 
 /* ---- the packed path: shared GEMM functions ------------------------------------------ */
 
-typedef struct packed {
-  gemm_shape s;
-  gcc_jit_type *vt, *vtp;        /* vector type and pointer to it */
-  gcc_jit_rvalue *cb, *bp, *ap;  /* scratch regions (element pointers) */
-  gcc_jit_rvalue *np, *ldc;      /* B panels; C block row stride (np * NR) */
-  gcc_jit_rvalue *mp;            /* A panels in the current row block */
-  gcc_jit_rvalue *pc, *kc;       /* the current K block */
-} packed;
-
-/* if (cond) { ... } : opens the then-block; if_close continues after it. */
-typedef struct cif {
-  gcc_jit_block *join;
-} cif;
-
-static void if_open(cg *c, cif *f, gcc_jit_rvalue *cond) {
-  gcc_jit_block *then = cg_block(c, "if");
-  f->join = cg_block(c, "fi");
-  gcc_jit_block_end_with_conditional(c->blk, NULL, cond, then, f->join);
-  c->blk = then;
-}
-
-static void if_close(cg *c, cif *f) {
-  gcc_jit_block_end_with_jump(c->blk, NULL, f->join);
-  c->blk = f->join;
-}
-
 /* Zeroes n elements at base[off] (a padded panel). */
 static void zero_fill(cg *c, mm *m, gcc_jit_rvalue *base, gcc_jit_rvalue *off, gcc_jit_rvalue *n) {
   cloop l;
@@ -492,16 +411,16 @@ static void pack_a(cg *c, mm *m, packed *P, gcc_jit_rvalue *ic, gcc_jit_rvalue *
 }
 
 /* *(vector *)&base[off] */
-static gcc_jit_lvalue *vec_at(cg *c, packed *P, gcc_jit_rvalue *base, gcc_jit_rvalue *off) {
+gcc_jit_lvalue *cg_gemm_vec_at(cg *c, packed *P, gcc_jit_rvalue *base, gcc_jit_rvalue *off) {
   gcc_jit_rvalue *addr = gcc_jit_lvalue_get_address(at(c, base, off), NULL);
   return gcc_jit_rvalue_dereference(gcc_jit_context_new_cast(c->ctx, NULL, addr, P->vtp), NULL);
 }
 
 /* b[v] = the NV vectors of packed B at bp[bk ...]. */
-static void load_b(cg *c, packed *P, gcc_jit_rvalue *bk, gcc_jit_lvalue **b) {
+void cg_gemm_load_b(cg *c, packed *P, gcc_jit_rvalue *bk, gcc_jit_lvalue **b) {
   for (int v = 0; v < P->s.nv; v++) {
     b[v] = cg_local(c, P->vt, "b");
-    cg_assign(c, b[v], rv(vec_at(c, P, P->bp, add(c, bk, cg_i64(c, v * P->s.vl)))));
+    cg_assign(c, b[v], rv(cg_gemm_vec_at(c, P, P->bp, add(c, bk, cg_i64(c, v * P->s.vl)))));
   }
 }
 
@@ -510,7 +429,7 @@ static void load_b(cg *c, packed *P, gcc_jit_rvalue *bk, gcc_jit_lvalue **b) {
  * it itself ({1toN}: what GCC chose when it contracted; a vbroadcastss
  * first made the small tiles' loop 18 instructions instead of 10, W1
  * GoodDynamic [16, 16] 100 -> 140 ns); elsewhere into a register first. */
-static void bcast_fma(cg *c, mm *m, packed *P, gcc_jit_lvalue **accr, gcc_jit_lvalue **b, gcc_jit_lvalue *a_elem) {
+void cg_gemm_bcast_fma(cg *c, mm *m, packed *P, gcc_jit_lvalue **accr, gcc_jit_lvalue **b, gcc_jit_lvalue *a_elem) {
   if (c->isa == 2) {
     char tmpl[64];
     snprintf(tmpl, sizeof tmpl, "vfmadd231p%c %%[a]%%{1to%d%%}, %%[b], %%[acc]", m->dt == TD_F32 ? 's' : 'd', P->s.vl);
@@ -556,7 +475,7 @@ static void micro_kernel(cg *c, mm *m, packed *P, gcc_jit_rvalue *ip, gcc_jit_rv
   for (int r = 0; r < s->mr; r++)
     for (int v = 0; v < s->nv; v++) {
       gcc_jit_block_add_assignment(z, NULL, acc[r][v], zv);
-      gcc_jit_block_add_assignment(ld, NULL, acc[r][v], rv(vec_at(c, P, P->cb, add(c, row[r], cg_i64(c, v * s->vl)))));
+      gcc_jit_block_add_assignment(ld, NULL, acc[r][v], rv(cg_gemm_vec_at(c, P, P->cb, add(c, row[r], cg_i64(c, v * s->vl)))));
     }
   gcc_jit_block_end_with_jump(z, NULL, in);
   gcc_jit_block_end_with_jump(ld, NULL, in);
@@ -573,16 +492,16 @@ static void micro_kernel(cg *c, mm *m, packed *P, gcc_jit_rvalue *ip, gcc_jit_rv
   gcc_jit_rvalue *kk = cg_loop_open(c, &lk, P->kc);
   gcc_jit_rvalue *bk = keep_i(c, add(c, bb, mul(c, kk, cg_i64(c, s->nr))), "bk");
   gcc_jit_rvalue *ak = ic ? NULL : keep_i(c, add(c, ab, mul(c, kk, cg_i64(c, s->mr))), "ak");
-  load_b(c, P, bk, b);
+  cg_gemm_load_b(c, P, bk, b);
   for (int r = 0; r < s->mr; r++)
-    bcast_fma(c, m, P, acc[r], b, ic ? at(c, m->aptr, add(c, arow[r], kk)) : at(c, P->ap, add(c, ak, cg_i64(c, r))));
+    cg_gemm_bcast_fma(c, m, P, acc[r], b, ic ? at(c, m->aptr, add(c, arow[r], kk)) : at(c, P->ap, add(c, ak, cg_i64(c, r))));
   cg_loop_close(c, &lk);
   for (int r = 0; r < s->mr; r++)
     for (int v = 0; v < s->nv; v++)
-      cg_assign(c, vec_at(c, P, P->cb, add(c, row[r], cg_i64(c, v * s->vl))), rv(acc[r][v]));
+      cg_assign(c, cg_gemm_vec_at(c, P, P->cb, add(c, row[r], cg_i64(c, v * s->vl))), rv(acc[r][v]));
 }
 
-static void packed_init(cg *c, mm *m, packed *P) {
+void cg_gemm_packed_init(cg *c, mm *m, packed *P) {
   P->s = shape_for(c->isa, m->dt);
   P->vt = gcc_jit_type_get_vector(m->t, (size_t)P->s.vl);
   P->vtp = gcc_jit_type_get_pointer(P->vt);
@@ -637,7 +556,7 @@ static gcc_jit_function *pack_b_fn(cg *c, td_dtype dt) {
   m.N = gcc_jit_param_as_rvalue(ps[4]);
   m.K = gcc_jit_param_as_rvalue(ps[5]);
   packed P;
-  packed_init(c, &m, &P);
+  cg_gemm_packed_init(c, &m, &P);
   P.bp = gcc_jit_param_as_rvalue(ps[6]);
   pack_b(c, &m, &P);
   gcc_jit_function *f = c->fn;
@@ -673,7 +592,7 @@ static gcc_jit_function *block_fn(cg *c, td_dtype dt) {
   m.K = gcc_jit_param_as_rvalue(ps[8]);
   gcc_jit_rvalue *ic = gcc_jit_param_as_rvalue(ps[5]), *hi = gcc_jit_param_as_rvalue(ps[6]);
   packed P;
-  packed_init(c, &m, &P);
+  cg_gemm_packed_init(c, &m, &P);
   P.bp = gcc_jit_param_as_rvalue(ps[0]);
   P.ap = gcc_jit_param_as_rvalue(ps[9]);
   P.cb = gcc_jit_param_as_rvalue(ps[10]);
@@ -715,10 +634,10 @@ static gcc_jit_rvalue *call(cg *c, gcc_jit_function *f, int n, gcc_jit_rvalue **
  * scratch (or, with pb, the prepacked copy used as it is); for each block
  * of MC rows the shared block function computes the C block and the
  * epilogue stores it row by row. */
-static int packed_rows(cg *c, mm *m, gcc_jit_rvalue *lo, gcc_jit_rvalue *hi, gcc_jit_rvalue *pb) {
+int cg_gemm_packed_rows(cg *c, mm *m, gcc_jit_rvalue *lo, gcc_jit_rvalue *hi, gcc_jit_rvalue *pb) {
   gcc_jit_function *blk = block_fn(c, m->dt);
   packed P;
-  packed_init(c, m, &P);
+  cg_gemm_packed_init(c, m, &P);
   gcc_jit_rvalue *scratch = gcc_jit_context_new_cast(c->ctx, NULL, c->p_scratch, m->tp);
   P.bp = pb ? pb : scratch;
   P.ap = pb ? scratch : gcc_jit_lvalue_get_address(at(c, P.bp, mul(c, P.ldc, m->K)), NULL);
@@ -735,7 +654,7 @@ static int packed_rows(cg *c, mm *m, gcc_jit_rvalue *lo, gcc_jit_rvalue *hi, gcc
   gcc_jit_rvalue *r = cg_loop_open(c, &lr, rows);
   gcc_jit_rvalue *crow = keep_i(c, mul(c, r, P.ldc), "crow");
   gcc_jit_rvalue *j = cg_loop_open(c, &lj, m->N);
-  if (epilogue(c, m->ix, m->r, add(c, ic, r), j, elem(c, P.cb, add(c, crow, j)))) return -1;
+  if (cg_gemm_epilogue(c, m->ix, m->r, add(c, ic, r), j, elem(c, P.cb, add(c, crow, j)))) return -1;
   cg_loop_close(c, &lj);
   cg_loop_close(c, &lr);
   cg_loop_close(c, &lc);
@@ -744,22 +663,7 @@ static int packed_rows(cg *c, mm *m, gcc_jit_rvalue *lo, gcc_jit_rvalue *hi, gcc
 
 static int packed_path(cg *c, mm *m) {
   gcc_jit_rvalue *lo = c->par_axis == m->r - 2 ? c->p_lo : cg_i64(c, 0), *hi = c->par_axis == m->r - 2 ? c->p_hi : m->M;
-  return packed_rows(c, m, lo, hi, NULL);
-}
-
-/* ---- prepacked B: the parameter's panels packed once (prepack.h) ---------------------- */
-
-#define PP_ROWS 4     /* rows per tile of the small-M loop */
-#define PP_UNROLL 4   /* single rows: K unrolled into this many accumulator sets */
-#define PP_PACKED_M 64   /* from this many full rows the blocked packed path takes over */
-#define PP_SHORT_EPILOGUE 6   /* short_epilogue: written once per tile row */
-
-/* The prepacked B of this kernel: bufs[n_bufs + kernel index]. */
-static gcc_jit_rvalue *prepacked_ptr(cg *c, mm *m) {
-  gcc_jit_lvalue *l = cg_local(c, m->tp, "pb");
-  gcc_jit_rvalue *raw = rv(gcc_jit_context_new_array_access(c->ctx, NULL, c->p_bufs, cg_i64(c, c->p->n_bufs + c->kidx)));
-  gcc_jit_block_add_assignment(c->entry, NULL, l, gcc_jit_context_new_cast(c->ctx, NULL, raw, m->tp));
-  return rv(l);
+  return cg_gemm_packed_rows(c, m, lo, hi, NULL);
 }
 
 static void mm_init(cg *c, mm *m);
@@ -767,203 +671,18 @@ static void mm_init(cg *c, mm *m);
 /* The blocked packed path of a 2-D matmul as a function of its own, called
  * for rows lo .. hi (with pb: of the prepacked B): the small-matrix code
  * the kernel runs on every call of a W1-size model keeps a light frame. */
-static int outlined_packed(cg *c, gcc_jit_rvalue *lo, gcc_jit_rvalue *hi, int prepacked) {
+int cg_gemm_outlined(cg *c, gcc_jit_rvalue *lo, gcc_jit_rvalue *hi, int prepacked) {
   cg_outline o;
   if (cg_outline_begin(c, &o, "packed")) return -1;
   mm m;
   mm_init(c, &m);
-  m.aoff = view_base(c, m.A, m.ix, m.r);
-  m.boff = view_base(c, m.B, m.ix, m.r);
-  int rc = prepacked ? packed_rows(c, &m, c->p_lo, c->p_hi, prepacked_ptr(c, &m)) : packed_rows(c, &m, c->p_lo, c->p_hi, NULL);
+  m.aoff = cg_gemm_view_base(c, m.A, m.ix, m.r);
+  m.boff = cg_gemm_view_base(c, m.B, m.ix, m.r);
+  int rc = prepacked ? cg_gemm_packed_rows(c, &m, c->p_lo, c->p_hi, cg_gemm_prepacked_ptr(c, &m)) : cg_gemm_packed_rows(c, &m, c->p_lo, c->p_hi, NULL);
   gcc_jit_function *f = cg_outline_end(c, &o);
   if (rc) return -1;
   cg_outline_call(c, &o, f, lo, hi);
   return cg_failed(c);
-}
-
-/* One k of a tile: the panel's NV vectors of row kk times the broadcast
- * A[row r, kk], added into acc[r][*]. */
-static void pp_step(cg *c, mm *m, packed *P, gcc_jit_lvalue *(*acc)[MAX_NV], gcc_jit_rvalue **arow, int R,
-                    gcc_jit_rvalue *pbase, gcc_jit_rvalue *kk) {
-  const gemm_shape *s = &P->s;
-  gcc_jit_rvalue *bk = keep_i(c, add(c, pbase, mul(c, kk, cg_i64(c, s->nr))), "bk");
-  gcc_jit_lvalue *b[MAX_NV];
-  load_b(c, P, bk, b);
-  for (int r = 0; r < R; r++) bcast_fma(c, m, P, acc[r], b, at(c, m->aptr, add(c, arow[r], mul(c, kk, m->sak))));
-}
-
-/* Is the kernel's epilogue short: at most PP_SHORT_EPILOGUE nodes, none
- * that expands to a long formula (exp, gelu, a random draw...)? */
-static int short_epilogue(const cg *c) {
-  if (c->k->n_nodes > PP_SHORT_EPILOGUE) return 0;
-  for (int i = 0; i < c->k->n_nodes; i++) {
-    const td_node *n = &c->g->nodes[c->k->nodes[i]];
-    td_opkind kind = td_ops[n->op].kind;
-    if (kind == TD_K_RANDOM || kind == TD_K_GATHER || kind == TD_K_REDUCE || kind == TD_K_EFFECT) return 0;
-    if (kind == TD_K_UNARY && n->op != TD_IR_NEG && n->op != TD_IR_ABS && n->op != TD_IR_RELU &&
-        n->op != TD_IR_CAST && n->op != TD_IR_NOT)
-      return 0;
-  }
-  return 1;
-}
-
-/* R rows from row i times panel jp of the prepacked B over all of K: U
- * independent sets of R x NV vector accumulators (U k's per step), summed,
- * stored to a local tile, then the epilogue of each element. */
-static int pp_tile(cg *c, mm *m, packed *P, gcc_jit_rvalue *i, gcc_jit_rvalue *jp, int R, int U) {
-  const gemm_shape *s = &P->s;
-  gcc_jit_lvalue *acc[PP_UNROLL][PP_ROWS][MAX_NV];
-  gcc_jit_rvalue *zeros[64], *arow[PP_ROWS];
-  for (int l = 0; l < s->vl; l++) zeros[l] = cg_const(c, m->dt, 0, 0);
-  gcc_jit_rvalue *z = gcc_jit_context_new_rvalue_from_vector(c->ctx, NULL, P->vt, (size_t)s->vl, zeros);
-  for (int u = 0; u < U; u++)
-    for (int r = 0; r < R; r++)
-      for (int v = 0; v < s->nv; v++) {
-        acc[u][r][v] = cg_local(c, P->vt, "pacc");
-        cg_assign(c, acc[u][r][v], z);
-      }
-  for (int r = 0; r < R; r++) arow[r] = keep_i(c, add(c, m->aoff, mul(c, add(c, i, cg_i64(c, r)), m->sam)), "arow");
-  gcc_jit_rvalue *pbase = keep_i(c, mul(c, jp, mul(c, m->K, cg_i64(c, s->nr))), "pbase");
-  gcc_jit_rvalue *ku = U > 1 ? keep_i(c, ib(c, GCC_JIT_BINARY_OP_MINUS, m->K, ib(c, GCC_JIT_BINARY_OP_MODULO, m->K, cg_i64(c, U))), "ku") : m->K;
-  cloop lk, lt;
-  gcc_jit_rvalue *k = cg_loop_range(c, &lk, cg_i64(c, 0), ku, U);
-  for (int u = 0; u < U; u++) pp_step(c, m, P, acc[u], arow, R, pbase, u ? add(c, k, cg_i64(c, u)) : k);
-  cg_loop_close(c, &lk);
-  if (U > 1) {
-    k = cg_loop_range(c, &lt, ku, m->K, 1);
-    pp_step(c, m, P, acc[0], arow, R, pbase, k);
-    cg_loop_close(c, &lt);
-  }
-  for (int w = U; w > 1; w /= 2)   /* a tree over the sets */
-    for (int u = 0; u < w / 2; u++)
-      for (int r = 0; r < R; r++)
-        for (int v = 0; v < s->nv; v++)
-          gcc_jit_block_add_assignment_op(c->blk, NULL, acc[u][r][v], GCC_JIT_BINARY_OP_PLUS, rv(acc[u + w / 2][r][v]));
-  /* the tile goes to a local array, not to scratch: GCC sees that nothing
-   * else writes it and the vectorised epilogue reads the accumulators
-   * from registers (through scratch: a store-forwarding stall per row) */
-  gcc_jit_type *tt = gcc_jit_type_get_aligned(gcc_jit_context_new_array_type(c->ctx, NULL, m->t, R * s->nr), 64);
-  gcc_jit_rvalue *cb = gcc_jit_lvalue_get_address(gcc_jit_context_new_array_access(c->ctx, NULL, rv(cg_local(c, tt, "tile")), cg_i64(c, 0)), NULL);
-  for (int r = 0; r < R; r++)
-    for (int v = 0; v < s->nv; v++)
-      cg_assign(c, vec_at(c, P, cb, cg_i64(c, r * s->nr + v * s->vl)), rv(acc[0][r][v]));
-  gcc_jit_rvalue *j0 = keep_i(c, mul(c, jp, cg_i64(c, s->nr)), "j0");
-  /* the prepacked N is a constant: when panels divide it, every tile's
-   * epilogue runs a known number of columns (no remainder loops) */
-  gcc_jit_rvalue *jn = c->kinfo->pack.n % s->nr == 0
-                           ? cg_i64(c, s->nr)
-                           : keep_i(c, imin(c, cg_i64(c, s->nr), ib(c, GCC_JIT_BINARY_OP_MINUS, m->N, j0)), "jn");
-  /* a short epilogue (a bias, a relu) is written once per row: the
-   * vectorised epilogue then reads the accumulators from registers, not
-   * back from the tile; a long one (gelu, a residual) once for the R rows,
-   * as compile time grows with every copy */
-  int per_row = short_epilogue(c);
-  cloop lr, lj;
-  for (int r = 0; r < (per_row ? R : 1); r++) {
-    gcc_jit_rvalue *rr = per_row ? cg_i64(c, r) : cg_loop_open(c, &lr, cg_i64(c, R));
-    gcc_jit_rvalue *row = keep_i(c, add(c, i, rr), "row");
-    gcc_jit_rvalue *crow = keep_i(c, mul(c, rr, cg_i64(c, s->nr)), "crow");
-    gcc_jit_rvalue *j = cg_loop_open(c, &lj, jn);
-    if (epilogue(c, m->ix, m->r, row, add(c, j0, j), elem(c, cb, add(c, crow, j)))) return -1;
-    cg_loop_close(c, &lj);
-    if (!per_row) cg_loop_close(c, &lr);
-  }
-  return 0;
-}
-
-/* Rows i0 .. i1 times panels p0 .. p1: per panel (which stays in L2 while
- * the rows go by), tiles of PP_ROWS rows, then single rows. */
-static int pp_rows(cg *c, mm *m, packed *P, gcc_jit_rvalue *i0, gcc_jit_rvalue *i1, gcc_jit_rvalue *p0,
-                   gcc_jit_rvalue *p1) {
-  cloop lp, l4, l1;
-  gcc_jit_rvalue *jp = cg_loop_range(c, &lp, p0, p1, 1);
-  gcc_jit_rvalue *lim = keep_i(c, ib(c, GCC_JIT_BINARY_OP_MINUS, i1, cg_i64(c, PP_ROWS - 1)), "lim");
-  gcc_jit_rvalue *i = cg_loop_range(c, &l4, i0, lim, PP_ROWS);
-  /* a tile needs 8 independent FMA chains to hide the FMA latency (2 units
-   * x 4 cycles): with one-vector panels, two sets over K */
-  if (pp_tile(c, m, P, i, jp, PP_ROWS, PP_ROWS * P->s.nv < 8 ? 2 : 1)) return -1;
-  cg_loop_close(c, &l4);
-  i = cg_loop_range(c, &l1, rv(l4.i), i1, 1);
-  if (pp_tile(c, m, P, i, jp, 1, PP_UNROLL)) return -1;
-  cg_loop_close(c, &l1);
-  cg_loop_close(c, &lp);
-  return 0;
-}
-
-static gcc_jit_rvalue *cmp(cg *c, enum gcc_jit_comparison op, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
-  return gcc_jit_context_new_comparison(c->ctx, NULL, op, a, b);
-}
-
-/* Full rows flo .. fhi through the blocked packed path when there are
- * enough of them (then *small_lo = fhi: no rows left for the tiles). */
-static int big_rows(cg *c, mm *m, gcc_jit_rvalue *flo, gcc_jit_rvalue *fhi, gcc_jit_rvalue *pb, gcc_jit_lvalue *small_lo) {
-  gcc_jit_rvalue *nf = keep_i(c, ib(c, GCC_JIT_BINARY_OP_MINUS, fhi, flo), "nf");
-  gcc_jit_rvalue *big = gcc_jit_context_new_binary_op(
-      c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, c->t_bool, cmp(c, GCC_JIT_COMPARISON_GE, nf, cg_i64(c, PP_PACKED_M)),
-      cmp(c, GCC_JIT_COMPARISON_GE, mul(c, mul(c, nf, m->N), m->K), cg_i64(c, 32768)));
-  cif fb;
-  if_open(c, &fb, big);
-  if (m->r == 2 ? outlined_packed(c, flo, fhi, 1) : packed_rows(c, m, flo, fhi, pb)) return -1;
-  cg_assign(c, small_lo, fhi);
-  if_close(c, &fb);
-  return 0;
-}
-
-/* The range [lo, hi) of the flattened (row, column block) space, row-major
- * with `cols` blocks of one panel each (tdc_kinfo), is cut into at most
- * three pieces: the rest of a first partial row, the full rows, the start
- * of a last partial row.  Full rows go to the packed path when there are
- * enough of them; everything else to the small-M tiles, which read the
- * panels as they are (no packing, no horizontal sums). */
-static int prepacked_path(cg *c, mm *m) {
-  int64_t cols = c->kinfo->cols;
-  packed P;
-  packed_init(c, m, &P);
-  int full = c->kinfo->pack.nr == P.s.nr;   /* else one vector wide: the small tiles only */
-  P.s.nr = (int)c->kinfo->pack.nr;
-  P.s.nv = P.s.nr / P.s.vl;
-  P.bp = prepacked_ptr(c, m);
-  P.cb = gcc_jit_context_new_cast(c->ctx, NULL, c->p_scratch, m->tp);
-  gcc_jit_rvalue *lo = c->par_axis == m->r - 2 ? c->p_lo : cg_i64(c, 0);
-  gcc_jit_rvalue *hi = c->par_axis == m->r - 2 ? c->p_hi : keep_i(c, mul(c, m->M, cg_i64(c, cols)), "ext");
-  gcc_jit_rvalue *one = cg_i64(c, 1), *zero = cg_i64(c, 0), *ncols = cg_i64(c, cols);
-  cif f;
-  if_open(c, &f, lt(c, lo, hi));
-  if (cols == 1) {   /* one panel: every row is whole (W1's nn.Linear(16, 16)) */
-    gcc_jit_lvalue *from = cg_local(c, c->t_i64, "slo");
-    cg_assign(c, from, lo);
-    if (full && big_rows(c, m, lo, hi, P.bp, from)) return -1;
-    if (pp_rows(c, m, &P, rv(from), hi, zero, one)) return -1;
-    if_close(c, &f);
-    return 0;
-  }
-  gcc_jit_rvalue *r0 = keep_i(c, ib(c, GCC_JIT_BINARY_OP_DIVIDE, lo, ncols), "r0");
-  gcc_jit_rvalue *c0 = keep_i(c, ib(c, GCC_JIT_BINARY_OP_MODULO, lo, ncols), "c0");
-  gcc_jit_rvalue *r1 = keep_i(c, ib(c, GCC_JIT_BINARY_OP_DIVIDE, hi, ncols), "r1");
-  gcc_jit_rvalue *c1 = keep_i(c, ib(c, GCC_JIT_BINARY_OP_MODULO, hi, ncols), "c1");
-  gcc_jit_rvalue *same = cmp(c, GCC_JIT_COMPARISON_EQ, r0, r1);
-  /* a: the first row is partial (or the only one) */
-  gcc_jit_rvalue *a = cg_select(c, lt(c, zero, c0), one, cg_select(c, same, one, zero, c->t_i64), c->t_i64);
-  gcc_jit_rvalue *flo = keep_i(c, add(c, r0, a), "flo");
-  gcc_jit_rvalue *fhi = cg_select(c, lt(c, r1, flo), flo, r1, c->t_i64);
-  gcc_jit_lvalue *small_lo = cg_local(c, c->t_i64, "slo");
-  cg_assign(c, small_lo, flo);
-  if (full && big_rows(c, m, flo, fhi, P.bp, small_lo)) return -1;
-  /* the pieces left: rows [seg[4s], seg[4s+1]) x panels [seg[4s+2], seg[4s+3]) */
-  gcc_jit_rvalue *last = cg_select(c, lt(c, r0, r1), cg_select(c, lt(c, zero, c1), add(c, r1, one), r1, c->t_i64), r1, c->t_i64);
-  gcc_jit_rvalue *vals[12] = {r0, flo, c0, cg_select(c, same, c1, ncols, c->t_i64),
-                              rv(small_lo), fhi, zero, ncols,
-                              r1, last, zero, c1};
-  gcc_jit_lvalue *seg = cg_local(c, gcc_jit_context_new_array_type(c->ctx, NULL, c->t_i64, 12), "seg");
-  for (int t = 0; t < 12; t++) cg_assign(c, gcc_jit_context_new_array_access(c->ctx, NULL, rv(seg), cg_i64(c, t)), vals[t]);
-  cloop ls;
-  gcc_jit_rvalue *sg = cg_loop_range(c, &ls, zero, cg_i64(c, 12), 4);
-  gcc_jit_rvalue *e[4];
-  for (int t = 0; t < 4; t++) e[t] = keep_i(c, elem(c, rv(seg), add(c, sg, cg_i64(c, t))), "sg");
-  if (pp_rows(c, m, &P, e[0], e[1], e[2], e[3])) return -1;
-  cg_loop_close(c, &ls);
-  if_close(c, &f);
-  return 0;
 }
 
 /* ---- the kernel ---------------------------------------------------------------------- */
@@ -996,10 +715,10 @@ int tdc_emit_matmul(cg *c) {
   cloop lb[TD_MAX_RANK];
   const td_node *n = &c->g->nodes[c->k->matmul];
   int nb = cg_nest_open(c, lb, n->shape, m.r, (1u << (m.r - 2)) - 1, m.ix);
-  m.aoff = view_base(c, m.A, m.ix, m.r);
-  m.boff = view_base(c, m.B, m.ix, m.r);
+  m.aoff = cg_gemm_view_base(c, m.A, m.ix, m.r);
+  m.boff = cg_gemm_view_base(c, m.B, m.ix, m.r);
   if (c->kinfo && c->kinfo->pack.nr > 0) {
-    if (prepacked_path(c, &m)) return -1;
+    if (cg_gemm_prepacked(c, &m)) return -1;
   } else if (!td_dtype_is_float(m.dt)) {
     if (simple_path(c, &m)) return -1;
   } else {
@@ -1017,7 +736,7 @@ int tdc_emit_matmul(cg *c) {
     gcc_jit_block *pk = cg_block(c, "packed"), *sm = cg_block(c, "simple"), *join = cg_block(c, "mm_end");
     gcc_jit_block_end_with_conditional(c->blk, NULL, big, pk, sm);
     c->blk = pk;
-    if (m.r == 2 ? outlined_packed(c, c->par_axis == m.r - 2 ? c->p_lo : cg_i64(c, 0), c->par_axis == m.r - 2 ? c->p_hi : m.M, 0)
+    if (m.r == 2 ? cg_gemm_outlined(c, c->par_axis == m.r - 2 ? c->p_lo : cg_i64(c, 0), c->par_axis == m.r - 2 ? c->p_hi : m.M, 0)
                  : packed_path(c, &m))
       return -1;
     gcc_jit_block_end_with_jump(c->blk, NULL, join);
@@ -1029,3 +748,4 @@ int tdc_emit_matmul(cg *c) {
   cg_nest_close(c, lb, nb);
   return cg_failed(c);
 }
+

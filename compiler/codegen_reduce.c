@@ -79,41 +79,26 @@ static td_dtype in_dt(const cg *c, const racc *r) { return c->g->nodes[r->p->src
 
 static td_op red_op(const cg *c, const racc *r) { return c->g->nodes[r->p->node].op; }
 
-/* "v better than best" for max/min and arg-max/min (NaN wins, first wins). */
+/* "v better than best" for max/min and arg-max/min (kexpr.c's rule). */
 static gcc_jit_rvalue *better(cg *c, td_op op, td_dtype dt, gcc_jit_rvalue *v, gcc_jit_rvalue *best) {
-  int is_max = op == TD_IR_RMAX || op == TD_IR_ARGMAX;
-  if (dt == TD_BOOL) {
-    v = gcc_jit_context_new_cast(c->ctx, NULL, v, c->t_i32);
-    best = gcc_jit_context_new_cast(c->ctx, NULL, best, c->t_i32);
-  }
-  gcc_jit_rvalue *b = cmpv(c, is_max ? GCC_JIT_COMPARISON_GT : GCC_JIT_COMPARISON_LT, v, best);
-  if (!td_dtype_is_float(dt)) return b;
-  gcc_jit_rvalue *vnan = cmpv(c, GCC_JIT_COMPARISON_NE, v, v);
-  if (op == TD_IR_ARGMAX || op == TD_IR_ARGMIN)
-    vnan = gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, c->t_bool, vnan,
-                                         cmpv(c, GCC_JIT_COMPARISON_EQ, best, best));
-  return gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_OR, c->t_bool, b, vnan);
+  td_kxgen x = cg_kxgen(c);
+  return td_kx_better(&x, op, dt, v, best);
 }
 
 static void update(cg *c, racc *r, gcc_jit_rvalue *v, gcc_jit_rvalue *kidx) {
   td_op op = red_op(c, r);
   td_dtype dt = in_dt(c, r);
+  td_kxgen x = cg_kxgen(c);
   switch (op) {
-  case TD_IR_SUM: case TD_IR_PROD: {
-    gcc_jit_type *t = c->vt[r->p->acc_dt];
-    gcc_jit_rvalue *x = td_dtype_is_float(dt) ? to_f64(c, v) : cg_convert(c, v, dt, TD_I64);
-    cg_assign(c, r->acc, binv(c, op == TD_IR_SUM ? GCC_JIT_BINARY_OP_PLUS : GCC_JIT_BINARY_OP_MULT, t, rv(r->acc), x));
+  case TD_IR_SUM: case TD_IR_PROD:
+    cg_assign(c, r->acc, td_kx_fold(&x, op, dt, r->p->acc_dt, rv(r->acc), v));
     break;
-  }
   case TD_IR_RMAX: case TD_IR_RMIN:
     cg_assign(c, r->acc, cg_select(c, better(c, op, dt, v, rv(r->acc)), v, rv(r->acc), c->vt[dt]));
     break;
   default: {  /* argmax / argmin: the first index of the extreme */
-    gcc_jit_rvalue *take = gcc_jit_context_new_binary_op(
-        c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_OR, c->t_bool,
-        cmpv(c, GCC_JIT_COMPARISON_LT, rv(r->idx), cg_i64(c, 0)), better(c, op, dt, v, rv(r->acc)));
     gcc_jit_lvalue *tk = cg_local(c, c->t_bool, "take");
-    cg_assign(c, tk, take);
+    cg_assign(c, tk, td_kx_arg_takes(&x, op, dt, v, rv(r->acc), rv(r->idx)));
     cg_assign(c, r->acc, cg_select(c, rv(tk), v, rv(r->acc), c->vt[dt]));
     cg_assign(c, r->idx, cg_select(c, rv(tk), kidx, rv(r->idx), c->t_i64));
   }
@@ -172,31 +157,16 @@ static void stage_finish(cg *c, racc *r, int n) {
 static void combine(cg *c, racc *a, const racc *b) {
   td_op op = red_op(c, a);
   td_dtype dt = in_dt(c, a);
+  td_kxgen x = cg_kxgen(c);
   if (op == TD_IR_SUM || op == TD_IR_PROD) {
-    gcc_jit_type *t = c->vt[a->p->acc_dt];
-    cg_assign(c, a->acc, binv(c, op == TD_IR_PROD ? GCC_JIT_BINARY_OP_MULT : GCC_JIT_BINARY_OP_PLUS, t,
-                              rv(a->acc), rv(b->acc)));
+    cg_assign(c, a->acc, binv(c, op == TD_IR_PROD ? GCC_JIT_BINARY_OP_MULT : GCC_JIT_BINARY_OP_PLUS,
+                              c->vt[a->p->acc_dt], rv(a->acc), rv(b->acc)));
   } else if (op == TD_IR_RMAX || op == TD_IR_RMIN) {
     cg_assign(c, a->acc, cg_select(c, better(c, op, dt, rv(b->acc), rv(a->acc)), rv(b->acc), rv(a->acc), c->vt[dt]));
-  } else {
-    /* arg: lane l wins when lane 0 is empty, or it is better, or they tie
-     * (equal, or both NaN) and its index is smaller */
+  } else {   /* arg: kexpr.c's tie rule */
     gcc_jit_rvalue *bv = rv(b->acc), *av = rv(a->acc);
-    gcc_jit_rvalue *tie = cmpv(c, GCC_JIT_COMPARISON_EQ, bv, av);
-    if (td_dtype_is_float(dt))
-      tie = gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_OR, c->t_bool, tie,
-                gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, c->t_bool,
-                                              cmpv(c, GCC_JIT_COMPARISON_NE, bv, bv), cmpv(c, GCC_JIT_COMPARISON_NE, av, av)));
-    gcc_jit_rvalue *wins = gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_OR, c->t_bool,
-        better(c, op, dt, bv, av),
-        gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, c->t_bool, tie,
-                                      cmpv(c, GCC_JIT_COMPARISON_LT, rv(b->idx), rv(a->idx))));
-    wins = gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_OR, c->t_bool,
-                                         cmpv(c, GCC_JIT_COMPARISON_LT, rv(a->idx), cg_i64(c, 0)), wins);
-    wins = gcc_jit_context_new_binary_op(c->ctx, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, c->t_bool,
-                                         cmpv(c, GCC_JIT_COMPARISON_GE, rv(b->idx), cg_i64(c, 0)), wins);
     gcc_jit_lvalue *w = cg_local(c, c->t_bool, "wins");
-    cg_assign(c, w, wins);
+    cg_assign(c, w, td_kx_arg_wins(&x, op, dt, av, rv(a->idx), bv, rv(b->idx)));
     cg_assign(c, a->acc, cg_select(c, rv(w), bv, av, c->vt[dt]));
     cg_assign(c, a->idx, cg_select(c, rv(w), rv(b->idx), rv(a->idx), c->t_i64));
   }

@@ -2,7 +2,7 @@
  * operand a node reads at a given index of its own shape.
  *
  * Both code generators (the CPU one, compiler/codegen_expr.c, building
- * libgccjit rvalues; the CUDA one, gpu/codegen_cuda.c, building C source
+ * libgccjit rvalues; the CUDA one, gpu/codegen_cuda_expr.c, building C source
  * text) evaluate a node at an index by evaluating its inputs at derived
  * indices: broadcast (size-1 axes read index 0), permute (axes swapped),
  * slice (start + i * step), reshape (axes regrouped: linearised over a group

@@ -1,8 +1,10 @@
 /* jit_impl.h - internal: the state shared by the libgccjit code generator's
- * files (codegen_cpu.c: functions, loops and kernels; codegen_expr.c: the
- * value of a node at an index, and every op's formula; codegen_gemm.c:
- * matmul kernels).  Index mapping is index.h's layer, shared with the
- * CUDA generator.
+ * files (codegen_cpu.c: functions, loops and kernels; codegen_expr.c: this
+ * backend's pieces of the value of a node at an index, every op's formula;
+ * codegen_reduce.c: row kernels; codegen_gemm.c and codegen_prepack.c:
+ * matmul kernels, gemm_impl.h).  Index mapping is index.h's layer and the
+ * walk over a kernel's ops kexpr.h's evaluator, both shared with the CUDA
+ * generator.
  *
  * Generated kernels have the C signature (tdc_kernel_fn)
  *   void kN(void **bufs, const int64_t *dv, void *scratch, int32_t *status,
@@ -23,6 +25,7 @@
 #include <libgccjit.h>
 
 #include "compiler/index.h"
+#include "compiler/kexpr.h"
 #include "compiler/plan_impl.h"
 #include "artifact/prepack.h"
 
@@ -31,12 +34,9 @@
  * (broadcast), which address arithmetic skips. */
 typedef td_ix cg_ix;
 
-/* A value computed in the current function: node at index ix. */
-typedef struct cg_memo {
-  int node;
-  const cg_ix *ix;
-  gcc_jit_rvalue *val;
-} cg_memo;
+/* A value computed in the current function: node at index ix, a
+ * gcc_jit_rvalue * (the shared evaluator's memo, kexpr.h). */
+typedef td_kxmemo cg_memo;
 
 /* Input `slot` of `node` evaluated at parent index `parent` -> child index
  * (the index layer's memo, index.h). */
@@ -79,7 +79,7 @@ typedef struct cg {
   int n_memo, cap_memo;
   cg_ixmemo *ixmemo;
   int n_ixmemo, cap_ixmemo;
-  gcc_jit_rvalue **red_val;          /* per node: value of a reduction of this kernel */
+  void **red_val;                    /* per node: value (gcc_jit_rvalue *) of a reduction of this kernel */
   gcc_jit_rvalue *mm_acc;            /* matmul: the accumulated element of the epilogue */
   int n_names;
   char *in_k;                        /* per node: evaluated inside the current kernel */
@@ -228,6 +228,10 @@ gcc_jit_rvalue *cg_offset(cg *c, int n, const cg_ix *ix);
 /* This generator as the index layer (index.h) sees it: gccjit builders,
  * c's arena and index memo.  Build it where it is used (it points at c). */
 td_ixgen cg_ixgen(cg *c);
+/* This generator as the shared evaluator (kexpr.h) sees it: its pieces
+ * over gccjit rvalues, c's kernel, memo and reductions.  Build it where it
+ * is used (it points at c). */
+td_kxgen cg_kxgen(cg *c);
 /* Stores value v of node n's value type at index ix of n's buffer. */
 void cg_store(cg *c, int n, const cg_ix *ix, gcc_jit_rvalue *v);
 /* Converts between value types of dtypes (the interpreter's cast rules). */

@@ -2,7 +2,7 @@
  *
  *   - every entry point of every program under examples/ and tests/lang/
  *     that type-checks is optimised, planned and turned into a CUDA module
- *     (gpu/codegen_cuda.c), and the module compiles with NVRTC for sm_90
+ *     (gpu/codegen_cuda*.c), and the module compiles with NVRTC for sm_90
  *     (the H200) with no errors; ptxas' report (--ptxas-options=-v) must
  *     show no spill stores or loads for any kernel;
  *   - f16/bf16 matmuls read the 16-bit buffers and use m16n8k16 mma.sync
