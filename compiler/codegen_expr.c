@@ -580,6 +580,7 @@ OP(LOG) { return !FL ? NULL : dt == TD_F32 ? log_f32(c, a[0]) : fcall(c, "log", 
 OP(SQRT) { return FL ? fcall(c, "sqrt", dt, a[0], NULL) : NULL; }
 OP(RSQRT) { return FL ? bin(c, GCC_JIT_BINARY_OP_DIVIDE, T, ONE, fcall(c, "sqrt", dt, a[0], NULL)) : NULL; }
 OP(SIN) { return FL ? fcall(c, "sin", dt, a[0], NULL) : NULL; }
+OP(LOG1P) { return FL ? fcall(c, "log1p", dt, a[0], NULL) : NULL; }
 OP(COS) { return FL ? fcall(c, "cos", dt, a[0], NULL) : NULL; }
 OP(TANH) { return !FL ? NULL : dt == TD_F32 ? tanh_f32(c, a[0]) : fcall(c, "tanh", dt, a[0], NULL); }
 OP(ERF) { return !FL ? NULL : dt == TD_F32 ? erf_f32(c, a[0]) : fcall(c, "erf", dt, a[0], NULL); }

@@ -46,6 +46,7 @@ static const builtin table[] = {
   {"gelu", B_UNARY, TD_IR_GELU, 1, {"x"}},
   {"silu", B_UNARY, TD_IR_SILU, 1, {"x"}},
   {"erf", B_UNARY, TD_IR_ERF, 1, {"x"}},
+  {"log1p", B_UNARY, TD_IR_LOG1P, 1, {"x"}},
   {"floor", B_UNARY, TD_IR_FLOOR, 1, {"x"}},
   {"ceil", B_UNARY, TD_IR_CEIL, 1, {"x"}},
   {"round", B_UNARY, TD_IR_ROUND, 1, {"x"}},
@@ -195,6 +196,7 @@ static double const_unary(td_op op, double x) {
   case TD_IR_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
   case TD_IR_SILU: return x / (1 + exp(-x));
   case TD_IR_ERF: return erf(x);
+  case TD_IR_LOG1P: return log1p(x);
   case TD_IR_FLOOR: return floor(x);
   case TD_IR_CEIL: return ceil(x);
   case TD_IR_ROUND: return nearbyint(x);

@@ -208,6 +208,8 @@ TD_SCALAR_FN float td_cos_f32(float a) { return cosf(a); }
 TD_SCALAR_FN double td_cos_f64(double a) { return cos(a); }
 TD_SCALAR_FN double td_tanh_f64(double a) { return tanh(a); }
 TD_SCALAR_FN double td_erf_f64(double a) { return erf(a); }
+TD_SCALAR_FN float td_log1p_f32(float a) { return log1pf(a); }
+TD_SCALAR_FN double td_log1p_f64(double a) { return log1p(a); }
 TD_SCALAR_FN float td_sigmoid_f32(float a) { return 1.0f / (1.0f + td_exp_f32(-a)); }
 TD_SCALAR_FN double td_sigmoid_f64(double a) { return 1.0 / (1.0 + exp(-a)); }
 TD_SCALAR_FN float td_silu_f32(float a) { return a / (1.0f + td_exp_f32(-a)); }
@@ -326,6 +328,7 @@ TD_SCALAR_INT_(int64_t, uint64_t, i64)
 #define td_cos(a) TD_GEN_F_(td_cos, a)
 #define td_tanh(a) TD_GEN_F_(td_tanh, a)
 #define td_erf(a) TD_GEN_F_(td_erf, a)
+#define td_log1p(a) TD_GEN_F_(td_log1p, a)
 #define td_sigmoid(a) TD_GEN_F_(td_sigmoid, a)
 #define td_silu(a) TD_GEN_F_(td_silu, a)
 #define td_gelu(a) TD_GEN_F_(td_gelu, a)
@@ -354,6 +357,7 @@ TD_SCALAR_INT_(int64_t, uint64_t, i64)
   TD_OVL2_(name, int32_t, i32) TD_OVL2_(name, int64_t, i64)
 TD_OVL_F_(td_exp) TD_OVL_F_(td_log) TD_OVL_F_(td_sqrt) TD_OVL_F_(td_rsqrt)
 TD_OVL_F_(td_sin) TD_OVL_F_(td_cos) TD_OVL_F_(td_tanh) TD_OVL_F_(td_erf)
+TD_OVL_F_(td_log1p)
 TD_OVL_F_(td_sigmoid) TD_OVL_F_(td_silu) TD_OVL_F_(td_gelu)
 TD_OVL_FI_(td_neg) TD_OVL_FI_(td_abs) TD_OVL_FI_(td_relu) TD_OVL_FI_(td_floor) TD_OVL_FI_(td_ceil)
 TD_OVL_FI_(td_round)
