@@ -21,7 +21,7 @@
  * Every computed value is kept in a local and memoised by (node, index
  * object); derived indices are memoised too, so a value read twice at the
  * same index (x * x, a shared subexpression) is computed once.  The op
- * formulas follow runtime/scalar.h and interp/kernels.c exactly (NaN
+ * formulas follow runtime/scalar.h and interp/elementwise.c exactly (NaN
  * propagation of min/max/relu, Python's floor division and modulo, wrap-
  * around integers under -fwrapv, saturating float-to-int casts, the f32
  * transcendentals operation for operation), and the context is compiled

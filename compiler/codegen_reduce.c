@@ -275,8 +275,8 @@ static int emit_nest(cg *c, racc *r0, int n, const char *sel, const cg_ix *row) 
  * 0, in order; then a tree over the lanes, lane j op= lane j + h for
  * h = 8, 4, 2, 1.  GCC keeps the arrays in vector registers (11
  * instructions per 16 elements for a sum).  This is the interpreter's
- * order for every float sum over a contiguous run (interp/kernels.c,
- * sum16), so these sums are eager mode's bit for bit, and no float
+ * order for every float sum over a contiguous run (interp/reduce.c,
+ * SUM16), so these sums are eager mode's bit for bit, and no float
  * reduction needs a loop GCC would have to reassociate to vectorise. */
 
 #define LANES16 16

@@ -3,7 +3,7 @@
  *
  * A REDUCE kernel's stage (plan.h's td_kstage) computes several independent
  * reductions in one pass over the reduced axes.  Both code generators (the
- * CPU one, compiler/codegen_reduce.c, and the CUDA one, gpu/codegen_cuda.c)
+ * CPU one, compiler/codegen_reduce.c, and the CUDA one, gpu/codegen_cuda_reduce.c)
  * turn each reduction into accumulators updated per element and finished
  * per row, and both decide the same things about it first: which
  * accumulators it keeps and in which type, their identity and the type of

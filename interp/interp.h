@@ -14,10 +14,6 @@
 #include "runtime/io.h"
 #include "runtime/run_opts.h"
 
-/* The run options are every backend's (runtime/run_opts.h); this was
- * their name when only the interpreter had them. */
-typedef td_run_opts td_interp_opts;
-
 /* Runs the graph.  inputs: one per INPUT node; params: one per PARAM node.
  * On success *outputs is a malloc'd array of g->n_outputs tensors (owned by
  * the caller: release each, then free the array).  On failure returns -1;

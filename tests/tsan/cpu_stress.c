@@ -172,7 +172,7 @@ static void check_prints(worker *w, const char *how, const char *name, const cha
 }
 
 static void run_compiled(worker *w, iter *it, int gi, td_tensor *const *in, td_tensor *const *params,
-                         td_tensor *const *ref, const char *printed, const td_interp_opts *io) {
+                         td_tensor *const *ref, const char *printed, const td_run_opts *io) {
   const td_graph *g = it->g[gi];
   td_tensor **all = NULL;
   td_err err;
@@ -224,7 +224,7 @@ static void check_entry(worker *w, iter *it, int gi, int64_t n, int64_t m, int s
   const td_graph *g = it->g[gi];
   td_tensor *in[2] = {NULL, NULL}, **ref = NULL;
   td_tensor *const *params = gi == NET ? it->params[set] : NULL;
-  td_interp_opts io;
+  td_run_opts io;
   td_err err;
   memset(&io, 0, sizeof io);
   io.on_print = stress_on_print;

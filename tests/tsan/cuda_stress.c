@@ -140,7 +140,7 @@ static void check_prints(worker *w, const ref *r, const char *how) {
   td_free(got);
 }
 
-static int make_refs(worker *w, td_program *p, ref *refs, td_interp_opts *io) {
+static int make_refs(worker *w, td_program *p, ref *refs, td_run_opts *io) {
   int64_t n = 1 + w->t.id % 2;   /* rows: 1 or 2 (a row reduction launches a block per row) */
   for (int gi = 0; gi < GRAPHS; gi++) {
     ref *r = &refs[gi];
@@ -166,7 +166,7 @@ static int make_refs(worker *w, td_program *p, ref *refs, td_interp_opts *io) {
   return 0;
 }
 
-static void run_cuda(worker *w, const ref *r, const td_interp_opts *io, int graph) {
+static void run_cuda(worker *w, const ref *r, const td_run_opts *io, int graph) {
   td_drive_opts o;
   memset(&o, 0, sizeof o);
   o.backend = TD_BACKEND_CUDA;
@@ -268,7 +268,7 @@ static void *work(void *arg) {
   td_program *p;
   ref refs[GRAPHS];
   memset(refs, 0, sizeof refs);
-  td_interp_opts io;
+  td_run_opts io;
   memset(&io, 0, sizeof io);
   io.on_print = stress_on_print;
   io.ud = w;

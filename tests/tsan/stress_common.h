@@ -40,7 +40,7 @@ static void stress_fail(stress_thread *t, const char *fmt, ...) {
 }
 #define fail(w, ...) stress_fail(&(w)->t, __VA_ARGS__)
 
-/* td_interp_opts.on_print and PREFIX_set_print's callback. */
+/* td_run_opts.on_print and PREFIX_set_print's callback. */
 static void stress_on_print(void *ud, const char *text) { td_sb_puts(&((stress_thread *)ud)->prints, text); }
 
 /* What was printed since the last call (td_malloc'd, never NULL). */

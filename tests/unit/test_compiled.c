@@ -556,7 +556,7 @@ Test(kinds, random_numbers_match_the_interpreter_for_every_call) {
   td_tensor *in[1];
   cr_assert_eq(make_inputs(g, 6, 1, in), 0);
   for (uint64_t call = 0; call < 3; call++) {
-    td_interp_opts io;
+    td_run_opts io;
     memset(&io, 0, sizeof io);
     io.call_index = call;
     td_tensor **eager = NULL, **comp = NULL;
@@ -1218,7 +1218,7 @@ static void check_rand_graph_for(const td_graph *g, uint64_t seed, uint64_t call
   cr_assert_eq(td_compiled_run(cg_.c, in, NULL, call, &comp, &e, NULL), 0, "%s: %s", what, e.msg);
   expect_philox(comp[0], seed, stream, 0, 1, what);
   if (eager) {
-    td_interp_opts io;
+    td_run_opts io;
     memset(&io, 0, sizeof io);
     io.call_index = call;
     cr_assert_eq(td_interp_run(g, in, NULL, &io, &ref, &e, NULL), 0, "%s: %s", what, e.msg);

@@ -116,7 +116,7 @@ static td_tensor *pattern(td_dtype dt, int rank, const int64_t *shape, uint64_t 
 }
 
 /* Runs G; returns rc, outputs in *outs (caller frees with free_outs). */
-static int run_opts(td_tensor **in, const td_interp_opts *o, td_tensor ***outs, td_err *err,
+static int run_opts(td_tensor **in, const td_run_opts *o, td_tensor ***outs, td_err *err,
                     td_span *sp) {
   return td_interp_run(G, in, NULL, o, outs, err, sp);
 }
@@ -1353,7 +1353,7 @@ Test(creation, rand_and_randn_follow_philox) {
   out(node(TD_IR_RANDN, TD_F64, 2, s, NULL, 0, &g));
   td_tensor **o1, **o2, **o3;
   td_err e;
-  td_interp_opts opts;
+  td_run_opts opts;
   memset(&opts, 0, sizeof opts);
   cr_assert_eq(run_opts(NULL, &opts, &o1, &e, NULL), 0, "%s", e.msg);
   cr_assert_eq(run_opts(NULL, &opts, &o2, &e, NULL), 0, "%s", e.msg);
@@ -1408,7 +1408,7 @@ Test(effects, print_joins_parts_with_spaces) {
   out(x);
   td_tensor *tx = from(TD_F32, 1, (int64_t[]){3}, (double[]){1, 2, 3});
   capture c = {{0}, 0};
-  td_interp_opts o = {.on_print = on_text, .ud = &c};
+  td_run_opts o = {.on_print = on_text, .ud = &c};
   td_tensor **outs;
   td_err e;
   cr_assert_eq(run_opts(&tx, &o, &outs, &e, NULL), 0, "%s", e.msg);
@@ -1429,7 +1429,7 @@ Test(effects, multi_line_arrays_stay_aligned) {
   print_node(parts, 2, &x, 1);
   td_tensor *tx = from(TD_I64, 2, (int64_t[]){2, 2}, (double[]){1, 2, 3, 4});
   capture c = {{0}, 0};
-  td_interp_opts o = {.on_print = on_text, .ud = &c};
+  td_run_opts o = {.on_print = on_text, .ud = &c};
   td_tensor **outs;
   td_err e;
   cr_assert_eq(run_opts(&tx, &o, &outs, &e, NULL), 0, "%s", e.msg);
@@ -1459,7 +1459,7 @@ Test(effects, trace_reports_location_op_type_and_stats) {
   out(y);
   td_tensor *tx = from(TD_F32, 1, (int64_t[]){2}, (double[]){1, 3});
   capture c = {{0}, 0};
-  td_interp_opts o = {.on_trace = on_text, .ud = &c, .trace = 1, .diags = &D};
+  td_run_opts o = {.on_trace = on_text, .ud = &c, .trace = 1, .diags = &D};
   td_tensor **outs;
   td_err e;
   cr_assert_eq(run_opts(&tx, &o, &outs, &e, NULL), 0, "%s", e.msg);
@@ -1486,7 +1486,7 @@ Test(effects, check_numerics_stops_at_log_of_negative) {
   int m = un(TD_IR_NEG, TD_F32, 1, s, l);
   out(m);
   td_tensor *tx = from(TD_F32, 1, (int64_t[]){3}, (double[]){1, -1, 2});
-  td_interp_opts o = {.check_numerics = 1};
+  td_run_opts o = {.check_numerics = 1};
   td_tensor **outs = NULL;
   td_err e;
   td_span sp;
@@ -1701,7 +1701,7 @@ Test(memory, inputs_are_released_and_outputs_owned) {
   build_mixed();
   td_tensor *in[2] = {pattern(TD_F32, 2, (int64_t[]){4, 8}, 1, -1, 1),
                       pattern(TD_F32, 2, (int64_t[]){8, 8}, 2, -1, 1)};
-  td_interp_opts o = {.on_print = ignore_text, .on_trace = ignore_text, .trace = 1};
+  td_run_opts o = {.on_print = ignore_text, .on_trace = ignore_text, .trace = 1};
   td_tensor **outs;
   td_err e;
   cr_assert_eq(run_opts(in, &o, &outs, &e, NULL), 0, "%s", e.msg);
@@ -1718,7 +1718,7 @@ Test(memory, every_allocation_failure_is_reported_cleanly) {
   build_mixed();
   td_tensor *in[2] = {pattern(TD_F32, 2, (int64_t[]){4, 8}, 1, -1, 1),
                       pattern(TD_F32, 2, (int64_t[]){8, 8}, 2, -1, 1)};
-  td_interp_opts o = {.on_print = ignore_text, .on_trace = ignore_text, .trace = 1};
+  td_run_opts o = {.on_print = ignore_text, .on_trace = ignore_text, .trace = 1};
   int ok = 0;
   for (long n = 1; n < 200 && !ok; n++) {
     td_tensor **outs = NULL;

@@ -56,7 +56,7 @@ static td_tensor *exec(run *r, td_tensor **inputs) {
   td_err err;
   td_tensor **params = calloc((size_t)r->g->n_params + 1, sizeof *params);
   cr_assert_eq(td_make_params(r->g, NULL, 0, params, &err), 0, "%s", err.msg);
-  td_interp_opts o;
+  td_run_opts o;
   memset(&o, 0, sizeof o);
   td_tensor **outs = NULL;
   int rc = td_interp_run(r->g, inputs, params, &o, &outs, &err, NULL);
@@ -254,7 +254,7 @@ Test(stdlib, linear_uses_weight_transposed_plus_bias) {
   cr_assert_eq(td_tensor_map_put(&m, "fc.bias", b, &err), 0);
   td_tensor *params[2];
   cr_assert_eq(td_make_params(r.g, &m, 0, params, &err), 0, "%s", err.msg);
-  td_interp_opts o;
+  td_run_opts o;
   memset(&o, 0, sizeof o);
   td_tensor **outs;
   cr_assert_eq(td_interp_run(r.g, &x, params, &o, &outs, &err, NULL), 0, "%s", err.msg);
