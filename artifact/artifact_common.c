@@ -542,3 +542,11 @@ int tda_exe_run(const tda_exe_model *x, const tda_exe_opts *o, const char *argv0
   td_free(r);
   return rc;
 }
+
+int tda_weights_args(int have_model, const char *path, char *err, size_t errlen, char *model_err,
+                     size_t model_errlen) {
+  if (have_model && path) return 0;
+  if (err && errlen) snprintf(err, errlen, "%s", !have_model ? "no model (create returned NULL)" : "no weights file (path is NULL)");
+  if (have_model) snprintf(model_err, model_errlen, "no weights file (path is NULL)");
+  return -1;
+}

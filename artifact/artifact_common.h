@@ -167,6 +167,12 @@ int tda_check_head(int abi, uint64_t sig, const int64_t *desc, int64_t magic, in
  * file cannot be found (a copy outside any build directory is whole). */
 int tda_update_pending(const void *addr, char *err, size_t errlen);
 
+/* load_weights' argument check, the same for both runtimes: -1 with the
+ * message in err (and in the model's model_err when there is a model)
+ * when there is no model or no path, else 0. */
+int tda_weights_args(int have_model, const char *path, char *err, size_t errlen, char *model_err,
+                     size_t model_errlen);
+
 /* Checks a safetensors file from its header against the n parameters p
  * (exactly these names, dtypes and shapes; every problem listed, under
  * "PATH does not fit WHAT:", as `tdsl run --weights` says it), and only

@@ -323,11 +323,7 @@ void *tdcu_stream(const tdcu_model *m) { return m ? (void *)m->stream : NULL; }
 /* ---- weights ---- */
 
 int tdcu_load_weights(tdcu_model *m, const char *path, char *err, size_t errlen) {
-  if (!m || !path) {
-    if (err && errlen) snprintf(err, errlen, "%s", !m ? "no model (create returned NULL)" : "no weights file (path is NULL)");
-    if (m) snprintf(m->err, sizeof m->err, "no weights file (path is NULL)");
-    return -1;
-  }
+  if (tda_weights_args(m != NULL, path, err, errlen, m ? m->err : NULL, m ? sizeof m->err : 0)) return -1;
   td_tensor_map w;
   td_tensor_map_init(&w);
   int rc = tda_read_weights(m->params, m->n_params, m->label, path, &w, m->err, sizeof m->err);

@@ -227,11 +227,7 @@ void tdrt_set_print(tdrt_model *m, tdrt_print_fn fn, void *ud) {
 /* ---- weights ---- */
 
 int tdrt_load_weights(tdrt_model *m, const char *path, char *err, size_t errlen) {
-  if (!m || !path) {
-    if (err && errlen) snprintf(err, errlen, "%s", !m ? "no model (create returned NULL)" : "no weights file (path is NULL)");
-    if (m) snprintf(m->err, sizeof m->err, "no weights file (path is NULL)");
-    return -1;
-  }
+  if (tda_weights_args(m != NULL, path, err, errlen, m ? m->err : NULL, m ? sizeof m->err : 0)) return -1;
   td_tensor_map w;
   td_tensor_map_init(&w);
   int rc = tda_read_weights(m->params, m->n_params, m->label, path, &w, m->err, sizeof m->err);
