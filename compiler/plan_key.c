@@ -27,10 +27,10 @@
 /* x86-64 sizes when this file was written: a structure of another size has
  * gained (or lost) a field, which the key must then cover. */
 #if defined(__x86_64__)
-_Static_assert(sizeof(td_attr) == 256 && sizeof(td_node) == 384, "td_node changed: update plan_key.c");
+_Static_assert(sizeof(td_attr) == 264 && sizeof(td_node) == 392, "td_node changed: update plan_key.c");
 _Static_assert(sizeof(td_kernel) == 464 && sizeof(td_view) == 144 && sizeof(td_kstage) == 16,
                "td_kernel changed: update plan_key.c");
-_Static_assert(sizeof(td_buffer) == 40 && sizeof(td_plan) == 112 && sizeof(td_graph) == 128,
+_Static_assert(sizeof(td_buffer) == 40 && sizeof(td_plan) == 112 && sizeof(td_graph) == 144,
                "td_plan or td_graph changed: update plan_key.c");
 #endif
 
@@ -61,7 +61,7 @@ static void node(td_strbuf *b, const td_node *n) {
   ints(b, "perm", a->perm, TD_MAX_RANK);
   dims(b, "start", a->start, TD_MAX_RANK);
   dims(b, "step", a->step, TD_MAX_RANK);
-  td_sb_printf(b, " init=%d,%a,%a parts=%d", (int)a->init, a->init_a, a->init_b, a->n_parts);
+  td_sb_printf(b, " init=%d,%a,%a buffer=%d parts=%d", (int)a->init, a->init_a, a->init_b, a->buffer, a->n_parts);
   for (int k = 0; k < a->n_parts; k++) {
     if (a->parts[k].text) str(b, a->parts[k].text);
     else td_sb_printf(b, " #%d", a->parts[k].input);
@@ -97,7 +97,7 @@ char *tdc_plan_key(const td_plan *p, const char *march, int opt, int debug_bound
   const td_graph *g = p->g;
   td_strbuf b = {0};
   char ds[512];
-  td_sb_printf(&b, "tdsl-kernels-5 %s %s -O%d %s bounds=%d\n", PACKAGE_VERSION, TDSL_CODE_ID, opt, march,
+  td_sb_printf(&b, "tdsl-kernels-6 %s %s -O%d %s bounds=%d\n", PACKAGE_VERSION, TDSL_CODE_ID, opt, march,
                debug_bounds);
   td_sb_printf(&b, "graph");
   str(&b, g->name);
@@ -109,6 +109,8 @@ char *tdc_plan_key(const td_plan *p, const char *march, int opt, int debug_bound
   ints(&b, "outputs", g->outputs, g->n_outputs);
   ints(&b, "inputs", g->inputs, g->n_inputs);
   ints(&b, "params", g->params, g->n_params);
+  td_sb_printf(&b, " updates=%d", g->n_updates);
+  for (int u = 0; u < g->n_updates; u++) td_sb_printf(&b, " %d:%d", g->updates[u].param, g->updates[u].value);
   td_sb_printf(&b, "\nplan %d\n", p->n_kernels);
   for (int k = 0; k < p->n_kernels; k++) kernel(&b, &p->kernels[k]);
   for (int i = 0; i < p->n_bufs; i++) {

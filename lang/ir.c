@@ -410,6 +410,17 @@ int td_graph_add_output(td_graph *g, int node) {
   return push_int(g->arena, &g->outputs, &g->n_outputs, node);
 }
 
+int td_graph_add_update(td_graph *g, int param, int value) {
+  td_update *nu = td_arena_alloc(g->arena, (size_t)(g->n_updates + 1) * sizeof *nu);
+  if (!nu) return -1;
+  if (g->n_updates) memcpy(nu, g->updates, (size_t)g->n_updates * sizeof *nu);
+  nu[g->n_updates].param = param;
+  nu[g->n_updates].value = value;
+  g->updates = nu;
+  g->n_updates++;
+  return 0;
+}
+
 /* ---- verifier ---- */
 
 #define VFAIL(...) do { td_err_set(err, "IR verify: node %%%d (%s): ", id, td_ops[n->op].name); \
@@ -529,6 +540,20 @@ int td_graph_verify(const td_graph *g, td_err *err) {
   for (int i = 0; i < g->n_outputs; i++)
     if (g->outputs[i] < 0 || g->outputs[i] >= g->n_nodes)
       return td_err_set(err, "IR verify: output %d refers to %%%d", i, g->outputs[i]);
+  for (int i = 0; i < g->n_updates; i++) {
+    int p = g->updates[i].param, v = g->updates[i].value;
+    if (p < 0 || p >= g->n_nodes || g->nodes[p].op != TD_IR_PARAM)
+      return td_err_set(err, "IR verify: update %d: %%%d is not a parameter", i, p);
+    if (v < 0 || v >= g->n_nodes)
+      return td_err_set(err, "IR verify: update %d refers to %%%d", i, v);
+    const td_node *pn = &g->nodes[p], *vn = &g->nodes[v];
+    if (pn->dtype != vn->dtype || pn->rank != vn->rank ||
+        (pn->rank && memcmp(pn->shape, vn->shape, (size_t)pn->rank * sizeof pn->shape[0])))
+      return td_err_set(err, "IR verify: update %d: %%%d does not have the type of parameter %%%d", i, v, p);
+    for (int j = 0; j < i; j++)
+      if (g->updates[j].param == p)
+        return td_err_set(err, "IR verify: parameter %%%d is updated twice", p);
+  }
   return 0;
 }
 
@@ -588,6 +613,11 @@ void td_graph_print(const td_graph *g, const td_diags *d, FILE *out) {
     const td_source *s = d ? td_diags_source(d, n->span.file) : NULL;
     if (s) fprintf(out, "  # %s:%d:%d", s->path, n->span.line, n->span.col);
     fputc('\n', out);
+  }
+  for (int i = 0; i < g->n_updates; i++) {
+    const td_node *pn = &g->nodes[g->updates[i].param];
+    fprintf(out, "  update %%%d \"%s\" = %%%d\n", g->updates[i].param, pn->name ? pn->name : "",
+            g->updates[i].value);
   }
   fprintf(out, "  return");
   for (int i = 0; i < g->n_outputs; i++) fprintf(out, "%s %%%d", i ? "," : "", g->outputs[i]);

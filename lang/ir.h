@@ -14,6 +14,12 @@
  *    program order.
  *  - The graph's outputs are a list of node ids; its inputs are the INPUT
  *    nodes (entry arguments) and PARAM nodes (model weights).
+ *  - Updates (a training step's `assign`): pairs (PARAM node, value node)
+ *    of the same dtype and shape, each PARAM at most once.  Every read of a
+ *    PARAM in the graph sees the value it had when the call began; when the
+ *    call ends, the parameter's tensor holds the value node's value (a
+ *    backend writes it in place, into the caller's tensor).  Update values
+ *    are roots like outputs: passes keep them and carry the list.
  */
 #ifndef TD_IR_H
 #define TD_IR_H
@@ -69,7 +75,16 @@ typedef struct td_attr {
   int n_parts;
   td_init_kind init;         /* PARAM: initialiser ... */
   double init_a, init_b;     /* ... its arguments (lo/hi, mean/std, value) */
+  int buffer;                /* PARAM: 1 = non-trainable state (optimizer
+                                state, running statistics): saved and loaded
+                                with the weights, never differentiated by
+                                grad(f, wrt = model) */
 } td_attr;
+
+/* An update: when the call ends, PARAM node `param` holds node `value`. */
+typedef struct td_update {
+  int param, value;
+} td_update;
 
 typedef struct td_node {
   td_op op;
@@ -95,6 +110,8 @@ typedef struct td_graph {
   int n_inputs;
   int *params;               /* PARAM node ids in declaration order */
   int n_params;
+  td_update *updates;        /* in the order they were made */
+  int n_updates;
   const char **syms;         /* symbolic size names ("N", "T", "_0") */
   int n_syms, cap_syms;
   td_poly *dims;             /* interned symbolic dims */
@@ -152,6 +169,10 @@ td_sig_arg td_node_sig(const td_node *n);
 int td_graph_add(td_graph *g, td_op op, td_dtype dt, int rank, const td_dim *shape,
                  const int *in, int n_in, const td_attr *attr, td_span sp);
 int td_graph_add_output(td_graph *g, int node);
+/* Records that PARAM node `param` takes node `value`'s value when the call
+ * ends; 0, or -1 on OOM (the caller checks dtype, shape and uniqueness;
+ * td_graph_verify does again). */
+int td_graph_add_update(td_graph *g, int param, int value);
 
 /* ---- checking and printing ---- */
 /* Checks every invariant of this header and of ops.def's typing contract.
