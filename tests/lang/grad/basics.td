@@ -29,7 +29,8 @@ fn main() {
   let (p, q) = grad(dot, argnums = [0, 1])(x, x)
   print("same tensor twice", p, q)
   # expect: same tensor twice [ 1.0000, -2.0000,  3.0000] (f32[3]) [ 1.0000, -2.0000,  3.0000] (f32[3])
-  let ((l, aux), gx) = value_and_grad(with_aux, has_aux = true)(x)
+  let (la, gx) = value_and_grad(with_aux, has_aux = true)(x)
+  let (l, aux) = la
   print("aux", l, aux, gx)
   # expect: aux 14.0000 [ 2.0000, -1.0000,  4.0000] (f32[3]) [ 2.0000, -4.0000,  6.0000] (f32[3])
   let t = f32(2.0) + zeros([])
