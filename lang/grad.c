@@ -325,10 +325,12 @@ static void r_sigmoid(ad *A, int id, int g) {   /* y (1 - y) */
   int d = k_bin(A, TD_IR_MUL, Y, k_bin(A, TD_IR_SUB, k_const(A, N(A, Y)->dtype, 1), Y));
   accum_ew(A, id, IN(0), k_bin(A, TD_IR_MUL, g, d));
 }
-static void r_relu(ad *A, int id, int g) {   /* 0 at x == 0, as PyTorch */
-  int x = IN(0);
-  td_dtype dt = N(A, x)->dtype;
-  accum_ew(A, id, x, k_where(A, k_bin(A, TD_IR_GT, x, k_const(A, dt, 0)), g, k_const(A, dt, 0)));
+/* 0 at x == 0, as PyTorch.  The mask reads the output (relu(x) > 0 exactly
+ * when x > 0), so the backward keeps y alive, not x too, and relu stays
+ * fused into its producer's kernel. */
+static void r_relu(ad *A, int id, int g) {
+  td_dtype dt = N(A, id)->dtype;
+  accum_ew(A, id, IN(0), k_where(A, k_bin(A, TD_IR_GT, Y, k_const(A, dt, 0)), g, k_const(A, dt, 0)));
 }
 /* The standard normal density exp(-x^2 / 2) / sqrt(2 pi) at x. */
 static int normal_pdf(ad *A, int x) {
@@ -424,6 +426,36 @@ static void r_rmaxmin(ad *A, int id, int g) {   /* split among the elements equa
   int cnt = k_sum(A, m, N(A, id)->attr.axes);
   accum(A, x, k_bin(A, TD_IR_MUL, m, k_bin(A, TD_IR_DIV, g, cnt)));
 }
+/* x when node p is a permute that swaps the last two axes of x, else -1. */
+static int transposed_of(ad *A, int p) {
+  const td_node *n = N(A, p);
+  if (n->op != TD_IR_PERMUTE) return -1;
+  for (int i = 0; i < n->rank; i++)
+    if (n->attr.perm[i] != (i < n->rank - 2 ? i : 2 * n->rank - 3 - i)) return -1;
+  return n->in[0];
+}
+
+/* Adds the matmul contribution c (of operand op's shape after unbroadcasting,
+ * for op = `which` of node id) to op's adjoint.  When op is x^T (the
+ * `weight.T` of every Linear) and no batch axis was broadcast, c^T goes to
+ * x directly, computed as the transposed product instead (l @ r)^T =
+ * r^T @ l^T: strided views of the operands, so no transpose is copied. */
+static void matmul_part(ad *A, int id, int op, int l, int r) {
+  int x = transposed_of(A, op);
+  const td_node *n = N(A, id), *on = N(A, op);
+  int same_batch = on->rank == n->rank;
+  for (int i = 0; same_batch && i < n->rank - 2; i++) same_batch = on->shape[i] == n->shape[i];
+  if (x >= 0 && same_batch && A->active[x] && td_dtype_is_float(N(A, x)->dtype)) {
+    accum(A, x, k_matmul(A, k_mT(A, r), k_mT(A, l)));
+    return;
+  }
+  int c = k_matmul(A, l, r);
+  if (c < 0) return;
+  td_dim cs[TD_MAX_RANK];
+  memcpy(cs, N(A, c)->shape, sizeof cs);
+  accum(A, op, unbroadcast(A, c, op, N(A, c)->rank, cs));
+}
+
 static void r_matmul(ad *A, int id, int g) {
   int a = IN(0), b = IN(1);
   const td_node *n = N(A, id);
@@ -431,22 +463,8 @@ static void r_matmul(ad *A, int id, int g) {
   int r = n->rank;
   memcpy(s, n->shape, sizeof s);
   int ge = exact(A, g, r, s);
-  if (A->active[a]) {   /* g @ b^T, summed over a's broadcast batch axes */
-    int c = k_matmul(A, ge, k_mT(A, b));
-    if (c >= 0) {
-      td_dim cs[TD_MAX_RANK];
-      memcpy(cs, N(A, c)->shape, sizeof cs);
-      accum(A, a, unbroadcast(A, c, a, N(A, c)->rank, cs));
-    }
-  }
-  if (A->active[b]) {   /* a^T @ g */
-    int c = k_matmul(A, k_mT(A, a), ge);
-    if (c >= 0) {
-      td_dim cs[TD_MAX_RANK];
-      memcpy(cs, N(A, c)->shape, sizeof cs);
-      accum(A, b, unbroadcast(A, c, b, N(A, c)->rank, cs));
-    }
-  }
+  if (A->active[a]) matmul_part(A, id, a, ge, k_mT(A, b));   /* g @ b^T */
+  if (A->active[b]) matmul_part(A, id, b, k_mT(A, a), ge);   /* a^T @ g */
 }
 static void r_reshape(ad *A, int id, int g) {
   int x = IN(0);
