@@ -17,9 +17,10 @@
  * broadcast by an elementwise op, its contribution is summed over the
  * broadcast axes ("unbroadcast") before it accumulates.
  *
- * New nodes carry the span of the forward node whose rule made them, so a
- * NaN the interpreter finds in the backward (--check-numerics) names the
- * forward line that produced it.
+ * New nodes carry the span of the forward node whose rule made them, and
+ * the name "grad(op)" of that node's op, so a NaN the interpreter finds in
+ * the backward (--check-numerics) names the forward line and op that
+ * produced it, and tdsl explain tells backward buffers from forward ones.
  */
 #include <math.h>
 #include <string.h>
@@ -30,6 +31,7 @@ typedef struct ad {
   td_graph *g;
   td_diags *d;
   td_span sp;          /* span of the forward node being differentiated */
+  const char *hint;    /* "grad(sqrt)": the name of the nodes its rule makes */
   int *adj;            /* per forward node: its adjoint's id, or -1 */
   unsigned char *active;
   int oom;
@@ -46,6 +48,7 @@ static int add(ad *A, td_op op, td_dtype dt, int rank, const td_dim *shape, cons
     if (in[k] < 0) return -1;
   int id = td_graph_add(A->g, op, dt, rank, shape, in, n_in, at, A->sp);
   if (id < 0) A->oom = 1;
+  else A->g->nodes[id].name = A->hint;
   return id;
 }
 
@@ -694,9 +697,11 @@ int td_grad(td_graph *g, td_diags *d, td_span where, int y, int seed, const int 
       break;
     }
     A.sp = g->nodes[i].span;
+    A.hint = td_arena_printf(g->arena, "grad(%s)", td_ops[op].name);
     rules[op](&A, i, A.adj[i]);
   }
   A.sp = where;
+  A.hint = NULL;
   for (int i = 0; i < n_wrt && rc == 0 && !A.oom; i++) {
     int w = wrt[i];
     td_dim s[TD_MAX_RANK];
