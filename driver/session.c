@@ -241,7 +241,7 @@ static void walk_value(walker *w, td_value *v, int in_scope) {
     if (w->mode == W_ATTACH && !in_scope) journal(w, v);
     if (!w->oom) visit_tensor(w, v);
     break;
-  case V_LIST: case V_TUPLE:
+  case V_LIST: case V_TUPLE: case V_GRADFN:
     for (int i = 0; i < v->n; i++) walk_value(w, &v->items[i], 0);
     break;
   case V_MODEL:

@@ -364,8 +364,13 @@ static int check_numerics(interp *I, const td_node *n, const td_tensor *t) {
     return td_err_set(I->err, "%s '%s' contains %s (first at flat index %lld)",
                       n->op == TD_IR_INPUT ? "argument" : "parameter", n->name ? n->name : "?",
                       what, (long long)at);
-  return td_err_set(I->err, "op '%s' produced %s (first at flat index %lld)",
-                    td_ops[n->op].name, what, (long long)at);
+  /* a node of a backward pass is named after its forward op: grad(sqrt) */
+  int bwd = n->name && !strncmp(n->name, "grad(", 5);
+  if (bwd)
+    return td_err_set(I->err, "the gradient of %.*s (its op '%s') produced %s (first at flat index %lld)",
+                      (int)strlen(n->name) - 6, n->name + 5, td_ops[n->op].name, what, (long long)at);
+  return td_err_set(I->err, "op '%s' produced %s (first at flat index %lld)", td_ops[n->op].name, what,
+                    (long long)at);
 }
 
 /* ---- the run loop ---------------------------------------------------------- */

@@ -19,7 +19,7 @@ td_value el_apply_index(el_ctx *c, int in, const int *kind, const td_value *lo,
                         const td_value *hi, const td_value *step, td_span sp);
 
 typedef enum {
-  B_UNARY, B_BINARY, B_REDUCE, B_CAST, B_CREATE, B_OTHER
+  B_UNARY, B_BINARY, B_REDUCE, B_CAST, B_CREATE, B_OTHER, B_TRAIN
 } bkind;
 
 typedef struct builtin {
@@ -101,6 +101,13 @@ static const builtin table[] = {
   {"print", B_OTHER, 14, 0, {NULL}},
   {"uniform", B_OTHER, 15, 2, {"lo", "hi"}},
   {"normal", B_OTHER, 16, 2, {"mean", "std"}},
+  /* training (builtins_grad.c) */
+  {"grad", B_TRAIN, 0, 1, {"f", "wrt", "argnums", "has_aux"}},
+  {"value_and_grad", B_TRAIN, 1, 1, {"f", "wrt", "argnums", "has_aux"}},
+  {"params", B_TRAIN, 2, 1, {"model"}},
+  {"state_like", B_TRAIN, 3, 2, {"model", "name", "value"}},
+  {"buffer", B_TRAIN, 4, 1, {"shape", "value", "dtype"}},
+  {"len", B_TRAIN, 5, 1, {"x"}},
 };
 #define N_BUILTINS ((int)(sizeof table / sizeof table[0]))
 
@@ -772,6 +779,7 @@ td_value el_builtin_call(el_ctx *c, int bi, td_value *args, const char **kw, int
   case B_CAST: return b_cast(c, b, a, sp);
   case B_CREATE: return b_create(c, b, a, sp);
   case B_OTHER: return b_other(c, b, a, sp);
+  case B_TRAIN: return el_train_builtin(c, b->op, a, sp);
   }
   return el_err();
 }

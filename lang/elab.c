@@ -103,6 +103,7 @@ const char *el_kind_name(const td_value *v) {
   case V_FUNC: return "a function";
   case V_MODULE: return "a module";
   case V_BUILTIN: return "a built-in function";
+  case V_GRADFN: return "a function";
   }
   return "a value";
 }
@@ -804,6 +805,7 @@ td_value el_call_value(el_ctx *c, const td_value *callee, td_value *args,
   case V_ERR: return el_err();
   case V_BUILTIN: return el_builtin_call(c, (int)callee->i, args, kw, n, sp, call);
   case V_FUNC: return call_fn(c, callee, args, kw, n, sp);
+  case V_GRADFN: return el_call_gradfn(c, callee, args, kw, n, sp);
   case V_MODELDEF: return el_instantiate(c, callee, args, kw, n, sp);
   case V_MODEL: {
     td_value *fw = el_lookup(callee->inst->env, "forward");

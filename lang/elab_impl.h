@@ -29,6 +29,8 @@ typedef enum vkind {
   V_FUNC,     /* fn: a function or a method bound to inst */
   V_MODULE,   /* mod */
   V_BUILTIN,  /* i: index into the builtin table */
+  V_GRADFN,   /* grad(f)/value_and_grad(f): items = f, wrt, argnums; i = flags
+                 (builtins_grad.c) */
 } vkind;
 
 struct el_module;
@@ -172,6 +174,12 @@ int el_builtin_count(void);
 /* Calls builtin bi with evaluated args; kwnames[i] is NULL for positional. */
 td_value el_builtin_call(el_ctx *c, int bi, td_value *args, const char **kwnames,
                          int n, td_span sp, const td_ast *call);
+/* ---- training builtins (builtins_grad.c) ---- */
+/* grad (0), value_and_grad (1), params (2), state_like (3), buffer (4),
+ * with the table's arguments matched into a[]. */
+td_value el_train_builtin(el_ctx *c, int which, td_value *a, td_span sp);
+/* Calls a V_GRADFN: evaluates f, then appends its gradient. */
+td_value el_call_gradfn(el_ctx *c, const td_value *gf, td_value *args, const char **kw, int n, td_span sp);
 /* dtype named by a cast builtin value (f32 ...), or -1. */
 int el_builtin_dtype(const td_value *v);
 

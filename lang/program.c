@@ -276,7 +276,7 @@ static int add_outputs(el_ctx *c, const td_value *v, td_span sp) {
   switch (v->k) {
   case V_NONE: return 0;
   case V_ERR: return -1;
-  case V_TUPLE:
+  case V_TUPLE: case V_LIST:  /* a list of tensors: grad(f, wrt = model)'s gradients */
     for (int i = 0; i < v->n; i++)
       if (add_outputs(c, &v->items[i], sp)) return -1;
     return 0;

@@ -143,7 +143,31 @@ fn merge_heads(x: f32[B, H, T, E]) {
   reshape(transpose(x, 1, 2), [B, T, H * E])
 }
 
-# Cross-entropy of logits [N, C] against integer labels [N] (mean over N).
-fn cross_entropy(logits: f32[N, C], labels) {
-  -mean(sum(log_softmax(logits) * one_hot(labels, C), axis = -1))
+# ---- losses (as torch.nn.functional, mean over the batch) ----
+
+# Cross-entropy of logits [N, C] against integer labels [N], computed from
+# log_softmax (log-sum-exp, stable for any logits).  With label_smoothing e
+# the target is (1 - e) * one_hot + e / C, as in PyTorch.
+fn cross_entropy(logits: f32[N, C], labels, label_smoothing: float = 0.0) {
+  let logp = log_softmax(logits)
+  let target = if label_smoothing == 0.0 { one_hot(labels, C) }
+               else { (1 - label_smoothing) * one_hot(labels, C) + label_smoothing / C }
+  -mean(sum(logp * target, axis = -1))
+}
+
+# Negative log-likelihood of log-probabilities [N, C] at integer labels [N].
+fn nll_loss(logp: f32[N, C], labels) {
+  -mean(sum(logp * one_hot(labels, C), axis = -1))
+}
+
+# Mean squared error.
+fn mse_loss(x, target) {
+  let d = x - target
+  mean(d * d)
+}
+
+# Binary cross-entropy of logits x against targets in [0, 1]:
+# max(x, 0) - x * y + log(1 + exp(-|x|)), stable for any x.
+fn binary_cross_entropy_with_logits(x, target) {
+  mean(maximum(x, 0.0) - x * target + log1p(exp(-abs(x))))
 }

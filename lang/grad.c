@@ -1,0 +1,719 @@
+/* grad.c - reverse-mode automatic differentiation on the Graph IR (grad.h).
+ *
+ * The sweep: nodes are in topological order, so one backward pass over the
+ * ids from y down to 0 visits every node after all of its uses.  A node
+ * is *active* when it depends on some wrt node and y depends on it; only
+ * active float nodes get an adjoint, so no node is made for a path that
+ * cannot carry a gradient.  Each active node's rule (the table at the end,
+ * one entry per op of ops.def) turns its adjoint into contributions to
+ * its inputs' adjoints, which accumulate with ADD.
+ *
+ * Adjoints are kept *broadcastable*: the adjoint of a node of shape S is a
+ * node whose shape broadcasts to S (right-aligned, each dim equal or 1).
+ * The adjoint of sum(x, axis = 1, keepdims) stays [N, 1] when it flows
+ * into an elementwise rule, which broadcasts it for free; a BROADCAST node
+ * is made only where an op needs the exact shape (reshape, matmul, concat,
+ * slice, gather, and the gradients handed back).  Where an input was
+ * broadcast by an elementwise op, its contribution is summed over the
+ * broadcast axes ("unbroadcast") before it accumulates.
+ *
+ * New nodes carry the span of the forward node whose rule made them, and
+ * the name "grad(op)" of that node's op, so a NaN the interpreter finds in
+ * the backward (--check-numerics) names the forward line and op that
+ * produced it, and tdsl explain tells backward buffers from forward ones.
+ */
+#include <math.h>
+#include <string.h>
+#include "lang/grad.h"
+#include "runtime/mem.h"
+
+typedef struct ad {
+  td_graph *g;
+  td_diags *d;
+  td_span sp;          /* span of the forward node being differentiated */
+  const char *hint;    /* "grad(sqrt)": the name of the nodes its rule makes */
+  int *adj;            /* per forward node: its adjoint's id, or -1 */
+  unsigned char *active;
+  int oom;
+} ad;
+
+static const td_node *N(ad *A, int id) { return &A->g->nodes[id]; }
+
+/* ---- building nodes (each typed by ops.def's contract) ---- */
+
+static int add(ad *A, td_op op, td_dtype dt, int rank, const td_dim *shape, const int *in, int n_in,
+               const td_attr *at) {
+  if (A->oom) return -1;
+  for (int k = 0; k < n_in; k++)
+    if (in[k] < 0) return -1;
+  int id = td_graph_add(A->g, op, dt, rank, shape, in, n_in, at, A->sp);
+  if (id < 0) A->oom = 1;
+  else A->g->nodes[id].name = A->hint;
+  return id;
+}
+
+static int k_const(ad *A, td_dtype dt, double v) {
+  td_attr at;
+  memset(&at, 0, sizeof at);
+  if (td_dtype_is_float(dt)) at.f = v;
+  else at.i = (int64_t)v;
+  return add(A, TD_IR_CONST, dt, 0, NULL, NULL, 0, &at);
+}
+
+/* Broadcast shape of a and b (both broadcast to it by construction). */
+static int bshape(ad *A, int a, int b, td_dim *shape) {
+  const td_node *x = N(A, a), *y = N(A, b);
+  int r = x->rank > y->rank ? x->rank : y->rank;
+  for (int i = 0; i < r; i++) {
+    int ix = i - (r - x->rank), iy = i - (r - y->rank);
+    td_dim dx = ix >= 0 ? x->shape[ix] : 1, dy = iy >= 0 ? y->shape[iy] : 1;
+    shape[i] = dx == 1 ? dy : dx;
+  }
+  return r;
+}
+
+static int k_un(ad *A, td_op op, int x) {
+  if (x < 0) return -1;
+  const td_node *n = N(A, x);
+  td_dim s[TD_MAX_RANK];
+  memcpy(s, n->shape, sizeof s);
+  return add(A, op, n->dtype, n->rank, s, &x, 1, NULL);
+}
+
+static int k_bin(ad *A, td_op op, int a, int b) {
+  if (a < 0 || b < 0) return -1;
+  td_dim s[TD_MAX_RANK];
+  int r = bshape(A, a, b, s);
+  int in[2] = {a, b};
+  td_dtype dt = td_ops[op].kind == TD_K_COMPARE ? TD_BOOL : N(A, a)->dtype;
+  return add(A, op, dt, r, s, in, 2, NULL);
+}
+
+/* a op c for a number c of a's dtype. */
+static int k_binc(ad *A, td_op op, int a, double c) {
+  if (a < 0) return -1;
+  return k_bin(A, op, a, k_const(A, N(A, a)->dtype, c));
+}
+
+static int k_cast(ad *A, int x, td_dtype dt) {
+  if (x < 0) return -1;
+  if (N(A, x)->dtype == dt) return x;
+  const td_node *n = N(A, x);
+  td_dim s[TD_MAX_RANK];
+  memcpy(s, n->shape, sizeof s);
+  return add(A, TD_IR_CAST, dt, n->rank, s, &x, 1, NULL);
+}
+
+/* where(c, a, b) with a and b of one dtype. */
+static int k_where(ad *A, int c, int a, int b) {
+  if (c < 0 || a < 0 || b < 0) return -1;
+  td_dim s1[TD_MAX_RANK], s[TD_MAX_RANK];
+  int r1 = bshape(A, a, b, s1);
+  const td_node *cn = N(A, c);
+  int r = r1 > cn->rank ? r1 : cn->rank;
+  for (int i = 0; i < r; i++) {
+    int i1 = i - (r - r1), ic = i - (r - cn->rank);
+    td_dim d1 = i1 >= 0 ? s1[i1] : 1, dc = ic >= 0 ? cn->shape[ic] : 1;
+    s[i] = d1 == 1 ? dc : d1;
+  }
+  int in[3] = {c, a, b};
+  return add(A, TD_IR_WHERE, N(A, a)->dtype, r, s, in, 3, NULL);
+}
+
+/* The mask (a cmp b) as 0/1 of dtype dt. */
+static int k_mask(ad *A, td_op cmp, int a, int b, td_dtype dt) { return k_cast(A, k_bin(A, cmp, a, b), dt); }
+
+static int k_reshape(ad *A, int x, int rank, const td_dim *shape) {
+  if (x < 0) return -1;
+  const td_node *n = N(A, x);
+  if (n->rank == rank && (!rank || !memcmp(n->shape, shape, (size_t)rank * sizeof *shape))) return x;
+  return add(A, TD_IR_RESHAPE, n->dtype, rank, shape, &x, 1, NULL);
+}
+
+/* sum over the axes of mask, keeping them as size 1. */
+static int k_sum(ad *A, int x, uint32_t mask) {
+  if (x < 0) return -1;
+  if (!mask) return x;
+  const td_node *n = N(A, x);
+  td_dim s[TD_MAX_RANK];
+  for (int i = 0; i < n->rank; i++) s[i] = mask >> i & 1 ? 1 : n->shape[i];
+  td_attr at;
+  memset(&at, 0, sizeof at);
+  at.axes = mask;
+  return add(A, TD_IR_SUM, n->dtype, n->rank, s, &x, 1, &at);
+}
+
+static int k_permute(ad *A, int x, const int *perm) {
+  if (x < 0) return -1;
+  const td_node *n = N(A, x);
+  td_dim s[TD_MAX_RANK];
+  int ident = 1;
+  for (int i = 0; i < n->rank; i++) {
+    s[i] = n->shape[perm[i]];
+    if (perm[i] != i) ident = 0;
+  }
+  if (ident) return x;
+  td_attr at;
+  memset(&at, 0, sizeof at);
+  memcpy(at.perm, perm, (size_t)n->rank * sizeof *perm);
+  return add(A, TD_IR_PERMUTE, n->dtype, n->rank, s, &x, 1, &at);
+}
+
+/* x (broadcastable to shape) at exactly that shape. */
+static int k_broadcast(ad *A, int x, int rank, const td_dim *shape) {
+  if (x < 0) return -1;
+  const td_node *n = N(A, x);
+  if (n->rank == rank && (!rank || !memcmp(n->shape, shape, (size_t)rank * sizeof *shape))) return x;
+  return add(A, TD_IR_BROADCAST, n->dtype, rank, shape, &x, 1, NULL);
+}
+
+static int k_zeros(ad *A, td_dtype dt, int rank, const td_dim *shape) {
+  return k_broadcast(A, k_const(A, dt, 0), rank, shape);
+}
+
+/* Swaps the last two axes. */
+static int k_mT(ad *A, int x) {
+  if (x < 0) return -1;
+  int perm[TD_MAX_RANK], r = N(A, x)->rank;
+  for (int i = 0; i < r; i++) perm[i] = i;
+  perm[r - 2] = r - 1;
+  perm[r - 1] = r - 2;
+  return k_permute(A, x, perm);
+}
+
+static int k_matmul(ad *A, int a, int b) {
+  if (a < 0 || b < 0) return -1;
+  const td_node *x = N(A, a), *y = N(A, b);
+  int r = x->rank > y->rank ? x->rank : y->rank;
+  td_dim s[TD_MAX_RANK];
+  for (int i = 0; i < r - 2; i++) {
+    int ix = i - (r - x->rank), iy = i - (r - y->rank);
+    td_dim dx = ix >= 0 ? x->shape[ix] : 1, dy = iy >= 0 ? y->shape[iy] : 1;
+    s[i] = dx == 1 ? dy : dx;
+  }
+  s[r - 2] = x->shape[x->rank - 2];
+  s[r - 1] = y->shape[y->rank - 1];
+  int in[2] = {a, b};
+  return add(A, TD_IR_MATMUL, x->dtype, r, s, in, 2, NULL);
+}
+
+/* The size d as a rank-0 tensor of dtype dt. */
+static int k_size(ad *A, td_dim d, td_dtype dt) {
+  if (TD_DIM_IS_CONST(d)) return k_const(A, dt, (double)d);
+  td_attr at;
+  memset(&at, 0, sizeof at);
+  at.dim = d;
+  return k_cast(A, add(A, TD_IR_DIM, TD_I64, 0, NULL, NULL, 0, &at), dt);
+}
+
+static int k_concat(ad *A, const int *xs, int n, int axis) {
+  for (int k = 0; k < n; k++)
+    if (xs[k] < 0) return -1;
+  if (n == 1) return xs[0];
+  const td_node *f = N(A, xs[0]);
+  td_dim s[TD_MAX_RANK];
+  memcpy(s, f->shape, sizeof s);
+  td_dim tot = 0;
+  for (int k = 0; k < n; k++) tot = td_dim_add(A->g, tot, N(A, xs[k])->shape[axis]);
+  s[axis] = tot;
+  td_attr at;
+  memset(&at, 0, sizeof at);
+  at.axis = axis;
+  return add(A, TD_IR_CONCAT, f->dtype, f->rank, s, xs, n, &at);
+}
+
+/* x[start : start + len] along axis (step 1). */
+static int k_slice1(ad *A, int x, int axis, td_dim start, td_dim len) {
+  if (x < 0) return -1;
+  const td_node *n = N(A, x);
+  if (start == 0 && len == n->shape[axis]) return x;
+  td_dim s[TD_MAX_RANK];
+  memcpy(s, n->shape, sizeof s);
+  s[axis] = len;
+  td_attr at;
+  memset(&at, 0, sizeof at);
+  for (int i = 0; i < n->rank; i++) at.step[i] = 1;
+  at.start[axis] = start;
+  return add(A, TD_IR_SLICE, n->dtype, n->rank, s, &x, 1, &at);
+}
+
+/* ---- adjoints ---- */
+
+/* The exact-shaped form of adjoint a for node `like` (or any shape). */
+static int exact(ad *A, int a, int rank, const td_dim *shape) { return k_broadcast(A, a, rank, shape); }
+
+/* Contribution c (broadcastable to the shape S = [rank, shape] of the
+ * forward node it comes through) reduced to input x's shape: summed over
+ * the axes where x was broadcast to S.  Returns a node broadcastable to
+ * x's shape. */
+static int unbroadcast(ad *A, int c, int x, int rank, const td_dim *shape) {
+  if (c < 0) return -1;
+  const td_node *cn = N(A, c), *xn = N(A, x);
+  int cr = cn->rank;
+  uint32_t mask = 0;
+  int scale = -1;
+  for (int i = 0; i < rank; i++) {
+    int ix = i - (rank - xn->rank), ic = i - (rank - cr);
+    td_dim dx = ix >= 0 ? xn->shape[ix] : 1, dc = ic >= 0 ? cn->shape[ic] : 1;
+    if (dx != 1 || shape[i] == 1) continue;
+    if (dc != 1) mask |= 1u << ic;              /* sum the axis out */
+    else {                                      /* c was constant along it: times the size */
+      int sz = k_size(A, shape[i], cn->dtype);
+      scale = scale < 0 ? sz : k_bin(A, TD_IR_MUL, scale, sz);
+    }
+  }
+  int r = k_sum(A, c, mask);
+  if (scale >= 0) r = k_bin(A, TD_IR_MUL, r, scale);
+  if (r < 0) return -1;
+  /* drop the leading axes x does not have (each is 1 now) */
+  const td_node *rn = N(A, r);
+  if (rn->rank > xn->rank) {
+    td_dim s[TD_MAX_RANK];
+    int off = rn->rank - xn->rank;
+    for (int i = 0; i < xn->rank; i++) s[i] = rn->shape[off + i];
+    r = k_reshape(A, r, xn->rank, s);
+  }
+  return r;
+}
+
+/* Adds contribution c to input x's adjoint (c broadcastable to x). */
+static void accum(ad *A, int x, int c) {
+  if (c < 0) return;   /* a node could not be made: A->oom is set */
+  if (!A->active[x] || !td_dtype_is_float(N(A, x)->dtype)) return;
+  A->adj[x] = A->adj[x] < 0 ? c : k_bin(A, TD_IR_ADD, A->adj[x], c);
+}
+
+/* accum after unbroadcasting from the node's shape. */
+static void accum_ew(ad *A, int id, int x, int c) {
+  if (!A->active[x] || !td_dtype_is_float(N(A, x)->dtype)) return;
+  td_dim s[TD_MAX_RANK];
+  int r = N(A, id)->rank;
+  memcpy(s, N(A, id)->shape, sizeof s);
+  accum(A, x, unbroadcast(A, c, x, r, s));
+}
+
+/* ---- rules: fn(A, node, its adjoint g) ---- */
+
+typedef void (*rule_fn)(ad *A, int id, int g);
+
+#define IN(k) (N(A, id)->in[k])
+#define Y id
+
+static void r_neg(ad *A, int id, int g) { accum_ew(A, id, IN(0), k_un(A, TD_IR_NEG, g)); }
+static void r_abs(ad *A, int id, int g) {
+  int x = IN(0);
+  td_dtype dt = N(A, x)->dtype;
+  int zero = k_const(A, dt, 0);
+  int sign = k_bin(A, TD_IR_SUB, k_mask(A, TD_IR_GT, x, zero, dt), k_mask(A, TD_IR_LT, x, zero, dt));
+  accum_ew(A, id, x, k_bin(A, TD_IR_MUL, g, sign));
+}
+static void r_exp(ad *A, int id, int g) { accum_ew(A, id, IN(0), k_bin(A, TD_IR_MUL, g, Y)); }
+static void r_log(ad *A, int id, int g) { accum_ew(A, id, IN(0), k_bin(A, TD_IR_DIV, g, IN(0))); }
+static void r_sqrt(ad *A, int id, int g) {
+  accum_ew(A, id, IN(0), k_bin(A, TD_IR_DIV, g, k_binc(A, TD_IR_MUL, Y, 2)));
+}
+static void r_rsqrt(ad *A, int id, int g) {   /* d x^-1/2 = -1/2 x^-3/2 = -1/2 y^3 */
+  int y3 = k_bin(A, TD_IR_MUL, k_bin(A, TD_IR_MUL, Y, Y), Y);
+  accum_ew(A, id, IN(0), k_bin(A, TD_IR_MUL, g, k_binc(A, TD_IR_MUL, y3, -0.5)));
+}
+static void r_sin(ad *A, int id, int g) { accum_ew(A, id, IN(0), k_bin(A, TD_IR_MUL, g, k_un(A, TD_IR_COS, IN(0)))); }
+static void r_cos(ad *A, int id, int g) {
+  accum_ew(A, id, IN(0), k_un(A, TD_IR_NEG, k_bin(A, TD_IR_MUL, g, k_un(A, TD_IR_SIN, IN(0)))));
+}
+static void r_tanh(ad *A, int id, int g) {   /* 1 - y^2 */
+  int d = k_bin(A, TD_IR_SUB, k_const(A, N(A, Y)->dtype, 1), k_bin(A, TD_IR_MUL, Y, Y));
+  accum_ew(A, id, IN(0), k_bin(A, TD_IR_MUL, g, d));
+}
+static void r_sigmoid(ad *A, int id, int g) {   /* y (1 - y) */
+  int d = k_bin(A, TD_IR_MUL, Y, k_bin(A, TD_IR_SUB, k_const(A, N(A, Y)->dtype, 1), Y));
+  accum_ew(A, id, IN(0), k_bin(A, TD_IR_MUL, g, d));
+}
+/* 0 at x == 0, as PyTorch.  The mask reads the output (relu(x) > 0 exactly
+ * when x > 0), so the backward keeps y alive, not x too, and relu stays
+ * fused into its producer's kernel. */
+static void r_relu(ad *A, int id, int g) {
+  td_dtype dt = N(A, id)->dtype;
+  accum_ew(A, id, IN(0), k_where(A, k_bin(A, TD_IR_GT, Y, k_const(A, dt, 0)), g, k_const(A, dt, 0)));
+}
+/* The standard normal density exp(-x^2 / 2) / sqrt(2 pi) at x. */
+static int normal_pdf(ad *A, int x) {
+  int e = k_un(A, TD_IR_EXP, k_binc(A, TD_IR_MUL, k_bin(A, TD_IR_MUL, x, x), -0.5));
+  return k_binc(A, TD_IR_MUL, e, 0.39894228040143267794);
+}
+static void r_gelu(ad *A, int id, int g) {   /* Phi(x) + x phi(x) */
+  int x = IN(0);
+  int cdf = k_binc(A, TD_IR_MUL, k_binc(A, TD_IR_ADD, k_un(A, TD_IR_ERF, k_binc(A, TD_IR_MUL, x, 0.70710678118654752440)), 1),
+                   0.5);
+  int d = k_bin(A, TD_IR_ADD, cdf, k_bin(A, TD_IR_MUL, x, normal_pdf(A, x)));
+  accum_ew(A, id, x, k_bin(A, TD_IR_MUL, g, d));
+}
+static void r_silu(ad *A, int id, int g) {   /* s (1 + x (1 - s)), s = sigmoid(x) */
+  int x = IN(0);
+  td_dtype dt = N(A, x)->dtype;
+  int s = k_un(A, TD_IR_SIGMOID, x);
+  int d = k_bin(A, TD_IR_MUL, s, k_binc(A, TD_IR_ADD, k_bin(A, TD_IR_MUL, x, k_bin(A, TD_IR_SUB, k_const(A, dt, 1), s)), 1));
+  accum_ew(A, id, x, k_bin(A, TD_IR_MUL, g, d));
+}
+static void r_erf(ad *A, int id, int g) {   /* 2 / sqrt(pi) exp(-x^2) */
+  int x = IN(0);
+  int e = k_un(A, TD_IR_EXP, k_un(A, TD_IR_NEG, k_bin(A, TD_IR_MUL, x, x)));
+  accum_ew(A, id, x, k_bin(A, TD_IR_MUL, g, k_binc(A, TD_IR_MUL, e, 1.12837916709551257390)));
+}
+static void r_log1p(ad *A, int id, int g) {
+  accum_ew(A, id, IN(0), k_bin(A, TD_IR_DIV, g, k_binc(A, TD_IR_ADD, IN(0), 1)));
+}
+static void r_cast(ad *A, int id, int g) {   /* float to float: the adjoint cast back */
+  int x = IN(0);
+  if (td_dtype_is_float(N(A, x)->dtype) && td_dtype_is_float(N(A, id)->dtype))
+    accum_ew(A, id, x, k_cast(A, g, N(A, x)->dtype));
+}
+static void r_add(ad *A, int id, int g) { accum_ew(A, id, IN(0), g); accum_ew(A, id, IN(1), g); }
+static void r_sub(ad *A, int id, int g) { accum_ew(A, id, IN(0), g); accum_ew(A, id, IN(1), k_un(A, TD_IR_NEG, g)); }
+static void r_mul(ad *A, int id, int g) {
+  int a = IN(0), b = IN(1);
+  if (A->active[a]) accum_ew(A, id, a, k_bin(A, TD_IR_MUL, g, b));
+  if (A->active[b]) accum_ew(A, id, b, k_bin(A, TD_IR_MUL, g, a));
+}
+static void r_div(ad *A, int id, int g) {   /* d/db a/b = -y / b */
+  int a = IN(0), b = IN(1);
+  if (A->active[a]) accum_ew(A, id, a, k_bin(A, TD_IR_DIV, g, b));
+  if (A->active[b]) accum_ew(A, id, b, k_un(A, TD_IR_NEG, k_bin(A, TD_IR_DIV, k_bin(A, TD_IR_MUL, g, Y), b)));
+}
+static void r_mod(ad *A, int id, int g) {   /* a - b floor(a / b) */
+  int a = IN(0), b = IN(1);
+  accum_ew(A, id, a, g);
+  if (A->active[b])
+    accum_ew(A, id, b, k_un(A, TD_IR_NEG, k_bin(A, TD_IR_MUL, g, k_un(A, TD_IR_FLOOR, k_bin(A, TD_IR_DIV, a, b)))));
+}
+static void r_pow(ad *A, int id, int g) {
+  int a = IN(0), b = IN(1);
+  td_dtype dt = N(A, id)->dtype;
+  int zero = k_const(A, dt, 0);
+  if (A->active[a]) {   /* b a^(b-1), and 0 where b == 0 (not 0 * inf at a == 0) */
+    int d = k_bin(A, TD_IR_MUL, b, k_bin(A, TD_IR_POW, a, k_binc(A, TD_IR_SUB, b, 1)));
+    d = k_where(A, k_bin(A, TD_IR_EQ, b, zero), zero, d);
+    accum_ew(A, id, a, k_bin(A, TD_IR_MUL, g, d));
+  }
+  if (A->active[b]) {   /* y log(a), and 0 where a == 0 (as PyTorch) */
+    int d = k_bin(A, TD_IR_MUL, Y, k_un(A, TD_IR_LOG, a));
+    d = k_where(A, k_bin(A, TD_IR_EQ, a, zero), zero, d);
+    accum_ew(A, id, b, k_bin(A, TD_IR_MUL, g, d));
+  }
+}
+/* maximum/minimum: the winner takes the gradient, ties split it evenly. */
+static void minmax(ad *A, int id, int g, td_op win) {
+  int a = IN(0), b = IN(1);
+  td_dtype dt = N(A, id)->dtype;
+  int wa = k_bin(A, TD_IR_ADD, k_mask(A, win, a, b, dt), k_binc(A, TD_IR_MUL, k_mask(A, TD_IR_EQ, a, b, dt), 0.5));
+  if (A->active[a]) accum_ew(A, id, a, k_bin(A, TD_IR_MUL, g, wa));
+  if (A->active[b]) accum_ew(A, id, b, k_bin(A, TD_IR_MUL, g, k_bin(A, TD_IR_SUB, k_const(A, dt, 1), wa)));
+}
+static void r_max(ad *A, int id, int g) { minmax(A, id, g, TD_IR_GT); }
+static void r_min(ad *A, int id, int g) { minmax(A, id, g, TD_IR_LT); }
+static void r_where(ad *A, int id, int g) {
+  int c = IN(0), a = IN(1), b = IN(2);
+  int zero = k_const(A, N(A, id)->dtype, 0);
+  if (A->active[a]) accum_ew(A, id, a, k_where(A, c, g, zero));
+  if (A->active[b]) accum_ew(A, id, b, k_where(A, c, zero, g));
+}
+/* Reductions keep their axes, so the adjoint (of the output's shape)
+ * broadcasts back over the input as it is. */
+static void r_sum(ad *A, int id, int g) { accum(A, IN(0), g); }
+static void r_prod(ad *A, int id, int g) {   /* y / x: not defined where x == 0 */
+  accum(A, IN(0), k_bin(A, TD_IR_DIV, k_bin(A, TD_IR_MUL, g, Y), IN(0)));
+}
+static void r_rmaxmin(ad *A, int id, int g) {   /* split among the elements equal to the result */
+  int x = IN(0);
+  td_dtype dt = N(A, x)->dtype;
+  int m = k_mask(A, TD_IR_EQ, x, Y, dt);
+  int cnt = k_sum(A, m, N(A, id)->attr.axes);
+  accum(A, x, k_bin(A, TD_IR_MUL, m, k_bin(A, TD_IR_DIV, g, cnt)));
+}
+/* x when node p is a permute that swaps the last two axes of x, else -1. */
+static int transposed_of(ad *A, int p) {
+  const td_node *n = N(A, p);
+  if (n->op != TD_IR_PERMUTE) return -1;
+  for (int i = 0; i < n->rank; i++)
+    if (n->attr.perm[i] != (i < n->rank - 2 ? i : 2 * n->rank - 3 - i)) return -1;
+  return n->in[0];
+}
+
+/* Adds the matmul contribution c (of operand op's shape after unbroadcasting,
+ * for op = `which` of node id) to op's adjoint.  When op is x^T (the
+ * `weight.T` of every Linear) and no batch axis was broadcast, c^T goes to
+ * x directly, computed as the transposed product instead (l @ r)^T =
+ * r^T @ l^T: strided views of the operands, so no transpose is copied. */
+static void matmul_part(ad *A, int id, int op, int l, int r) {
+  int x = transposed_of(A, op);
+  const td_node *n = N(A, id), *on = N(A, op);
+  int same_batch = on->rank == n->rank;
+  for (int i = 0; same_batch && i < n->rank - 2; i++) same_batch = on->shape[i] == n->shape[i];
+  if (x >= 0 && same_batch && A->active[x] && td_dtype_is_float(N(A, x)->dtype)) {
+    accum(A, x, k_matmul(A, k_mT(A, r), k_mT(A, l)));
+    return;
+  }
+  int c = k_matmul(A, l, r);
+  if (c < 0) return;
+  td_dim cs[TD_MAX_RANK];
+  memcpy(cs, N(A, c)->shape, sizeof cs);
+  accum(A, op, unbroadcast(A, c, op, N(A, c)->rank, cs));
+}
+
+static void r_matmul(ad *A, int id, int g) {
+  int a = IN(0), b = IN(1);
+  const td_node *n = N(A, id);
+  td_dim s[TD_MAX_RANK];
+  int r = n->rank;
+  memcpy(s, n->shape, sizeof s);
+  int ge = exact(A, g, r, s);
+  if (A->active[a]) matmul_part(A, id, a, ge, k_mT(A, b));   /* g @ b^T */
+  if (A->active[b]) matmul_part(A, id, b, k_mT(A, a), ge);   /* a^T @ g */
+}
+static void r_reshape(ad *A, int id, int g) {
+  int x = IN(0);
+  td_dim s[TD_MAX_RANK], xs[TD_MAX_RANK];
+  memcpy(s, N(A, id)->shape, sizeof s);
+  memcpy(xs, N(A, x)->shape, sizeof xs);
+  accum(A, x, k_reshape(A, exact(A, g, N(A, id)->rank, s), N(A, x)->rank, xs));
+}
+static void r_permute(ad *A, int id, int g) {
+  int x = IN(0), r = N(A, id)->rank, inv[TD_MAX_RANK];
+  for (int i = 0; i < r; i++) inv[N(A, id)->attr.perm[i]] = i;
+  /* a broadcastable adjoint of lower rank gets its leading 1s first */
+  if (g >= 0 && N(A, g)->rank < r) {
+    td_dim s[TD_MAX_RANK];
+    int off = r - N(A, g)->rank;
+    for (int i = 0; i < r; i++) s[i] = i < off ? 1 : N(A, g)->shape[i - off];
+    g = k_reshape(A, g, r, s);
+  }
+  accum(A, x, k_permute(A, g, inv));
+}
+static void r_broadcast(ad *A, int id, int g) { accum_ew(A, id, IN(0), g); }
+static void r_concat(ad *A, int id, int g) {
+  const td_node *n = N(A, id);
+  int axis = n->attr.axis, r = n->rank, n_in = n->n_in;
+  td_dim s[TD_MAX_RANK];
+  memcpy(s, n->shape, sizeof s);
+  int ge = exact(A, g, r, s);
+  td_dim off = 0;
+  for (int k = 0; k < n_in; k++) {
+    int x = N(A, id)->in[k];
+    td_dim len = N(A, x)->shape[axis];
+    if (A->active[x]) accum(A, x, k_slice1(A, ge, axis, off, len));
+    off = td_dim_add(A->g, off, len);
+  }
+}
+/* The adjoint of a slice: g placed at the sliced positions of a zero
+ * tensor of the input's shape, one axis at a time.  Along an axis with
+ * step s (out[i] = in[start + s i]): a negative step is first reversed to
+ * a positive one; a step above 1 interleaves g with s - 1 zeros (a concat
+ * along a new axis, then a reshape), cut after its last element; then
+ * zeros pad it before and after. */
+static void r_slice(ad *A, int id, int g) {
+  int x = IN(0);
+  const td_node *n = N(A, id);
+  int r = n->rank;
+  td_dim s[TD_MAX_RANK];
+  memcpy(s, n->shape, sizeof s);
+  td_attr at = n->attr;
+  int cur = exact(A, g, r, s);
+  td_dtype dt = n->dtype;
+  for (int k = 0; k < r && cur >= 0; k++) {
+    td_dim in_d = N(A, x)->shape[k], out_d = s[k], start = at.start[k];
+    int64_t step = at.step[k];
+    if (step == 1 && start == 0 && out_d == in_d) continue;
+    if (out_d == 0) { cur = -2; break; }   /* nothing selected: the adjoint is 0 */
+    td_dim first = start;                  /* the input index of the first element after reversal */
+    if (step < 0) {
+      /* reverse along k: element i is in[start + step (out - 1 - i)] */
+      td_attr rv;
+      memset(&rv, 0, sizeof rv);
+      for (int i = 0; i < r; i++) rv.step[i] = 1;
+      rv.step[k] = -1;
+      rv.start[k] = td_dim_sub(A->g, out_d, 1);
+      td_dim cs[TD_MAX_RANK];
+      memcpy(cs, N(A, cur)->shape, sizeof cs);
+      cur = add(A, TD_IR_SLICE, dt, r, cs, &cur, 1, &rv);
+      first = td_dim_add(A->g, start, td_dim_mul(A->g, td_dim_const(A->g, step), td_dim_sub(A->g, out_d, 1)));
+      step = step == INT64_MIN ? INT64_MAX : -step;   /* |INT64_MIN| cannot select two elements anyway */
+    }
+    td_dim span = out_d;                   /* elements from first to the last selected, inclusive */
+    if (step > 1) {
+      td_dim cs[TD_MAX_RANK];
+      int rr = N(A, cur)->rank;
+      if (rr + 1 > TD_MAX_RANK) { cur = -3; break; }
+      /* [.., out, ..] -> [.., out, 1, ..] ++ zeros [.., out, step - 1, ..] -> [.., out * step, ..] */
+      for (int i = 0, j = 0; i <= rr; i++) cs[i] = i == k + 1 ? 1 : N(A, cur)->shape[j++];
+      int u = k_reshape(A, cur, rr + 1, cs);
+      cs[k + 1] = td_dim_const(A->g, step - 1);
+      int z = k_zeros(A, dt, rr + 1, cs);
+      int parts[2] = {u, z};
+      int cat = k_concat(A, parts, 2, k + 1);
+      td_dim ms[TD_MAX_RANK];
+      for (int i = 0, j = 0; i <= rr; i++) {
+        if (i == k + 1) continue;
+        ms[j++] = i == k ? td_dim_mul(A->g, out_d, td_dim_const(A->g, step)) : cs[i];
+      }
+      cur = k_reshape(A, cat, rr, ms);
+      span = td_dim_add(A->g, td_dim_mul(A->g, td_dim_const(A->g, step), td_dim_sub(A->g, out_d, 1)), 1);
+      cur = k_slice1(A, cur, k, 0, span);
+    }
+    td_dim after = td_dim_sub(A->g, td_dim_sub(A->g, in_d, first), span);
+    if (TD_DIM_IS_BAD(first) || TD_DIM_IS_BAD(after) || TD_DIM_IS_BAD(span)) { cur = -3; break; }
+    int parts[3], np = 0;
+    td_dim cs[TD_MAX_RANK];
+    memcpy(cs, N(A, cur)->shape, sizeof cs);
+    if (first != 0) { cs[k] = first; parts[np++] = k_zeros(A, dt, r, cs); }
+    parts[np++] = cur;
+    if (after != 0) { cs[k] = after; parts[np++] = k_zeros(A, dt, r, cs); }
+    cur = k_concat(A, parts, np, k);
+  }
+  if (cur == -3) {
+    td_error(A->d, A->sp, "no gradient for this slice: its size arithmetic overflows or "
+             "it has %d dimensions already", TD_MAX_RANK);
+    A->oom = 1;
+    return;
+  }
+  if (cur == -2) return;
+  accum(A, x, cur);
+}
+/* take(x, idx, axis): the adjoint of x is a scatter-add of g at the
+ * indices, written as one_hot(idx)^T @ g over x's axis (repeated indices
+ * accumulate): [D, P] @ [A, P, B] -> [A, D, B], reshaped to x's shape. */
+static void r_gather(ad *A, int id, int g) {
+  int x = IN(0), ix = IN(1);
+  if (!A->active[x]) return;
+  const td_node *n = N(A, id);
+  td_dim s[TD_MAX_RANK], xs[TD_MAX_RANK];
+  memcpy(s, n->shape, sizeof s);
+  memcpy(xs, N(A, x)->shape, sizeof xs);
+  int xr = N(A, x)->rank, ir = N(A, ix)->rank, axis = n->attr.axis;
+  td_dtype dt = n->dtype, it = N(A, ix)->dtype;
+  td_dim D = xs[axis], P = 1, Aa = 1, Bb = 1;
+  for (int i = 0; i < ir; i++) P = td_dim_mul(A->g, P, N(A, ix)->shape[i]);
+  for (int i = 0; i < axis; i++) Aa = td_dim_mul(A->g, Aa, xs[i]);
+  for (int i = axis + 1; i < xr; i++) Bb = td_dim_mul(A->g, Bb, xs[i]);
+  if (TD_DIM_IS_BAD(P) || TD_DIM_IS_BAD(Aa) || TD_DIM_IS_BAD(Bb)) {
+    td_error(A->d, A->sp, "no gradient for this take: its size arithmetic overflows");
+    A->oom = 1;
+    return;
+  }
+  /* indices counted from the end (-D <= i < 0) made non-negative */
+  int flat = k_reshape(A, ix, 1, &P);
+  int zero = k_const(A, it, 0);
+  int idx = k_where(A, k_bin(A, TD_IR_LT, flat, zero), k_bin(A, TD_IR_ADD, flat, k_size(A, D, it)), flat);
+  td_attr ar;
+  memset(&ar, 0, sizeof ar);
+  ar.i2 = 1;
+  ar.f2 = 1;
+  int rng = add(A, TD_IR_ARANGE, it, 1, &D, NULL, 0, &ar);
+  td_dim col[2] = {D, 1};
+  int oh = k_mask(A, TD_IR_EQ, k_reshape(A, rng, 2, col), idx, dt);   /* [D, P] */
+  td_dim gs[3] = {Aa, P, Bb};
+  int g3 = k_reshape(A, exact(A, g, n->rank, s), 3, gs);
+  accum(A, x, k_reshape(A, k_matmul(A, oh, g3), xr, xs));
+}
+
+/* Markers: LEAF (no inputs), NONE (no derivative: passes no gradient). */
+static void r_none(ad *A, int id, int g) { (void)A; (void)id; (void)g; }
+#define LEAF r_none
+#define NONE r_none
+
+/* One rule per op of ops.def; test_grad.c checks that none is missing. */
+static const rule_fn rules[TD_IR_OP_COUNT] = {
+  [TD_IR_INPUT] = LEAF, [TD_IR_PARAM] = LEAF, [TD_IR_CONST] = LEAF, [TD_IR_DIM] = LEAF,
+  [TD_IR_ARANGE] = LEAF, [TD_IR_RAND] = NONE, [TD_IR_RANDN] = NONE,
+  [TD_IR_NEG] = r_neg, [TD_IR_ABS] = r_abs, [TD_IR_EXP] = r_exp, [TD_IR_LOG] = r_log,
+  [TD_IR_SQRT] = r_sqrt, [TD_IR_RSQRT] = r_rsqrt, [TD_IR_SIN] = r_sin, [TD_IR_COS] = r_cos,
+  [TD_IR_TANH] = r_tanh, [TD_IR_SIGMOID] = r_sigmoid, [TD_IR_RELU] = r_relu, [TD_IR_GELU] = r_gelu,
+  [TD_IR_SILU] = r_silu, [TD_IR_ERF] = r_erf, [TD_IR_LOG1P] = r_log1p,
+  [TD_IR_FLOOR] = NONE, [TD_IR_CEIL] = NONE, [TD_IR_ROUND] = NONE, [TD_IR_NOT] = NONE,
+  [TD_IR_CAST] = r_cast,
+  [TD_IR_ADD] = r_add, [TD_IR_SUB] = r_sub, [TD_IR_MUL] = r_mul, [TD_IR_DIV] = r_div,
+  [TD_IR_MOD] = r_mod, [TD_IR_POW] = r_pow, [TD_IR_MIN] = r_min, [TD_IR_MAX] = r_max,
+  [TD_IR_LT] = NONE, [TD_IR_LE] = NONE, [TD_IR_GT] = NONE, [TD_IR_GE] = NONE,
+  [TD_IR_EQ] = NONE, [TD_IR_NE] = NONE, [TD_IR_AND] = NONE, [TD_IR_OR] = NONE,
+  [TD_IR_WHERE] = r_where,
+  [TD_IR_SUM] = r_sum, [TD_IR_PROD] = r_prod, [TD_IR_RMAX] = r_rmaxmin, [TD_IR_RMIN] = r_rmaxmin,
+  [TD_IR_ARGMAX] = NONE, [TD_IR_ARGMIN] = NONE,
+  [TD_IR_MATMUL] = r_matmul,
+  [TD_IR_RESHAPE] = r_reshape, [TD_IR_PERMUTE] = r_permute, [TD_IR_BROADCAST] = r_broadcast,
+  [TD_IR_SLICE] = r_slice, [TD_IR_CONCAT] = r_concat, [TD_IR_GATHER] = r_gather,
+  [TD_IR_PRINT] = NONE,
+};
+
+int td_grad_has_rule(td_op op) { return (unsigned)op < TD_IR_OP_COUNT && rules[op] != NULL; }
+
+/* ---- the sweep ---- */
+
+int td_grad(td_graph *g, td_diags *d, td_span where, int y, int seed, const int *wrt, int n_wrt, int *grads) {
+  if (y < 0 || y >= g->n_nodes) return -1;
+  const td_node *yn = &g->nodes[y];
+  if (!td_dtype_is_float(yn->dtype)) {
+    td_error(d, where, "can only differentiate a float value, not %s", td_dtype_name(yn->dtype));
+    return -1;
+  }
+  if (seed < 0 && yn->rank != 0) {
+    char t[128];
+    td_diag *dg = td_error(d, where, "the gradient needs a scalar to differentiate, found %s",
+                           td_type_str(g, yn->dtype, yn->rank, yn->shape, t, sizeof t));
+    td_diag_help(d, dg, "reduce it to one value first, e.g. with sum(...) or mean(...)");
+    return -1;
+  }
+  int n0 = y + 1;
+  ad A = {.g = g, .d = d, .sp = where};
+  A.adj = td_malloc((size_t)n0 * sizeof *A.adj);
+  A.active = td_calloc((size_t)n0, 1);
+  unsigned char *dep = td_calloc((size_t)n0, 1);
+  if (!A.adj || !A.active || !dep) {
+    td_free(A.adj);
+    td_free(A.active);
+    td_free(dep);
+    return -1;
+  }
+  for (int i = 0; i < n_wrt; i++)
+    if (wrt[i] >= 0 && wrt[i] < n0) dep[wrt[i]] = 1;
+  for (int i = 0; i < n0; i++) {
+    A.adj[i] = -1;
+    for (int k = 0; !dep[i] && k < g->nodes[i].n_in; k++) dep[i] = dep[g->nodes[i].in[k]];
+  }
+  /* active: depends on a wrt node, and y depends on it */
+  A.active[y] = dep[y];
+  for (int i = y; i >= 0; i--) {
+    if (!A.active[i]) continue;
+    for (int k = 0; k < g->nodes[i].n_in; k++)
+      if (dep[g->nodes[i].in[k]]) A.active[g->nodes[i].in[k]] = 1;
+  }
+  int rc = 0;
+  if (A.active[y]) A.adj[y] = seed >= 0 ? seed : k_const(&A, yn->dtype, 1);
+  for (int i = y; i >= 0 && !A.oom; i--) {
+    if (!A.active[i] || A.adj[i] < 0 || !td_dtype_is_float(g->nodes[i].dtype)) continue;
+    td_op op = g->nodes[i].op;
+    if (!rules[op]) {
+      td_diag *dg = td_error(d, g->nodes[i].span, "no gradient for %s", td_ops[op].name);
+      td_diag_help(d, dg, "this op has no differentiation rule yet (lang/grad.c): compute it from "
+                   "differentiable ops, or keep it out of the loss's path");
+      rc = -1;
+      break;
+    }
+    A.sp = g->nodes[i].span;
+    A.hint = td_arena_printf(g->arena, "grad(%s)", td_ops[op].name);
+    rules[op](&A, i, A.adj[i]);
+  }
+  A.sp = where;
+  A.hint = NULL;
+  for (int i = 0; i < n_wrt && rc == 0 && !A.oom; i++) {
+    int w = wrt[i];
+    td_dim s[TD_MAX_RANK];
+    memcpy(s, g->nodes[w].shape, sizeof s);
+    int r = g->nodes[w].rank;
+    td_dtype dt = g->nodes[w].dtype;
+    int a = w < n0 ? A.adj[w] : -1;
+    grads[i] = a >= 0 ? exact(&A, a, r, s) : k_zeros(&A, dt, r, s);
+  }
+  if (A.oom) rc = -1;
+  td_free(A.adj);
+  td_free(A.active);
+  td_free(dep);
+  return rc;
+}

@@ -1,0 +1,98 @@
+#!/bin/sh
+# grad_models.sh - whole-model gradients against PyTorch autograd.
+#
+# tests/data/grad_ref/make_refs.py (run by hand with Debian's PyTorch) wrote
+# the weights, inputs and float64 reference gradients of two models: an MLP
+# with label-smoothed cross-entropy and a pre-norm transformer block.  Here
+# tdsl computes value_and_grad of the same models (models.td) eagerly and
+# compiled, and every gradient must match to 1e-5, relative to the largest
+# magnitude of its reference tensor (at least 1/1000 of the model's largest
+# gradient, for one that is zero in exact arithmetic).  Needs python3 with numpy to compare
+# (skipped, saying why, without it).  Environment: TDSL_SRCDIR, TDSL_BUILDDIR.
+srcdir=${TDSL_SRCDIR:-.}
+builddir=${TDSL_BUILDDIR:-.}
+tdsl="$builddir/tdsl"
+ref="$srcdir/tests/data/grad_ref"
+
+py=
+for p in "${PYTHON:-}" /usr/bin/python3 python3; do
+  if [ -n "$p" ] && "$p" -c "import numpy" 2>/dev/null; then py=$p; break; fi
+done
+if [ -z "$py" ]; then
+  echo "1..1"
+  echo "ok 1 - grad models # SKIP no python3 with numpy (apt-get install python3-numpy)"
+  exit 0
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/tdsl-grad.XXXXXX") || exit 1
+trap 'rm -rf "$work"' EXIT
+export TDSL_CACHE_DIR="$work/cache"
+
+# compare MODEL N_WEIGHTS: outputs out0.npy (loss) .. outN.npy against the
+# reference, in the order of the weights file (the models' declaration order)
+compare() {
+  "$py" - "$ref/$1_grads.safetensors" "$ref/$1_weights.safetensors" "$work" <<'PY'
+import json, struct, sys
+import numpy as np
+def read(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        h = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for k, v in h.items():
+        if k == "__metadata__":
+            continue
+        a, b = v["data_offsets"]
+        dt = {"F32": np.float32, "F64": np.float64, "I64": np.int64}[v["dtype"]]
+        out[k] = np.frombuffer(data[a:b], dtype=dt).reshape(v["shape"])
+    return out, list(k for k in h if k != "__metadata__")
+grads, _ = read(sys.argv[1])
+_, names = read(sys.argv[2])
+bad = []
+# a gradient that is zero in exact arithmetic (the key bias of attention:
+# softmax does not see a shift) is compared against the model's scale
+scale = max(float(np.max(np.abs(grads[n]))) for n in names)
+for i, name in enumerate(["loss"] + names):
+    got = np.load(f"{sys.argv[3]}/out{i}.npy").astype(np.float64)
+    want = grads[name].reshape(got.shape) if grads[name].size == got.size else grads[name]
+    if got.shape != want.shape:
+        bad.append(f"{name}: shape {got.shape}, expected {want.shape}")
+        continue
+    err = np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-3 * scale)
+    if not err <= 1e-5:
+        bad.append(f"{name}: relative error {err:.3g}")
+for b in bad:
+    print("# " + b)
+sys.exit(1 if bad else 0)
+PY
+}
+
+n=0
+failed=0
+echo "1..4"
+for model in mlp block; do
+  case $model in
+    mlp) entry=MLPGrad.grads; ins="--in x=$ref/mlp_x.npy --in y=$ref/mlp_y.npy"; nw=6 ;;
+    block) entry=BlockGrad.grads; ins="--in x=$ref/block_x.npy --in r=$ref/block_r.npy"; nw=16 ;;
+  esac
+  outs=
+  i=0
+  while [ $i -le $nw ]; do outs="$outs --out $work/out$i.npy"; i=$((i + 1)); done
+  for mode in eager compiled; do
+    n=$((n + 1))
+    flag=
+    [ $mode = compiled ] && flag=--compiled
+    rm -f "$work"/out*.npy
+    # shellcheck disable=SC2086  # the option lists are meant to split
+    if timeout 300 "$tdsl" run "$ref/models.td" --entry $entry --weights "$ref/${model}_weights.safetensors" \
+         $ins $outs $flag >"$work/log" 2>&1 && compare $model >"$work/cmp" 2>&1; then
+      echo "ok $n - $model gradients match PyTorch ($mode)"
+    else
+      failed=$((failed + 1))
+      echo "not ok $n - $model gradients match PyTorch ($mode)"
+      sed 's/^/# /' "$work/log" "$work/cmp" 2>/dev/null | head -40
+    fi
+  done
+done
+[ $failed -eq 0 ]
