@@ -39,7 +39,7 @@ typedef struct train_opts {
   const char *file, *model, *step, *eval;
   const char *train[2], *test[2]; /* images, labels */
   const char *log, *plot, *checkpoint, *resume, *save_weights;
-  int64_t epochs, batch, limit, every;
+  int64_t epochs, batch, limit, every, max_steps;
   uint64_t seed;
   int seed_set, batch_set, eager, check_numerics, eval_set;
 } train_opts;
@@ -50,7 +50,7 @@ static void usage(FILE *f) {
         "                  [--epochs E] [--batch B] [--seed S] [--limit N] [--eager [--check-numerics]]\n"
         "                  [--threads T] [--log FILE.csv] [--plot FILE.png]\n"
         "                  [--checkpoint FILE.safetensors [--checkpoint-every K]] [--resume FILE]\n"
-        "                  [--save-weights FILE.safetensors]\n"
+        "                  [--max-steps N] [--save-weights FILE.safetensors]\n"
         "\n"
         "Trains model M of FILE: each batch runs M.step(x, y), which returns the batch's mean loss\n"
         "(f32[]) and updates the parameters in place; after each epoch with --test, M.evaluate(x, y)\n"
@@ -76,6 +76,8 @@ static void usage(FILE *f) {
         "--checkpoint FILE    all parameters and optimizer state with the position in training,\n"
         "                     written atomically after every epoch and every K steps (--checkpoint-every)\n"
         "--resume FILE        continue from a checkpoint at the very next batch, in the same order\n"
+        "--max-steps N        stop after step N (counted over all epochs, resumed runs included),\n"
+        "                     writing the checkpoint; --resume continues from there\n"
         "--save-weights FILE  the final parameters (safetensors)\n"
         "\n"
         "Images keep their raw values as floats (u8: 0 to 255; normalising is the model's job);\n"
@@ -161,7 +163,7 @@ static int parse(int argc, char **argv, train_opts *o) {
       static const char *const with_value[] = {"--model", "--step", "--eval", "--train", "--test", "--dataset",
                                                "--epochs", "--batch", "--seed", "--limit", "--threads", "--log",
                                                "--plot", "--checkpoint", "--checkpoint-every", "--resume",
-                                               "--save-weights"};
+                                               "--save-weights", "--max-steps"};
       int known = 0;
       for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(a, with_value[k]);
       if (!known) return bad("train: unknown option '%s'", a);
@@ -178,6 +180,7 @@ static int parse(int argc, char **argv, train_opts *o) {
       else if (!strcmp(a, "--batch")) rc = parse_count(a, v, 1, &o->batch), o->batch_set = 1;
       else if (!strcmp(a, "--limit")) rc = parse_count(a, v, 1, &o->limit);
       else if (!strcmp(a, "--checkpoint-every")) rc = parse_count(a, v, 1, &o->every);
+      else if (!strcmp(a, "--max-steps")) rc = parse_count(a, v, 1, &o->max_steps);
       else if (!strcmp(a, "--seed")) {
         rc = parse_count(a, v, 0, &n);
         o->seed = (uint64_t)n;
@@ -742,6 +745,11 @@ static int train_loop(trainer *t) {
     return -1;
   }
   if (t->pos_step >= steps) t->pos_epoch++, t->pos_step = 0;
+  if (t->o->max_steps && t->global >= t->o->max_steps) {
+    fprintf(stderr, "tdsl: notice: --max-steps %lld: step %lld is done already; nothing to train\n",
+            (long long)t->o->max_steps, (long long)t->global);
+    t->pos_epoch = t->o->epochs;
+  }
   for (; t->pos_epoch < t->o->epochs; t->pos_epoch++, t->pos_step = 0) {
     double ep_start = now();
     int64_t first = t->pos_step;
@@ -789,15 +797,18 @@ static int train_loop(trainer *t) {
           printf("epoch %lld: train loss %.4f\n", (long long)t->pos_epoch + 1, t->loss_sum / (double)t->epoch_seen);
         fflush(stdout);
       }
-      if (t->o->checkpoint && (t->pos_step == steps || (t->o->every && t->global % t->o->every == 0))) {
+      int stop = t->o->max_steps && t->global >= t->o->max_steps;
+      if (t->o->checkpoint && (t->pos_step == steps || stop || (t->o->every && t->global % t->o->every == 0))) {
         int64_t e = t->pos_epoch, ps = t->pos_step;
         if (ps == steps) t->pos_epoch++, t->pos_step = 0; /* the position of the next batch */
         int bad_write = save_checkpoint(t, t->seconds_before + now() - start);
         t->pos_epoch = e, t->pos_step = ps;
         if (bad_write) goto done;
       }
+      if (stop) goto stopped;
     }
   }
+stopped:
   rc = 0;
 done:
   td_free(perm);
