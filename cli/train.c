@@ -12,10 +12,12 @@
  * docs/training.md, "tdsl train", is the user's description.
  *
  * Exit codes as every command's: 0 done, 1 the program, the data or a run
- * is wrong (a NaN loss included), 2 a bad command line.
+ * is wrong (a NaN loss included), 2 a bad command line; and 130 after
+ * Ctrl-C, which stops after the running step and writes the checkpoint.
  */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +79,8 @@ static void usage(FILE *f) {
         "                     written atomically after every epoch and every K steps (--checkpoint-every)\n"
         "--resume FILE        continue from a checkpoint at the very next batch, in the same order\n"
         "--max-steps N        stop after step N (counted over all epochs, resumed runs included),\n"
-        "                     writing the checkpoint; --resume continues from there\n"
+        "                     writing the checkpoint; --resume continues from there (so does Ctrl-C:\n"
+        "                     the running step finishes, the checkpoint is written, exit status 130)\n"
         "--save-weights FILE  the final parameters (safetensors)\n"
         "\n"
         "Images keep their raw values as floats (u8: 0 to 255; normalising is the model's job);\n"
@@ -409,7 +412,8 @@ static int load_pair(trainer *t, const char *const *files, const td_graph *g, td
   }
   for (int64_t i = 0; i < l64->numel; i++) {
     double v = ((double *)l64->data)[i];
-    if (v != floor(v) || v < 0 || (t->classes >= 0 && v >= (double)t->classes) || v > 9.2e18) {
+    double top = y->dtype == TD_I32 ? 2147483647.0 : 9.2e18;
+    if (v != floor(v) || v < 0 || (t->classes >= 0 && v >= (double)t->classes) || v > top) {
       if (v != floor(v))
         fprintf(stderr, "tdsl: error: %s: label %lld is %g: labels must be integers\n", files[1], (long long)i, v);
       else if (t->classes >= 0)
@@ -734,7 +738,18 @@ static int open_log(trainer *t) {
   return 0;
 }
 
-/* The whole loop, from the current position; 0 or -1 after the message. */
+/* Ctrl-C: the step that runs finishes, the checkpoint is written, and
+ * the command exits with 130; a second Ctrl-C ends it at once. */
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig) {
+  (void)sig;
+  interrupted = 1;
+  signal(SIGINT, SIG_DFL);
+}
+
+/* The whole loop, from the current position; 0, 130 after Ctrl-C, or -1
+ * after the message. */
 static int train_loop(trainer *t) {
   int64_t n = t->n, b = t->o->batch, steps = (n + b - 1) / b;
   int64_t *perm = td_malloc((size_t)n * sizeof *perm);
@@ -744,6 +759,11 @@ static int train_loop(trainer *t) {
     fprintf(stderr, "tdsl: error: out of memory\n");
     return -1;
   }
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
   if (t->pos_step >= steps) t->pos_epoch++, t->pos_step = 0;
   if (t->o->max_steps && t->global >= t->o->max_steps) {
     fprintf(stderr, "tdsl: notice: --max-steps %lld: step %lld is done already; nothing to train\n",
@@ -797,13 +817,21 @@ static int train_loop(trainer *t) {
           printf("epoch %lld: train loss %.4f\n", (long long)t->pos_epoch + 1, t->loss_sum / (double)t->epoch_seen);
         fflush(stdout);
       }
-      int stop = t->o->max_steps && t->global >= t->o->max_steps;
+      int stop = (t->o->max_steps && t->global >= t->o->max_steps) || interrupted;
       if (t->o->checkpoint && (t->pos_step == steps || stop || (t->o->every && t->global % t->o->every == 0))) {
         int64_t e = t->pos_epoch, ps = t->pos_step;
         if (ps == steps) t->pos_epoch++, t->pos_step = 0; /* the position of the next batch */
         int bad_write = save_checkpoint(t, t->seconds_before + now() - start);
         t->pos_epoch = e, t->pos_step = ps;
         if (bad_write) goto done;
+      }
+      if (stop && interrupted) {
+        if (isatty(2)) fputc('\n', stderr);
+        fprintf(stderr, "tdsl: interrupted after step %lld%s%s%s\n", (long long)t->global,
+                t->o->checkpoint ? "; resume with --resume " : "", t->o->checkpoint ? t->o->checkpoint : "",
+                t->o->checkpoint ? "" : " (no --checkpoint: nothing was saved)");
+        rc = 130;
+        goto done;
       }
       if (stop) goto stopped;
     }
@@ -919,7 +947,11 @@ int td_cli_train(int argc, char **argv) {
     goto out;
   }
   if (prepare(&t) || (o.log && open_log(&t))) goto out;
-  if (train_loop(&t)) goto out;
+  if ((rc = train_loop(&t)) != 0) {
+    rc = rc == 130 ? 130 : 1;
+    goto out;
+  }
+  rc = 1;
   if (o.save_weights && save_weights(&t)) goto out;
   if (o.plot) plot(&t);
   rc = 0;

@@ -389,6 +389,35 @@ Test(train, kill_9_during_checkpoints_leaves_a_loadable_checkpoint) {
   drop(&r);
 }
 
+Test(train, ctrl_c_finishes_the_step_writes_the_checkpoint_and_exits_130) {
+  model("m.td", 2, "");
+  data("img.gz", "lab.idx", 64, 2, -1);
+  char tr[1200];
+  snprintf(tr, sizeof tr, "%s,%s", path("img.gz"), path("lab.idx"));
+  pid_t pid = spawn((const char *[]){path("m.td"), "--train", tr, "--epochs", "100000", "--batch", "1",
+                                     "--checkpoint", path("ck.safetensors"), "--checkpoint-every", "50", NULL});
+  for (int i = 0; i < 2000 && access(path("ck.safetensors"), F_OK); i++) usleep(5000);
+  kill(pid, SIGINT);
+  int st;
+  waitpid(pid, &st, 0);
+  cr_assert(WIFEXITED(st), "killed by signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+  cr_expect_eq(WEXITSTATUS(st), 130);
+  char *err = read_text(path("stderr.txt"));
+  long long step = -1;
+  const char *m = strstr(err, "tdsl: interrupted after step ");
+  cr_assert_not_null(m, "%s", err);
+  sscanf(m, "tdsl: interrupted after step %lld", &step);
+  cr_expect(strstr(err, "resume with --resume ") != NULL, "%s", err);
+  free(err);
+  td_st_file f;
+  td_err e;
+  cr_assert_eq(td_safetensors_open(path("ck.safetensors"), &f, &e), 0, "%s", e.msg);
+  char want[32];
+  snprintf(want, sizeof want, "%lld", step);
+  cr_expect_str_eq(td_safetensors_meta(&f, "global_step"), want, "the checkpoint is the last step's");
+  td_safetensors_close(&f);
+}
+
 Test(train, usage_errors_and_the_missing_data_set) {
   model("m.td", 2, "");
   result r = train((const char *[]){path("m.td"), NULL});
