@@ -29,45 +29,20 @@ static void teardown(void) { remove_dir(); }
 
 TestSuite(train, .init = setup, .fini = teardown, .timeout = 120);
 
-typedef struct result {
-  int status;
-  char *out, *err;
-} result;
+typedef tdsl_result result;
 
 static pid_t spawn(const char *const *args) {
-  const char *argv[48];
-  int n = 0;
-  argv[n++] = TDSL_BUILDDIR "/tdsl";
-  argv[n++] = "train";
-  while (*args && n < 47) argv[n++] = *args++;
+  const char *argv[42] = {"train"};
+  int n = 1;
+  while (*args && n < 41) argv[n++] = *args++;
   argv[n] = NULL;
-  const char *o = path("stdout.txt"), *e = path("stderr.txt");
-  pid_t pid = fork();
-  cr_assert_neq(pid, -1);
-  if (pid == 0) {
-    child_stdio(o, e);
-    execv(argv[0], (char *const *)argv);
-    _exit(127);
-  }
-  return pid;
+  return tdsl_start(argv);
 }
 
 /* Runs `tdsl train` with args (NULL-terminated). */
-static result train(const char *const *args) {
-  pid_t pid = spawn(args);
-  int st;
-  waitpid(pid, &st, 0);
-  result r;
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  r.out = read_text(path("stdout.txt"));
-  r.err = read_text(path("stderr.txt"));
-  return r;
-}
+static result train(const char *const *args) { return tdsl_finish(spawn(args)); }
 
-static void drop(result *r) {
-  free(r->out);
-  free(r->err);
-}
+static void drop(result *r) { tdsl_result_free(r); }
 
 /* An IDX file of u8 elements: 00 00 08 rank, dims, data (gzip when gz). */
 static void idx_u8(const char *name, int rank, const uint32_t *dims, const unsigned char *data, size_t n, int gz) {
@@ -102,6 +77,13 @@ static void data(const char *img, const char *lab, int n, int side, int bad_labe
   uint32_t di[3] = {(uint32_t)n, (uint32_t)side, (uint32_t)side}, dl[1] = {(uint32_t)n};
   idx_u8(img, 3, di, px, (size_t)(n * side * side), 1);
   idx_u8(lab, 1, dl, l, (size_t)n, 0);
+}
+
+/* "IMG,LAB" of two scratch files, for --train and --test (a static buffer). */
+static const char *pair(const char *img, const char *lab) {
+  static char buf[1200];
+  snprintf(buf, sizeof buf, "%s,%s", path(img), path(lab));
+  return buf;
 }
 
 /* A model of `out` classes; `extra` is added to step's loss. */
@@ -171,8 +153,7 @@ static const char *no_time(const char *row, char *buf) {
 Test(train, the_loop_logs_every_step_evaluates_and_checkpoints) {
   model("m.td", 2, "");
   data("img.gz", "lab.idx", 64, 2, -1);
-  char tr[1200];
-  snprintf(tr, sizeof tr, "%s,%s", path("img.gz"), path("lab.idx"));
+  const char *tr = pair("img.gz", "lab.idx");
   /* 64 examples in batches of 10: six full steps and one of 4 */
   result r = train((const char *[]){path("m.td"), "--train", tr, "--test", tr, "--epochs", "2", "--batch", "10",
                                     "--log", path("log.csv"), "--checkpoint", path("ck.safetensors"), "--eager", NULL});
@@ -225,8 +206,8 @@ Test(train, the_loop_logs_every_step_evaluates_and_checkpoints) {
 static void resume_gives_the_same_losses(const char *extra, int stop) {
   model("m.td", 2, extra);
   data("img.gz", "lab.idx", 64, 2, -1);
-  char tr[1200], st[16];
-  snprintf(tr, sizeof tr, "%s,%s", path("img.gz"), path("lab.idx"));
+  char st[16];
+  const char *tr = pair("img.gz", "lab.idx");
   snprintf(st, sizeof st, "%d", stop);
   result r = train((const char *[]){path("m.td"), "--train", tr, "--epochs", "3", "--batch", "8", "--seed", "5",
                                     "--log", path("all.csv"), "--save-weights", path("all.safetensors"), NULL});
@@ -271,34 +252,50 @@ Test(train, resuming_at_an_epoch_boundary_gives_the_same_losses) {
   resume_gives_the_same_losses("", 8);
 }
 
-Test(train, a_nan_loss_stops_at_once_and_leaves_the_checkpoint) {
-  model("m.td", 2, "");
-  /* the same parameters; its loss is NaN (the sqrt of a negative number) */
-  model("nan.td", 2, " + sqrt(-1.0 - min(x))");
+/* Trains model file `first` for an epoch into ck.safetensors, then runs
+ * `second` resuming from it (with --checkpoint ck.safetensors and the
+ * extra args): it must exit 1, say each of want[] (NULL-terminated) on
+ * stderr and leave the checkpoint as it was, byte for byte. */
+static void refused_keeping_the_checkpoint(const char *first, const char *second, const char *extra,
+                                           const char *const *want) {
   data("img.gz", "lab.idx", 64, 2, -1);
-  char tr[1200];
-  snprintf(tr, sizeof tr, "%s,%s", path("img.gz"), path("lab.idx"));
-  result r = train((const char *[]){path("m.td"), "--train", tr, "--checkpoint", path("ck.safetensors"), NULL});
+  const char *tr = pair("img.gz", "lab.idx");
+  result r = train((const char *[]){path(first), "--train", tr, "--checkpoint", path("ck.safetensors"), NULL});
   cr_assert_eq(r.status, 0, "stderr: %s", r.err);
   drop(&r);
   long n0;
   unsigned char *before = read_bytes("ck.safetensors", &n0);
-  r = train((const char *[]){path("nan.td"), "--train", tr, "--epochs", "3", "--resume", path("ck.safetensors"),
-                             "--checkpoint", path("ck.safetensors"), "--checkpoint-every", "1", NULL});
-  cr_expect_eq(r.status, 1);
-  cr_expect(strstr(r.err, "train: the loss is NaN at epoch 2 step ") != NULL, "%s", r.err);
-  cr_expect(strstr(r.err, "--check-numerics") != NULL, "the hint: %s", r.err);
-  cr_expect(same_bytes("ck.safetensors", before, n0), "the checkpoint was overwritten after the NaN");
-  free(before);
+  r = train((const char *[]){path(second), "--train", tr, "--resume", path("ck.safetensors"), "--checkpoint",
+                             path("ck.safetensors"), extra ? extra : NULL, extra ? "3" : NULL, NULL});
+  cr_expect_eq(r.status, 1, "%s", r.err);
+  for (; *want; want++) cr_expect(strstr(r.err, *want) != NULL, "expected '%s' in: %s", *want, r.err);
+  cr_expect(same_bytes("ck.safetensors", before, n0), "the checkpoint was overwritten");
   drop(&r);
+  if (!extra) { /* and without --resume: another model's checkpoint is not replaced */
+    r = train((const char *[]){path(second), "--train", tr, "--checkpoint", path("ck.safetensors"), NULL});
+    cr_expect_eq(r.status, 1);
+    cr_expect(strstr(r.err, "holds a checkpoint of another model") != NULL, "%s", r.err);
+    cr_expect(same_bytes("ck.safetensors", before, n0), "another model's checkpoint was overwritten");
+    drop(&r);
+  }
+  free(before);
+}
+
+Test(train, a_nan_loss_stops_at_once_and_leaves_the_checkpoint) {
+  model("m.td", 2, "");
+  /* the same parameters; its loss is NaN (the sqrt of a negative number) */
+  model("nan.td", 2, " + sqrt(-1.0 - min(x))");
+  refused_keeping_the_checkpoint("m.td", "nan.td", "--epochs",
+                                 (const char *[]){"train: the loss is NaN at epoch 2 step 1 ", "--check-numerics",
+                                                  NULL});
 }
 
 Test(train, wrong_data_is_refused_before_training_naming_the_file) {
   model("m.td", 2, "");
-  char tr[1200];
+  const char *tr;
   /* 3x3 images for f32[B, 2, 2] */
   data("img3.gz", "lab3.idx", 16, 3, -1);
-  snprintf(tr, sizeof tr, "%s,%s", path("img3.gz"), path("lab3.idx"));
+  tr = pair("img3.gz", "lab3.idx");
   result r = train((const char *[]){path("m.td"), "--train", tr, "--log", path("no.csv"), NULL});
   cr_expect_eq(r.status, 1);
   cr_expect(strstr(r.err, path("img3.gz")) && strstr(r.err, "[16, 3, 3]") && strstr(r.err, "f32[B, 2, 2]"),
@@ -307,7 +304,7 @@ Test(train, wrong_data_is_refused_before_training_naming_the_file) {
   drop(&r);
   /* a label 7 of two classes (the step's one_hot shows C = 2) */
   data("img.gz", "bad.idx", 16, 2, 7);
-  snprintf(tr, sizeof tr, "%s,%s", path("img.gz"), path("bad.idx"));
+  tr = pair("img.gz", "bad.idx");
   r = train((const char *[]){path("m.td"), "--train", tr, NULL});
   cr_expect_eq(r.status, 1);
   cr_expect(strstr(r.err, "label 5 is 7, outside [0, 2)") != NULL, "%s", r.err);
@@ -315,7 +312,7 @@ Test(train, wrong_data_is_refused_before_training_naming_the_file) {
   /* 16 images, 12 labels */
   data("img.gz", "lab.idx", 16, 2, -1);
   data("x.gz", "lab12.idx", 12, 2, -1);
-  snprintf(tr, sizeof tr, "%s,%s", path("img.gz"), path("lab12.idx"));
+  tr = pair("img.gz", "lab12.idx");
   r = train((const char *[]){path("m.td"), "--train", tr, NULL});
   cr_expect_eq(r.status, 1);
   cr_expect(strstr(r.err, "holds 16 images but") && strstr(r.err, "holds 12 labels"), "%s", r.err);
@@ -323,7 +320,7 @@ Test(train, wrong_data_is_refused_before_training_naming_the_file) {
   /* a truncated file */
   data("cut.idx", "lab.idx", 16, 2, -1);
   cr_assert_eq(truncate(path("lab.idx"), 15), 0);
-  snprintf(tr, sizeof tr, "%s,%s", path("img.gz"), path("lab.idx"));
+  tr = pair("img.gz", "lab.idx");
   r = train((const char *[]){path("m.td"), "--train", tr, NULL});
   cr_expect_eq(r.status, 1);
   cr_expect(strstr(r.err, path("lab.idx")) && strstr(r.err, "truncated"), "%s", r.err);
@@ -333,33 +330,14 @@ Test(train, wrong_data_is_refused_before_training_naming_the_file) {
 Test(train, another_models_checkpoint_is_refused_and_left_alone) {
   model("m.td", 2, "");
   model("three.td", 3, "");
-  data("img.gz", "lab.idx", 64, 2, -1);
-  char tr[1200];
-  snprintf(tr, sizeof tr, "%s,%s", path("img.gz"), path("lab.idx"));
-  result r = train((const char *[]){path("three.td"), "--train", tr, "--checkpoint", path("ck.safetensors"), NULL});
-  cr_assert_eq(r.status, 0, "stderr: %s", r.err);
-  drop(&r);
-  long n0;
-  unsigned char *before = read_bytes("ck.safetensors", &n0);
-  r = train((const char *[]){path("m.td"), "--train", tr, "--resume", path("ck.safetensors"), "--checkpoint",
-                             path("ck.safetensors"), NULL});
-  cr_expect_eq(r.status, 1);
-  cr_expect(strstr(r.err, "is a checkpoint of another model") != NULL, "%s", r.err);
-  cr_expect(strstr(r.err, "fc.weight") != NULL, "the differences listed: %s", r.err);
-  drop(&r);
-  r = train((const char *[]){path("m.td"), "--train", tr, "--checkpoint", path("ck.safetensors"), NULL});
-  cr_expect_eq(r.status, 1);
-  cr_expect(strstr(r.err, "holds a checkpoint of another model") != NULL, "%s", r.err);
-  cr_expect(same_bytes("ck.safetensors", before, n0), "another model's checkpoint was overwritten");
-  free(before);
-  drop(&r);
+  refused_keeping_the_checkpoint("three.td", "m.td", NULL,
+                                 (const char *[]){"is a checkpoint of another model", "fc.weight", NULL});
 }
 
 Test(train, kill_9_during_checkpoints_leaves_a_loadable_checkpoint) {
   model("m.td", 2, "");
   data("img.gz", "lab.idx", 64, 2, -1);
-  char tr[1200];
-  snprintf(tr, sizeof tr, "%s,%s", path("img.gz"), path("lab.idx"));
+  const char *tr = pair("img.gz", "lab.idx");
   for (int round = 0; round < 4; round++) {
     pid_t pid = spawn((const char *[]){path("m.td"), "--train", tr, "--epochs", "100000", "--batch", "1",
                                        "--checkpoint", path("ck.safetensors"), "--checkpoint-every", "1", "--eager",
@@ -392,8 +370,7 @@ Test(train, kill_9_during_checkpoints_leaves_a_loadable_checkpoint) {
 Test(train, ctrl_c_finishes_the_step_writes_the_checkpoint_and_exits_130) {
   model("m.td", 2, "");
   data("img.gz", "lab.idx", 64, 2, -1);
-  char tr[1200];
-  snprintf(tr, sizeof tr, "%s,%s", path("img.gz"), path("lab.idx"));
+  const char *tr = pair("img.gz", "lab.idx");
   pid_t pid = spawn((const char *[]){path("m.td"), "--train", tr, "--epochs", "100000", "--batch", "1",
                                      "--checkpoint", path("ck.safetensors"), "--checkpoint-every", "50", NULL});
   for (int i = 0; i < 2000 && access(path("ck.safetensors"), F_OK); i++) usleep(5000);
@@ -443,8 +420,7 @@ Test(train, usage_errors_and_the_missing_data_set) {
              "model C {\n  fc = nn.Linear(4, 2)\n"
              "  fn step(x: f32[B, 4], y: i64[B]) -> f32[] { nn.cross_entropy(fc(x), y) }\n}\n");
   data("img.gz", "lab.idx", 8, 2, -1);
-  char tr[1200];
-  snprintf(tr, sizeof tr, "%s,%s", path("img.gz"), path("lab.idx"));
+  const char *tr = pair("img.gz", "lab.idx");
   r = train((const char *[]){path("two.td"), "--train", tr, NULL});
   cr_expect_eq(r.status, 1);
   cr_expect(strstr(r.err, "2 models with a method `step` (A, C)") && strstr(r.err, "--model"), "%s", r.err);
