@@ -4,6 +4,7 @@
  *   tdsl check FILE             type- and shape-check every entry point
  *   tdsl explain FILE           kernels the compiler makes (cli/explain_cmd.c)
  *   tdsl build FILE -o DIR      a shared library + C header (cli/build_cmd.c)
+ *   tdsl train FILE             the training loop over a model's step (cli/train.c)
  *   tdsl repl [FILE]            interactive eager session (cli/repl.c); also
  *                               `tdsl` alone when stdin is a terminal
  *   tdsl --help | --version
@@ -27,6 +28,7 @@
 #include "cli/build_cmd.h"
 #include "cli/explain_cmd.h"
 #include "cli/repl.h"
+#include "cli/train.h"
 
 #ifndef TDSL_VERSION
 #define TDSL_VERSION "0.1.0"
@@ -57,6 +59,8 @@ static void usage(FILE *f) {
         "       tdsl build FILE -o DIR [--exe] [--name PREFIX] [--seed N] [--device cpu|cuda [--arch sm_XY]]\n"
         "       tdsl explain FILE [--entry NAME] [--json | --dot] [--size SYM=N]... [--device cuda]\n"
         "                         [--dump=fold,cse,simplify,dce,fused]\n"
+        "       tdsl train FILE.td (--train IMAGES,LABELS [--test IMAGES,LABELS] | --dataset fashion-mnist)\n"
+        "                          [--epochs E] [--batch B] [--checkpoint F] [--resume F] ... (tdsl train --help)\n"
         "       tdsl repl [FILE.td]... [--seed N]\n"
         "       tdsl --help | --version\n"
         "\n"
@@ -68,6 +72,8 @@ static void usage(FILE *f) {
         "        --device cuda embeds NVRTC-compiled kernels (cubin + PTX), see docs/gpu.md\n"
         "explain prints, per entry point, the kernels the compiler fuses its ops into, with\n"
         "        source lines, bytes moved, FLOPs and peak memory (--size N=8 evaluates sizes)\n"
+        "train   trains a model: runs its step(x, y) over the batches of a data set for some epochs,\n"
+        "        evaluates it, logs, checkpoints and resumes (docs/training.md)\n"
         "repl    an interactive eager session (the default when stdin is a terminal); it reads\n"
         "        statements from stdin when that is not a terminal (docs/repl.md)\n"
         "\n"
@@ -373,8 +379,9 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(argv[1], "explain")) return td_cli_explain(argc, argv);
   if (!strcmp(argv[1], "build")) return td_cli_build(argc, argv);
+  if (!strcmp(argv[1], "train")) return td_cli_train(argc, argv);
   if (strcmp(argv[1], "run") && strcmp(argv[1], "check"))
-    return bad_usage("unknown command '%s' (commands: run, check, build, explain, repl)", argv[1]);
+    return bad_usage("unknown command '%s' (commands: run, check, build, explain, train, repl)", argv[1]);
   opts o;
   td_arena *arena = NULL;
   int rc = parse_opts(argc, argv, &o);

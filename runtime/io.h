@@ -55,7 +55,8 @@ td_tensor *td_tensor_map_get(const td_tensor_map *m, const char *name);
 
 /* safetensors: 8-byte little-endian header length, JSON header, data.
  * Supported dtypes: F32 F64 F16 BF16 I32 I64 BOOL; others are reported by
- * name.  "__metadata__" is accepted and ignored.  The tensors' data_offsets
+ * name.  "__metadata__" is not a tensor: td_safetensors_open keeps its
+ * string members (td_st_file.meta) and ignores the rest.  The tensors' data_offsets
  * must tile the data area exactly (no overlap, no gap, nothing after the
  * last tensor), as the format requires.  Adds every tensor to out (names
  * must be new there); on failure out is unchanged. */
@@ -75,7 +76,12 @@ typedef struct td_st_file {
   td_tensor *heads;          /* what items[i].tensor points to */
   uint64_t *offs;            /* tensor i's data_offsets: offs[2i], offs[2i + 1] */
   uint64_t data_start;       /* file offset of the data area */
+  int n_meta;                /* "__metadata__"'s string members, in order: */
+  char **meta;               /* meta[2k] the key, meta[2k + 1] its value */
 } td_st_file;
+
+/* The value of metadata key `key` of an open file, or NULL. */
+const char *td_safetensors_meta(const td_st_file *f, const char *key);
 
 /* 0, or -1 with err filled and nothing left open. */
 int td_safetensors_open(const char *path, td_st_file *f, td_err *err);
@@ -86,5 +92,9 @@ int td_safetensors_load(const td_st_file *f, int i, td_tensor **out, td_err *err
 int td_safetensors_load_all(const td_st_file *f, td_tensor_map *out, td_err *err);
 void td_safetensors_close(td_st_file *f); /* also on a closed one */
 int td_safetensors_write(const char *path, const td_tensor_map *m, td_err *err);
+/* The same, with "__metadata__": {kv[0]: kv[1], kv[2]: kv[3], ...}, n_kv
+ * pairs of strings, first in the header. */
+int td_safetensors_write_meta(const char *path, const td_tensor_map *m, const char *const *kv, int n_kv,
+                              td_err *err);
 
 #endif

@@ -224,6 +224,36 @@ static int check_unique(st_reader *r, td_st_file *f) {
   return rc;
 }
 
+/* Keeps the string members of "__metadata__" in f->meta (an object's;
+ * anything else there is ignored). */
+static int add_meta(st_reader *r, const td_json *m, td_st_file *f) {
+  if (m->kind != TD_JSON_OBJECT)
+    return 0; /* not the format's string map: ignored, as it always was */
+  f->meta = td_calloc(2 * (size_t)m->n + 1, sizeof *f->meta);
+  if (!f->meta)
+    return td_err_set(r->err, "%s: out of memory", r->path);
+  for (int i = 0; i < m->n; i++) {
+    if (m->items[i]->kind != TD_JSON_STRING)
+      continue;
+    char *k = td_strdup(m->keys[i]), *v = td_strdup(m->items[i]->text);
+    if (!k || !v) {
+      td_free(k);
+      td_free(v);
+      return td_err_set(r->err, "%s: out of memory", r->path);
+    }
+    f->meta[2 * f->n_meta] = k;
+    f->meta[2 * f->n_meta++ + 1] = v;
+  }
+  return 0;
+}
+
+const char *td_safetensors_meta(const td_st_file *f, const char *key) {
+  for (int i = 0; i < f->n_meta; i++)
+    if (!strcmp(f->meta[2 * i], key))
+      return f->meta[2 * i + 1];
+  return NULL;
+}
+
 /* Checks every entry of the parsed header into f. */
 static int add_entries(st_reader *r, const td_json *root, td_st_file *f) {
   if (root->kind != TD_JSON_OBJECT)
@@ -238,7 +268,8 @@ static int add_entries(st_reader *r, const td_json *root, td_st_file *f) {
     const char *name = root->keys[i];
     if (strlen(name) != root->key_lens[i])
       return td_err_set(r->err, "%s: tensor name with a NUL character", r->path);
-    if (strcmp(name, "__metadata__") != 0 && add_entry(r, name, root->items[i], f) < 0)
+    if (strcmp(name, "__metadata__") == 0 ? !f->meta && add_meta(r, root->items[i], f) < 0
+                                          : add_entry(r, name, root->items[i], f) < 0)
       return -1;
   }
   return check_unique(r, f);
@@ -415,6 +446,9 @@ void td_safetensors_close(td_st_file *f) {
   td_free(f->items);
   td_free(f->heads);
   td_free(f->offs);
+  for (int i = 0; i < 2 * f->n_meta; i++)
+    td_free(f->meta[i]);
+  td_free(f->meta);
   td_io_close(f->fd);
   const char *path = f->path;
   memset(f, 0, sizeof *f);
@@ -499,10 +533,22 @@ static int cmp_by_name(const void *a, const void *b) {
   return strcmp(x->name, y->name);
 }
 
-/* Header JSON for the tensors in `order`, padded to a multiple of 8. */
-static void build_st_header(td_strbuf *b, td_named_tensor **order, int n) {
+/* Header JSON for the tensors in `order` (after the metadata pairs kv),
+ * padded to a multiple of 8. */
+static void build_st_header(td_strbuf *b, td_named_tensor **order, int n, const char *const *kv, int n_kv) {
   uint64_t off = 0;
   td_sb_add(b, "{", 1);
+  if (n_kv) {
+    td_sb_add(b, "\"__metadata__\":{", strlen("\"__metadata__\":{"));
+    for (int i = 0; i < n_kv; i++) {
+      if (i)
+        td_sb_add(b, ",", 1);
+      sb_json_str(b, kv[2 * i]);
+      td_sb_add(b, ":", 1);
+      sb_json_str(b, kv[2 * i + 1]);
+    }
+    td_sb_add(b, n ? "}," : "}", n ? 2 : 1);
+  }
   for (int i = 0; i < n; i++) {
     const td_tensor *t = order[i]->tensor;
     uint64_t bytes = (uint64_t)t->numel * td_dtype_size(t->dtype);
@@ -524,6 +570,11 @@ static void build_st_header(td_strbuf *b, td_named_tensor **order, int n) {
 }
 
 int td_safetensors_write(const char *path, const td_tensor_map *m, td_err *err) {
+  return td_safetensors_write_meta(path, m, NULL, 0, err);
+}
+
+int td_safetensors_write_meta(const char *path, const td_tensor_map *m, const char *const *kv, int n_kv,
+                              td_err *err) {
   int n = m->n;
   td_named_tensor **order = td_malloc((size_t)(n ? n : 1) * sizeof *order);
   td_io_chunk *chunks = td_malloc((size_t)(n + 2) * sizeof *chunks);
@@ -541,7 +592,7 @@ int td_safetensors_write(const char *path, const td_tensor_map *m, td_err *err) 
       td_err_set(err, "%s: duplicate tensor name '%s'", path, order[i]->name);
       goto done;
     }
-  build_st_header(&hdr, order, n);
+  build_st_header(&hdr, order, n, kv, n_kv);
   if (hdr.oom) {
     td_err_set(err, "%s: out of memory", path);
     goto done;

@@ -1,12 +1,14 @@
 /* tdsl_child.h - what the tests that run the tdsl binary on files in a
  * scratch directory (scratch_dir.h) share: writing a file there, reading
- * one back, and a child's standard streams and environment.
+ * one back, a child's standard streams and environment, and running the
+ * built tdsl as a child (tdsl_start, tdsl_finish).
  */
 #ifndef TD_TDSL_CHILD_H
 #define TD_TDSL_CHILD_H
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "scratch_dir.h"
@@ -47,6 +49,48 @@ static void child_stdio(const char *out, const char *err) {
   dup2(fi, 0);
   setenv("NO_COLOR", "1", 1);
   setenv("TDSL_PATH", TDSL_SRCDIR "/stdlib", 1);
+}
+
+/* A finished child: its exit status (128 + N when signal N ended it) and
+ * the first 64 KiB of its stdout and stderr (malloc'd). */
+typedef struct tdsl_result {
+  int status;
+  char *out, *err;
+} tdsl_result;
+
+/* Starts the built tdsl with the arguments args (NULL-terminated, at most
+ * 40), stdout and stderr to the scratch files stdout.txt and stderr.txt. */
+static inline pid_t tdsl_start(const char *const *args) {
+  const char *argv[42];
+  int n = 0;
+  argv[n++] = TDSL_BUILDDIR "/tdsl";
+  while (*args && n < 41) argv[n++] = *args++;
+  argv[n] = NULL;
+  const char *o = path("stdout.txt"), *e = path("stderr.txt");
+  pid_t pid = fork();
+  cr_assert_neq(pid, -1);
+  if (pid == 0) {
+    child_stdio(o, e);
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  return pid;
+}
+
+/* Waits for a child of tdsl_start and collects what it wrote. */
+static inline tdsl_result tdsl_finish(pid_t pid) {
+  int st;
+  tdsl_result r;
+  waitpid(pid, &st, 0);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  r.out = read_text(path("stdout.txt"));
+  r.err = read_text(path("stderr.txt"));
+  return r;
+}
+
+static inline void tdsl_result_free(tdsl_result *r) {
+  free(r->out);
+  free(r->err);
 }
 
 #endif

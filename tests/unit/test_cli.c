@@ -29,39 +29,12 @@ static void teardown(void) { remove_dir(); }
 TestSuite(cli, .init = setup, .fini = teardown, .timeout = 60);
 
 
-typedef struct result {
-  int status;
-  char *out, *err;
-} result;
+typedef tdsl_result result;
 
 /* Runs tdsl with argv (NULL-terminated, without argv[0]). */
-static result tdsl(const char *const *args) {
-  const char *argv[32];
-  int n = 0;
-  argv[n++] = TDSL_BUILDDIR "/tdsl";
-  while (*args && n < 31) argv[n++] = *args++;
-  argv[n] = NULL;
-  const char *o = path("stdout.txt"), *e = path("stderr.txt");
-  pid_t pid = fork();
-  cr_assert_neq(pid, -1);
-  if (pid == 0) {
-    child_stdio(o, e);
-    execv(argv[0], (char *const *)argv);
-    _exit(127);
-  }
-  int st;
-  waitpid(pid, &st, 0);
-  result r;
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  r.out = read_text(o);
-  r.err = read_text(e);
-  return r;
-}
+static result tdsl(const char *const *args) { return tdsl_finish(tdsl_start(args)); }
 
-static void drop(result *r) {
-  free(r->out);
-  free(r->err);
-}
+static void drop(result *r) { tdsl_result_free(r); }
 
 static void write_npy(const char *name, td_dtype dt, int rank, const int64_t *shape, const double *vals) {
   td_err err;
