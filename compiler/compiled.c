@@ -623,7 +623,7 @@ static int place_temps(run *r) {
   int rc = ensure(&r->c->arena, &r->c->arena_cap, total, r->err);
   for (int i = 0; i < p->n_bufs && rc == 0; i++) {
     const td_buffer *b = &p->bufs[i];
-    if (b->kind == TD_BUF_INPUT || b->kind == TD_BUF_PARAM) continue;
+    if (b->kind == TD_BUF_INPUT || b->kind == TD_BUF_PARAM || b->kind == TD_BUF_UPDATE) continue;
     rc = eval_shape(r, b->node, &r->l->shapes[(size_t)i * TD_MAX_RANK]);
     if (rc == 0 && b->kind == TD_BUF_TEMP) r->l->bufs[i] = (char *)r->c->arena + slot_off[b->index];
   }
@@ -639,7 +639,7 @@ static int place_call_buffers(run *r, td_tensor *const *inputs, td_tensor *const
     const td_node *nd = &r->g->nodes[b->node];
     switch (b->kind) {
     case TD_BUF_INPUT: r->l->bufs[i] = inputs[b->index]->data; break;
-    case TD_BUF_PARAM: r->l->bufs[i] = params[b->index]->data; break;
+    case TD_BUF_PARAM: case TD_BUF_UPDATE: r->l->bufs[i] = params[b->index]->data; break;
     case TD_BUF_TEMP: break;
     default:
       r->l->owned[i] = td_tensor_new(nd->dtype, nd->rank, &r->l->shapes[(size_t)i * TD_MAX_RANK], r->err);
@@ -838,7 +838,7 @@ static int collect(run *r, td_tensor *const *inputs, td_tensor *const *params, t
   for (int i = 0; i < p->n_out_nodes; i++) {
     const td_buffer *b = &p->bufs[p->buf_of[p->out_nodes[i]]];
     td_tensor *t = b->kind == TD_BUF_INPUT ? inputs[b->index]
-                 : b->kind == TD_BUF_PARAM ? params[b->index]
+                 : b->kind == TD_BUF_PARAM || b->kind == TD_BUF_UPDATE ? params[b->index]
                  : r->l->owned[p->buf_of[p->out_nodes[i]]];
     o[i] = td_tensor_retain(t);
   }

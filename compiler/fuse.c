@@ -72,6 +72,10 @@ int tdc_is_elementwise(td_op op) {
   return k == TD_K_UNARY || k == TD_K_BINARY || k == TD_K_COMPARE || k == TD_K_TERNARY;
 }
 
+/* The cost (ops, build_costs) from which a rank-0 value used by a larger
+ * loop is materialised rather than recomputed per element. */
+#define SCALAR_MAT_COST 2
+
 static int is_generator(td_op op) {
   return op == TD_IR_CONST || op == TD_IR_DIM || op == TD_IR_ARANGE || op == TD_IR_RAND ||
          op == TD_IR_RANDN;
@@ -171,6 +175,17 @@ static int fuser_init(fuser *f, td_plan *p, td_err *err) {
     if (N(f, i)->op == TD_IR_PRINT)
       for (int k = 0; k < N(f, i)->n_in; k++) f->must_mat[N(f, i)->in[k]] = 1;
   build_costs(f);
+  /* A scalar that takes several ops to compute (an optimizer's bias
+   * corrections, pow(beta, t)) is computed once, in a kernel of its own,
+   * instead of once per element of every big loop that uses it: the loop
+   * reads it through a pointer the compiler cannot prove unaliased, so it
+   * would not be hoisted. */
+  for (int i = 0; i < f->g->n_nodes; i++) {
+    const td_node *nd = N(f, i);
+    if (nd->rank != 0 || f->cost[i] < SCALAR_MAT_COST || !is_inlinable(nd->op)) continue;
+    for (int u = f->ustart[i]; u < f->ustart[i + 1]; u++)
+      if (N(f, f->users[u])->rank > 0) { f->must_mat[i] = 1; break; }
+  }
   return 0;
 }
 

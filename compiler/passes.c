@@ -47,6 +47,8 @@ td_graph *td_graph_clone_tables(const td_graph *g) {
   d->checks = g->checks;
   d->n_checks = g->n_checks;
   d->has_checks = g->has_checks;
+  d->update_slots = g->update_slots;   /* the outputs keep their order */
+  d->n_update_outs = g->n_update_outs;
   return d;
 }
 

@@ -114,6 +114,44 @@ static int out_index(const td_plan *p, int node) {
   return -1;
 }
 
+/* In place: output node n, the value of an update of parameter slot
+ * `slot`, may be written into the parameter's own memory when no kernel
+ * reads the old value after the writing kernel has written it: every
+ * other kernel reading the parameter runs before it, and inside it the
+ * parameter is read only by elementwise ops of the parameter's own shape,
+ * that is at the element being written.  Else it is a fresh output that
+ * the driver copies (a pointwise root over the parameter's shape is what
+ * an optimizer's update is).  A parameter that is also returned or printed
+ * (its old value, handed back after the call) is never written in place. */
+int tdc_update_in_place_ok(const td_plan *p, int n, int slot) {
+  const td_graph *g = p->g;
+  int pn = -1;
+  for (int i = 0; i < g->n_params; i++)
+    if (g->nodes[g->params[i]].attr.i == slot) pn = g->params[i];
+  int kw = p->kernel_of[n];
+  if (pn < 0 || pn == n || kw < 0) return 0;
+  for (int i = 0; i < p->n_out_nodes; i++)   /* the old value returned or printed after the call */
+    if (p->out_nodes[i] == pn) return 0;
+  const td_kernel *k = &p->kernels[kw];
+  const td_node *pd = &g->nodes[pn];
+  if (k->kind != TD_KERN_POINTWISE || k->root != n || k->rank != pd->rank) return 0;
+  for (int i = 0; i < pd->rank; i++)
+    if (k->space[i] != pd->shape[i]) return 0;
+  for (int j = 0; j < p->n_kernels; j++)
+    for (int r = 0; j > kw && r < p->kernels[j].n_reads; r++)
+      if (p->kernels[j].reads[r] == pn) return 0;
+  for (int i = 0; i < k->n_nodes; i++) {
+    const td_node *m = &g->nodes[k->nodes[i]];
+    for (int r = 0; r < m->n_in; r++) {
+      if (m->in[r] != pn) continue;
+      if (!tdc_is_elementwise(m->op) || m->rank != pd->rank ||
+          (pd->rank && memcmp(m->shape, pd->shape, (size_t)pd->rank * sizeof *pd->shape)))
+        return 0;
+    }
+  }
+  return 1;
+}
+
 static int make_buffers(td_plan *p, td_err *err) {
   td_graph *g = p->g;
   if (!(p->bufs = palloc(p, (size_t)(g->n_nodes + 1) * sizeof *p->bufs, err))) return -1;
@@ -130,8 +168,15 @@ static int make_buffers(td_plan *p, td_err *err) {
       b->kind = nd->op == TD_IR_INPUT ? TD_BUF_INPUT : TD_BUF_PARAM;
       b->index = (int)nd->attr.i;
     } else if ((b->index = out_index(p, n)) >= 0) {
-      b->kind = TD_BUF_OUTPUT;
-      p->output_bytes = td_dim_add(g, p->output_bytes, b->bytes);
+      int first_upd = g->n_outputs - g->n_update_outs;
+      if (b->index >= first_upd && b->index < g->n_outputs &&
+          tdc_update_in_place_ok(p, n, g->update_slots[b->index - first_upd])) {
+        b->kind = TD_BUF_UPDATE;
+        b->index = g->update_slots[b->index - first_upd];
+      } else {
+        b->kind = TD_BUF_OUTPUT;
+        p->output_bytes = td_dim_add(g, p->output_bytes, b->bytes);
+      }
     } else {
       b->kind = TD_BUF_TEMP;
     }

@@ -13,6 +13,9 @@ int tdc_is_materialised(const td_plan *p, int node);
 
 /* Elementwise kinds: unary, binary, compare, ternary. */
 int tdc_is_elementwise(td_op op);
+/* May output node n, the update of parameter slot `slot`, be written into
+ * the parameter's memory (plan.c)? */
+int tdc_update_in_place_ok(const td_plan *p, int n, int slot);
 
 /* Do two shapes have the same sizes apart from axes of size 1? */
 int tdc_squeeze_eq(const td_dim *a, int ra, const td_dim *b, int rb);

@@ -30,7 +30,7 @@
 _Static_assert(sizeof(td_attr) == 264 && sizeof(td_node) == 392, "td_node changed: update plan_key.c");
 _Static_assert(sizeof(td_kernel) == 464 && sizeof(td_view) == 144 && sizeof(td_kstage) == 16,
                "td_kernel changed: update plan_key.c");
-_Static_assert(sizeof(td_buffer) == 40 && sizeof(td_plan) == 112 && sizeof(td_graph) == 144,
+_Static_assert(sizeof(td_buffer) == 40 && sizeof(td_plan) == 112 && sizeof(td_graph) == 160,
                "td_plan or td_graph changed: update plan_key.c");
 #endif
 
@@ -109,6 +109,7 @@ char *tdc_plan_key(const td_plan *p, const char *march, int opt, int debug_bound
   ints(&b, "outputs", g->outputs, g->n_outputs);
   ints(&b, "inputs", g->inputs, g->n_inputs);
   ints(&b, "params", g->params, g->n_params);
+  ints(&b, "update_slots", g->update_slots, g->n_update_outs);
   td_sb_printf(&b, " updates=%d", g->n_updates);
   for (int u = 0; u < g->n_updates; u++) td_sb_printf(&b, " %d:%d", g->updates[u].param, g->updates[u].value);
   td_sb_printf(&b, "\nplan %d\n", p->n_kernels);

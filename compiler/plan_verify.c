@@ -373,6 +373,14 @@ static int check_buffer(vctx *v, int bi) {
     return vfail(v, -1, b->node >= 0 && b->node < v->g->n_nodes ? b->node : -1, "buffer %d is not the buffer of its node", bi);
   const td_node *n = ND(v, b->node);
   int leaf = n->op == TD_IR_INPUT || n->op == TD_IR_PARAM;
+  if (b->kind == TD_BUF_UPDATE) {   /* in place: plan.c's rule, checked again */
+    int at = -1, first = v->g->n_outputs - v->g->n_update_outs;
+    for (int i = first; i < v->g->n_outputs && at < 0; i++)
+      if (v->g->outputs[i] == b->node && v->g->update_slots[i - first] == b->index) at = i;
+    if (leaf || at < 0) return vfail(v, -1, b->node, "its buffer updates parameter slot %d, but it is not that update's value", b->index);
+    if (!tdc_update_in_place_ok(p, b->node, b->index))
+      return vfail(v, b->first, b->node, "it updates a parameter in place while another kernel still reads the old value");
+  }
   if (leaf != (b->kind == TD_BUF_INPUT || b->kind == TD_BUF_PARAM) ||
       (leaf && (b->kind != (n->op == TD_IR_INPUT ? TD_BUF_INPUT : TD_BUF_PARAM) || b->index != (int)n->attr.i)))
     return vfail(v, -1, b->node, "its buffer's kind or index does not match the node");

@@ -212,17 +212,27 @@ static int refuse_stepping(const backend *b, const td_run_opts *io, td_err *err)
  * more output after the graph's own, and td_prepared_run writes it into
  * the caller's parameter tensor when the call ends.  The copy of g made
  * here shares g's nodes. */
-static const td_graph *with_update_outputs(const td_graph *g, td_err *err) {
+static const td_graph *with_update_outputs(const td_graph *g, int in_place, td_err *err) {
   if (!g->n_updates) return g;
   td_graph *c = td_arena_alloc(g->arena, sizeof *c);
   int *outs = td_arena_alloc(g->arena, (size_t)(g->n_outputs + g->n_updates) * sizeof *outs);
-  if (!c || !outs) {
+  int *slots = td_arena_alloc(g->arena, (size_t)g->n_updates * sizeof *slots);
+  if (!c || !outs || !slots) {
     td_err_set(err, "out of memory");
     return NULL;
   }
   *c = *g;
   if (g->n_outputs) memcpy(outs, g->outputs, (size_t)g->n_outputs * sizeof *outs);
-  for (int i = 0; i < g->n_updates; i++) outs[g->n_outputs + i] = g->updates[i].value;
+  for (int i = 0; i < g->n_updates; i++) {
+    outs[g->n_outputs + i] = g->updates[i].value;
+    slots[i] = (int)g->nodes[g->updates[i].param].attr.i;
+  }
+  /* the CPU backend may write them into the parameters' memory (its
+   * compiled code runs on the caller's tensors); the others hand them back */
+  if (in_place) {
+    c->update_slots = slots;
+    c->n_update_outs = g->n_updates;
+  }
   c->outputs = outs;
   c->n_outputs = g->n_outputs + g->n_updates;
   c->updates = NULL;
@@ -238,7 +248,7 @@ td_prepared *td_prepare(const td_graph *g, const td_drive_opts *o, td_err *err) 
     return NULL;
   }
   p->user = g;
-  p->g = with_update_outputs(g, err);
+  p->g = with_update_outputs(g, b == &backends[TD_BACKEND_CPU], err);
   if (!p->g) {
     td_free(p);
     return NULL;
@@ -275,8 +285,20 @@ int td_prepared_run(td_prepared *p, td_tensor *const *inputs, td_tensor *const *
   int rc = p->b->run(p, inputs, params, io, outs, err, sp);
   if (rc || !u->n_updates) return rc;
   /* the call has ended: each updated parameter takes its new value, in
-   * the caller's tensor (same object, same data pointer) */
+   * the caller's tensor (same object, same data pointer); an output that
+   * is an updated parameter itself keeps the value it had in the call */
   td_tensor **o = *outs;
+  for (int i = 0; i < u->n_outputs && rc == 0; i++)
+    for (int k = 0; k < u->n_updates; k++) {
+      td_tensor *pt = params[u->nodes[u->updates[k].param].attr.i];
+      if (o[i] != pt) continue;
+      td_tensor *cp = td_tensor_new(pt->dtype, pt->rank, pt->shape, err);
+      if (!cp) { rc = -1; break; }
+      if (pt->numel) memcpy(cp->data, pt->data, (size_t)pt->numel * td_dtype_size(pt->dtype));
+      td_tensor_release(o[i]);
+      o[i] = cp;
+      break;
+    }
   for (int i = 0; i < u->n_updates; i++) {
     td_tensor *dst = params[u->nodes[u->updates[i].param].attr.i], *src = o[u->n_outputs + i];
     int same = src->dtype == dst->dtype && src->rank == dst->rank && src->numel == dst->numel;
@@ -312,7 +334,8 @@ int td_drive_run(const td_graph *g, const td_drive_opts *o, td_tensor *const *in
 int td_drive_explain(const td_graph *g, const td_drive_opts *o, const td_explain_opts *eo, int index,
                      FILE *out, td_plan **plan, td_err *err) {
   td_opt_stats st;
-  td_plan *p = td_lower(g, o, &st, err);
+  const td_graph *run = with_update_outputs(g, o && o->backend == TD_BACKEND_CPU, err);   /* what td_prepare runs */
+  td_plan *p = run ? td_lower(run, o, &st, err) : NULL;
   if (plan) *plan = p;
   if (!p) return -1;
   td_explain(p, &st, eo, index, out);

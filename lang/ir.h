@@ -113,6 +113,12 @@ typedef struct td_graph {
   int n_params;
   td_update *updates;        /* in the order they were made */
   int n_updates;
+  /* Set by the driver when it made the updates outputs (driver.c): the
+   * last n_update_outs outputs are update values, output n_outputs -
+   * n_update_outs + k updating parameter slot update_slots[k], which a
+   * backend may write in place (compiler/plan.c, "in place"). */
+  const int *update_slots;
+  int n_update_outs;
   const char **syms;         /* symbolic size names ("N", "T", "_0") */
   int n_syms, cap_syms;
   td_poly *dims;             /* interned symbolic dims */
