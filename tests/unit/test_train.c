@@ -395,6 +395,36 @@ Test(train, ctrl_c_finishes_the_step_writes_the_checkpoint_and_exits_130) {
   td_safetensors_close(&f);
 }
 
+Test(train, plot_uses_gnuplot_or_says_it_is_missing) {
+  model("m.td", 2, "");
+  data("img.gz", "lab.idx", 64, 2, -1);
+  const char *tr = pair("img.gz", "lab.idx");
+  /* no gnuplot on PATH: a notice, and training succeeds */
+  char *old = strdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+  setenv("PATH", path("nobin"), 1);
+  result r = train((const char *[]){path("m.td"), "--train", tr, "--test", tr, "--plot", path("p.png"), NULL});
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect(strstr(r.err, "--plot needs gnuplot, which is not installed") != NULL, "%s", r.err);
+  drop(&r);
+  /* a stand-in gnuplot that keeps its script: the png and the data are named */
+  cr_assert_eq(mkdir(path("bin"), 0755), 0);
+  char script[1200];
+  snprintf(script, sizeof script, "#!/bin/sh\ncat > '%s'\n", path("script.gp"));
+  write_text("bin/gnuplot", script);
+  cr_assert_eq(chmod(path("bin/gnuplot"), 0755), 0);
+  char both[1400];
+  snprintf(both, sizeof both, "%s:%s", path("bin"), old);
+  setenv("PATH", both, 1);
+  r = train((const char *[]){path("m.td"), "--train", tr, "--test", tr, "--epochs", "2", "--plot", path("p.png"), NULL});
+  setenv("PATH", old, 1);
+  free(old);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  char *gp = read_text(path("script.gp"));
+  cr_expect(strstr(gp, path("p.png")) && strstr(gp, "plot '") && strstr(gp, "test accuracy"), "%s", gp);
+  free(gp);
+  drop(&r);
+}
+
 Test(train, usage_errors_and_the_missing_data_set) {
   model("m.td", 2, "");
   result r = train((const char *[]){path("m.td"), NULL});
