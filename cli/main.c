@@ -79,7 +79,8 @@ static void usage(FILE *f) {
         "\n"
         "--trace            print every op as it runs: location, op, shape, dtype, min/max/mean\n"
         "--check-numerics   stop at the first op that produces NaN or Inf and name its source line\n"
-        "--save-weights W   write the parameters used (loaded or initialised) to a safetensors file\n"
+        "--save-weights W   after the run, write the parameters (loaded or initialised, then updated by\n"
+        "                   the entry's assigns) to a safetensors file\n"
         "--seed N           seed for rand/randn without seed= and for parameter initialisation (default 0)\n"
         "--compiled         compile the graph (fusion, libgccjit) and run the native code\n"
         "--no-cache         compile afresh instead of using the compile cache (~/.cache/tdsl,\n"
@@ -309,7 +310,6 @@ static int run_graph(const opts *o, td_diags *d, const td_graph *g) {
     fprintf(stderr, "tdsl: error: %s\n", err.msg);
     goto done;
   }
-  if (o->save_weights && save_params(o->save_weights, g, params)) goto done;
   td_run_opts io;
   memset(&io, 0, sizeof io);
   io.on_print = on_print;
@@ -327,6 +327,8 @@ static int run_graph(const opts *o, td_diags *d, const td_graph *g) {
     goto done;
   }
   rc = write_outputs(o, g, outs) ? 1 : 0;
+  /* after the run: a step's assigns have updated the parameters */
+  if (rc == 0 && o->save_weights && save_params(o->save_weights, g, params)) rc = 1;
 done:
   for (int i = 0; i < g->n_inputs; i++) td_tensor_release(inputs ? inputs[i] : NULL);
   for (int i = 0; i < g->n_params; i++) td_tensor_release(params ? params[i] : NULL);

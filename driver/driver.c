@@ -23,7 +23,8 @@
 #include "runtime/mem.h"
 
 struct td_prepared {
-  const td_graph *g;
+  const td_graph *g;        /* what the backend runs: updates made outputs */
+  const td_graph *user;     /* the graph as given */
   td_drive_opts o;
   const struct backend *b;
   td_plan *plan;            /* compiled backends: the lowered graph */
@@ -207,6 +208,28 @@ static int refuse_stepping(const backend *b, const td_run_opts *io, td_err *err)
   return 0;
 }
 
+/* Updates (lang/ir.h): every backend computes each update's value as one
+ * more output after the graph's own, and td_prepared_run writes it into
+ * the caller's parameter tensor when the call ends.  The copy of g made
+ * here shares g's nodes. */
+static const td_graph *with_update_outputs(const td_graph *g, td_err *err) {
+  if (!g->n_updates) return g;
+  td_graph *c = td_arena_alloc(g->arena, sizeof *c);
+  int *outs = td_arena_alloc(g->arena, (size_t)(g->n_outputs + g->n_updates) * sizeof *outs);
+  if (!c || !outs) {
+    td_err_set(err, "out of memory");
+    return NULL;
+  }
+  *c = *g;
+  if (g->n_outputs) memcpy(outs, g->outputs, (size_t)g->n_outputs * sizeof *outs);
+  for (int i = 0; i < g->n_updates; i++) outs[g->n_outputs + i] = g->updates[i].value;
+  c->outputs = outs;
+  c->n_outputs = g->n_outputs + g->n_updates;
+  c->updates = NULL;
+  c->n_updates = 0;
+  return c;
+}
+
 td_prepared *td_prepare(const td_graph *g, const td_drive_opts *o, td_err *err) {
   const backend *b = backend_of(o, err);
   td_prepared *p = b ? td_calloc(1, sizeof *p) : NULL;
@@ -214,7 +237,12 @@ td_prepared *td_prepare(const td_graph *g, const td_drive_opts *o, td_err *err) 
     if (b) td_err_set(err, "out of memory");
     return NULL;
   }
-  p->g = g;
+  p->user = g;
+  p->g = with_update_outputs(g, err);
+  if (!p->g) {
+    td_free(p);
+    return NULL;
+  }
   p->o = *o;
   p->o.dumps &= b->dumps;
   p->b = b;
@@ -235,7 +263,36 @@ int td_prepared_run(td_prepared *p, td_tensor *const *inputs, td_tensor *const *
                     const td_run_opts *io, td_tensor ***outs, td_err *err, td_span *sp) {
   *outs = NULL;
   if (refuse_stepping(p->b, io, err)) return -1;
-  return p->b->run(p, inputs, params, io, outs, err, sp);
+  const td_graph *u = p->user;
+  if (u->n_updates && !params) return td_err_set(err, "this graph updates parameters, but none were given");
+  /* the parameter tensors an update writes: checked before anything runs */
+  for (int i = 0; i < u->n_updates; i++) {
+    const td_node *pn = &u->nodes[u->updates[i].param];
+    const td_tensor *t = params[pn->attr.i];
+    if (!t || t->dtype != pn->dtype || t->rank != pn->rank)
+      return td_err_set(err, "parameter '%s' is missing or has the wrong type", pn->name ? pn->name : "?");
+  }
+  int rc = p->b->run(p, inputs, params, io, outs, err, sp);
+  if (rc || !u->n_updates) return rc;
+  /* the call has ended: each updated parameter takes its new value, in
+   * the caller's tensor (same object, same data pointer) */
+  td_tensor **o = *outs;
+  for (int i = 0; i < u->n_updates; i++) {
+    td_tensor *dst = params[u->nodes[u->updates[i].param].attr.i], *src = o[u->n_outputs + i];
+    int same = src->dtype == dst->dtype && src->rank == dst->rank && src->numel == dst->numel;
+    for (int k = 0; same && k < dst->rank; k++) same = src->shape[k] == dst->shape[k];
+    if (!same) rc = td_err_set(err, "the update of parameter '%s' has the wrong shape", u->nodes[u->updates[i].param].name);
+    else if (src != dst && dst->numel) memcpy(dst->data, src->data, (size_t)dst->numel * td_dtype_size(dst->dtype));
+    if (!same) break;
+    td_tensor_touch(dst);
+  }
+  for (int i = 0; i < u->n_updates; i++) td_tensor_release(o[u->n_outputs + i]);
+  if (rc) {
+    for (int i = 0; i < u->n_outputs; i++) td_tensor_release(o[i]);
+    td_free(o);
+    *outs = NULL;
+  }
+  return rc;
 }
 
 int td_drive_run(const td_graph *g, const td_drive_opts *o, td_tensor *const *inputs,

@@ -108,6 +108,7 @@ static const builtin table[] = {
   {"state_like", B_TRAIN, 3, 2, {"model", "name", "value"}},
   {"buffer", B_TRAIN, 4, 1, {"shape", "value", "dtype"}},
   {"len", B_TRAIN, 5, 1, {"x"}},
+  {"assign", B_TRAIN, 6, 2, {"p", "value"}},
 };
 #define N_BUILTINS ((int)(sizeof table / sizeof table[0]))
 

@@ -358,6 +358,63 @@ static td_value b_buffer(el_ctx *c, td_value *a, td_span sp) {
   return id < 0 ? el_err() : el_tensor(id, sp);
 }
 
+/* assign(p, v): parameter or buffer p takes v's value when the call ends
+ * (lang/ir.h, "Updates"); v is made p's exact type. */
+static td_value b_assign(el_ctx *c, td_value *a, td_span sp) {
+  const td_node *p = a[0].k == V_TENSOR ? el_node(c, &a[0]) : NULL;
+  if (!p || p->op != TD_IR_PARAM) {
+    td_diag *g = td_error(c->diags, a[0].span, "assign updates a model's parameter or state, found %s",
+                          p ? "a computed tensor" : el_kind_name(&a[0]));
+    td_diag_help(c->diags, g, "values are immutable: to name a new value use let; to update a parameter "
+                 "write assign(fc.weight, fc.weight - lr * g)");
+    return el_err();
+  }
+  int pid = a[0].node;
+  for (int i = 0; i < c->g->n_updates; i++)
+    if (c->g->updates[i].param == pid) {
+      const td_source *src = td_diags_source(c->diags, c->g->updates[i].span.file);
+      td_diag *g = td_error(c->diags, sp, "'%s' is assigned twice in this graph", p->name ? p->name : "?");
+      td_diag_help(c->diags, g, "the first assign is at %s:%d; a step updates each parameter once (compute the "
+                   "final value, then assign it)", src ? src->path : "?", c->g->updates[i].span.line);
+      return el_err();
+    }
+  td_dtype dt = p->dtype;
+  int rank = p->rank;
+  td_dim shape[TD_MAX_RANK];
+  memcpy(shape, p->shape, sizeof shape);
+  const char *pname = p->name;
+  if (a[1].k == V_TENSOR && el_node(c, &a[1])->dtype != dt) {
+    td_diag *g = td_error(c->diags, a[1].span, "assign: '%s' is %s, the value is %s", pname ? pname : "?",
+                          td_dtype_name(dt), td_dtype_name(el_node(c, &a[1])->dtype));
+    td_diag_help(c->diags, g, "convert the value, e.g. %s(...)", td_dtype_name(dt));
+    return el_err();
+  }
+  int v = el_as_tensor(c, &a[1], dt, a[1].span);
+  if (v < 0) return el_err();
+  td_value vv = el_tensor(v, a[1].span);
+  td_value b = el_broadcast_to(c, &vv, rank, shape, sp);
+  if (b.k == V_ERR) return el_err();
+  const td_node *bn = el_node(c, &b);
+  int same = bn->rank == rank;
+  for (int i = 0; same && i < rank; i++) same = bn->shape[i] == shape[i];
+  if (!same) {
+    td_error(c->diags, a[1].span, "assign: the value does not have the shape of '%s'", pname ? pname : "?");
+    return el_err();
+  }
+  int node = b.node;
+  if (node == pid) return el_none(sp);   /* assign(p, p): nothing changes */
+  /* a value that is another parameter itself is copied through an
+   * identity, so that each update has a value of its own */
+  if (c->g->nodes[node].op == TD_IR_PARAM && (node = el_emit(c, TD_IR_RESHAPE, dt, rank, shape, &node, 1, NULL, sp)) < 0)
+    return el_err();
+  if (td_graph_add_update(c->g, pid, node)) {
+    td_diags_oom(c->diags, sp);
+    return el_err();
+  }
+  c->g->updates[c->g->n_updates - 1].span = sp;
+  return el_none(sp);
+}
+
 td_value el_train_builtin(el_ctx *c, int which, td_value *a, td_span sp) {
   switch (which) {
   case 0: return make_gradfn(c, a, 0, sp);
@@ -369,6 +426,7 @@ td_value el_train_builtin(el_ctx *c, int which, td_value *a, td_span sp) {
   }
   case 3: return b_state_like(c, a, sp);
   case 4: return b_buffer(c, a, sp);
+  case 6: return b_assign(c, a, sp);
   case 5: /* len: of a list or tuple, or a tensor's first axis (Python's) */
     if (a[0].k == V_LIST || a[0].k == V_TUPLE) return el_int(a[0].n, sp);
     if (a[0].k == V_TENSOR && el_node(c, &a[0])->rank > 0) return el_size(c, el_node(c, &a[0])->shape[0], sp);

@@ -838,11 +838,17 @@ static td_value eval_call(el_ctx *c, el_scope *s, const td_ast *e) {
       }
     }
   }
+  /* the arguments are evaluated outside the member being declared: a model
+   * instantiated in an argument (opt = AdamW(net, schedule = Cosine()))
+   * must not take the member's state_dict prefix, which belongs to the
+   * instance this call makes */
+  const char *prefix = c->inst_prefix;
+  c->inst_prefix = NULL;
   td_value callee = el_eval(c, s, e->a);
   int n = e->n;
   td_value *args = td_arena_alloc(c->arena, (size_t)(n + 1) * sizeof *args);
   const char **kw = td_arena_alloc(c->arena, (size_t)(n + 1) * sizeof *kw);
-  if (!args || !kw) return el_err();
+  if (!args || !kw) { c->inst_prefix = prefix; return el_err(); }
   int seen_kw = 0;
   for (int i = 0; i < n; i++) {
     const td_ast *a = e->list[i];
@@ -851,11 +857,16 @@ static td_value eval_call(el_ctx *c, el_scope *s, const td_ast *e) {
       args[i] = el_eval(c, s, a->a);
       seen_kw = 1;
     } else {
-      if (seen_kw) { td_error(c->diags, a->span, "a positional argument follows a keyword argument"); return el_err(); }
+      if (seen_kw) {
+        td_error(c->diags, a->span, "a positional argument follows a keyword argument");
+        c->inst_prefix = prefix;
+        return el_err();
+      }
       kw[i] = NULL;
       args[i] = el_eval(c, s, a);
     }
   }
+  c->inst_prefix = prefix;
   if (callee.k == V_ERR) return el_err();
   return el_call_value(c, &callee, args, kw, n, e->span, e);
 }

@@ -414,8 +414,10 @@ int td_graph_add_update(td_graph *g, int param, int value) {
   td_update *nu = td_arena_alloc(g->arena, (size_t)(g->n_updates + 1) * sizeof *nu);
   if (!nu) return -1;
   if (g->n_updates) memcpy(nu, g->updates, (size_t)g->n_updates * sizeof *nu);
+  memset(&nu[g->n_updates], 0, sizeof nu[g->n_updates]);
   nu[g->n_updates].param = param;
   nu[g->n_updates].value = value;
+  nu[g->n_updates].span.file = -1;
   g->updates = nu;
   g->n_updates++;
   return 0;

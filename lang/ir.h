@@ -84,6 +84,7 @@ typedef struct td_attr {
 /* An update: when the call ends, PARAM node `param` holds node `value`. */
 typedef struct td_update {
   int param, value;
+  td_span span;              /* the assign that made it (messages only) */
 } td_update;
 
 typedef struct td_node {

@@ -212,6 +212,10 @@ td_tensor *td_tensor_retain(td_tensor *t) {
   return t;
 }
 
+void td_tensor_touch(td_tensor *t) {
+  if (t && t->id) t->id = __atomic_add_fetch(&next_tensor_id, 1, __ATOMIC_RELAXED);
+}
+
 void td_tensor_release(td_tensor *t) {
   if (!t || __atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL) > 0)
     return;

@@ -65,6 +65,10 @@ typedef struct td_tensor {
   uint64_t id;
 } td_tensor;
 
+/* Gives t a new id: its data was changed in place (a training step's
+ * update), so what is cached under the old id (packed weights) is stale. */
+void td_tensor_touch(td_tensor *t);
+
 /* Largest tensor the runtime agrees to allocate (bytes); guards against
  * absurd shapes in files.  Overridable with TDSL_MAX_TENSOR_BYTES. */
 size_t td_tensor_max_bytes(void);

@@ -28,7 +28,7 @@ def save_safetensors(path, tensors):
     length, a JSON header, the raw little-endian data)."""
     header, blobs, off = {}, [], 0
     for name, a in tensors.items():
-        a = np.ascontiguousarray(a)
+        a = np.ascontiguousarray(a).reshape(np.shape(a))   # (ascontiguousarray makes a 0-d array 1-d)
         dt = {np.dtype("float32"): "F32", np.dtype("float64"): "F64", np.dtype("int64"): "I64"}[a.dtype]
         b = a.tobytes()
         header[name] = {"dtype": dt, "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
