@@ -86,24 +86,33 @@ static const char *pair(const char *img, const char *lab) {
   return buf;
 }
 
-/* A model of `out` classes; `extra` is added to step's loss. */
-static void model(const char *name, int out, const char *extra) {
+/* A model of `out` classes trained by SGD with momentum (so the
+ * checkpoint holds optimizer state); `extra` is added to the loss; with
+ * flat, x is f32[B, 4] instead of f32[B, 2, 2]. */
+static void model_as(const char *name, int out, const char *extra, int flat) {
   char text[2048];
   snprintf(text, sizeof text,
            "import nn\n"
+           "import optim\n"
            "model T {\n"
            "  fc = nn.Linear(4, %d)\n"
-           "  fn logits(x: f32[B, 2, 2]) -> f32[B, %d] { fc(reshape(x, [B, 4]) / 255.0) }\n"
-           "  fn step(x: f32[B, 2, 2], y: i64[B]) -> f32[] {\n"
-           "    nn.cross_entropy(logits(x), y)%s\n"
+           "  opt = optim.SGD(fc, lr = 0.5, momentum = 0.9)\n"
+           "  fn logits(x: f32[B, %s]) -> f32[B, %d] { fc(reshape(x, [B, 4]) / 255.0) }\n"
+           "  fn loss(x, y) { nn.cross_entropy(logits(x), y)%s }\n"
+           "  fn step(x: f32[B, %s], y: i64[B]) -> f32[] {\n"
+           "    let (l, g) = value_and_grad(loss, wrt = fc)(x, y)\n"
+           "    opt.step(g)\n"
+           "    l\n"
            "  }\n"
-           "  fn evaluate(x: f32[B, 2, 2], y: i64[B]) -> (f32[], i64[]) {\n"
+           "  fn evaluate(x: f32[B, %s], y: i64[B]) -> (f32[], i64[]) {\n"
            "    let l = logits(x)\n"
            "    (nn.cross_entropy(l, y), sum(i64(argmax(l, axis = -1) == y)))\n"
            "  }\n"
-           "}\n", out, out, extra);
+           "}\n", out, flat ? "4" : "2, 2", out, extra, flat ? "4" : "2, 2", flat ? "4" : "2, 2");
   write_text(name, text);
 }
+
+static void model(const char *name, int out, const char *extra) { model_as(name, out, extra, 0); }
 
 /* The CSV's data rows, one string per row (at most 64), and their count. */
 static int csv_rows(const char *name, char rows[][160]) {
@@ -168,6 +177,10 @@ Test(train, the_loop_logs_every_step_evaluates_and_checkpoints) {
   cr_expect(!strncmp(rows[13], "2,14,128,", 9), "%s", rows[13]);
   cr_expect(strstr(rows[0], ",,,") != NULL, "no test columns mid-epoch: %s", rows[0]);
   cr_expect(strstr(rows[6], ",,") == NULL, "test columns at the epoch's end: %s", rows[6]);
+  double l1, l2;
+  cr_assert_eq(sscanf(rows[6], "%*d,%*d,%*d,%lf", &l1), 1);
+  cr_assert_eq(sscanf(rows[13], "%*d,%*d,%*d,%lf", &l2), 1);
+  cr_expect_lt(l2, l1, "the parameters are updated in place: the loss goes down (%g, then %g)", l1, l2);
   td_st_file f;
   td_err err;
   cr_assert_eq(td_safetensors_open(path("ck.safetensors"), &f, &err), 0, "%s", err.msg);
@@ -178,20 +191,19 @@ Test(train, the_loop_logs_every_step_evaluates_and_checkpoints) {
   cr_expect_str_eq(td_safetensors_meta(&f, "global_step"), "14");
   cr_expect_str_eq(td_safetensors_meta(&f, "seed"), "0");
   cr_expect_eq(strlen(td_safetensors_meta(&f, "params_hash")), 16);
-  cr_expect_eq(f.n, 2, "fc.weight and fc.bias");
+  cr_expect_eq(f.n, 5, "fc.weight, fc.bias, their momentum buffers and the step count: %d tensors", f.n);
   td_safetensors_close(&f);
   drop(&r);
 
   /* flattening [N, 2, 2] for f32[B, 4] gives the same losses */
-  write_text("flat.td", "import nn\nmodel T {\n  fc = nn.Linear(4, 2)\n"
-             "  fn step(x: f32[B, 4], y: i64[B]) -> f32[] { nn.cross_entropy(fc(x / 255.0), y) }\n}\n");
+  model_as("flat.td", 2, "", 1);
   r = train((const char *[]){path("flat.td"), "--train", tr, "--epochs", "2", "--batch", "10", "--log",
                              path("flat.csv"), "--eager", NULL});
   cr_assert_eq(r.status, 0, "stderr: %s", r.err);
   char fr[64][160], a[160], b[160];
   cr_assert_eq(csv_rows("flat.csv", fr), 14);
   for (int i = 0; i < 14; i++) {
-    /* the same losses; no evaluate, so the test columns stay empty */
+    /* the same losses (no --test here, so the test columns stay empty) */
     char *c = strrchr(no_time(rows[i], a), ',');
     *c = 0, c = strrchr(a, ','), *c = 0;
     no_time(fr[i], b);
@@ -353,7 +365,7 @@ Test(train, kill_9_during_checkpoints_leaves_a_loadable_checkpoint) {
     td_err err;
     td_tensor_map_init(&m);
     cr_expect_eq(td_safetensors_read(path("ck.safetensors"), &m, &err), 0, "round %d: %s", round, err.msg);
-    cr_expect_eq(m.n, 2);
+    cr_expect_eq(m.n, 5);
     td_tensor_map_free(&m);
     td_st_file f;
     cr_assert_eq(td_safetensors_open(path("ck.safetensors"), &f, &err), 0, "%s", err.msg);
@@ -393,6 +405,38 @@ Test(train, ctrl_c_finishes_the_step_writes_the_checkpoint_and_exits_130) {
   snprintf(want, sizeof want, "%lld", step);
   cr_expect_str_eq(td_safetensors_meta(&f, "global_step"), want, "the checkpoint is the last step's");
   td_safetensors_close(&f);
+}
+
+Test(train, plot_uses_gnuplot_or_says_it_is_missing) {
+  model("m.td", 2, "");
+  data("img.gz", "lab.idx", 64, 2, -1);
+  const char *tr = pair("img.gz", "lab.idx");
+  /* no gnuplot on PATH: a notice, and training succeeds (eager: libgccjit
+   * would need the assembler from PATH) */
+  char *old = strdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+  setenv("PATH", path("nobin"), 1);
+  result r = train((const char *[]){path("m.td"), "--train", tr, "--test", tr, "--plot", path("p.png"), "--eager",
+                                    NULL});
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect(strstr(r.err, "--plot needs gnuplot, which is not installed") != NULL, "%s", r.err);
+  drop(&r);
+  /* a stand-in gnuplot that keeps its script: the png and the data are named */
+  cr_assert_eq(mkdir(path("bin"), 0755), 0);
+  char script[1200];
+  snprintf(script, sizeof script, "#!/bin/sh\ncat > '%s'\n", path("script.gp"));
+  write_text("bin/gnuplot", script);
+  cr_assert_eq(chmod(path("bin/gnuplot"), 0755), 0);
+  char both[1400];
+  snprintf(both, sizeof both, "%s:%s", path("bin"), old);
+  setenv("PATH", both, 1);
+  r = train((const char *[]){path("m.td"), "--train", tr, "--test", tr, "--epochs", "2", "--plot", path("p.png"), NULL});
+  setenv("PATH", old, 1);
+  free(old);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  char *gp = read_text(path("script.gp"));
+  cr_expect(strstr(gp, path("p.png")) && strstr(gp, "plot '") && strstr(gp, "test accuracy"), "%s", gp);
+  free(gp);
+  drop(&r);
 }
 
 Test(train, usage_errors_and_the_missing_data_set) {
