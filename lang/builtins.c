@@ -101,6 +101,7 @@ static const builtin table[] = {
   {"print", B_OTHER, 14, 0, {NULL}},
   {"uniform", B_OTHER, 15, 2, {"lo", "hi"}},
   {"normal", B_OTHER, 16, 2, {"mean", "std"}},
+  {"error", B_OTHER, 17, 1, {"message"}},
   /* training (builtins_grad.c) */
   {"grad", B_TRAIN, 0, 1, {"f", "wrt", "argnums", "has_aux"}},
   {"value_and_grad", B_TRAIN, 1, 1, {"f", "wrt", "argnums", "has_aux"}},
@@ -762,6 +763,12 @@ static td_value b_other(el_ctx *c, const builtin *b, td_value *a, td_span sp) {
   }
   case 12: return b_take(c, a, sp);
   case 13: return b_one_hot(c, a, sp);
+  case 17:
+    /* a compile-time error of the program's own, for what a library
+     * cannot compute with (dropout's p outside [0, 1)) */
+    if (a[0].k != V_STR) { td_error(c->diags, a[0].span, "error() takes a string, found %s", el_kind_name(&a[0])); return el_err(); }
+    td_error(c->diags, sp, "%s", a[0].s);
+    return el_err();
   case 15: case 16: {
     td_diag *g = td_error(c->diags, sp, "%s() initialises a param; it is only allowed after `param name: type =`", b->name);
     td_diag_help(c->diags, g, "for random tensors inside a computation use rand(shape) or randn(shape)");
