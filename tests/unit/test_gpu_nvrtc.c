@@ -638,14 +638,20 @@ static const char seeded_program[] = "import nn\n"
                                      "  print(nn.dropout(x, 0.3, s) + nn.dropout(x, 0.5, k))\n"
                                      "}\n";
 
-Test(gpu_emu, seed_tensors_agree_with_the_cpu_compiler, .timeout = 300) {
-  char path[512];
+/* Writes a program's text to a temporary file tdsl_emu_TAG_PID.td, for
+ * emu_file and compile_file, which read files. */
+static void write_program(char *path, size_t n, const char *tag, const char *text) {
   const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-  snprintf(path, sizeof path, "%s/tdsl_emu_seed_%d.td", tmp, (int)getpid());
+  snprintf(path, n, "%s/tdsl_emu_%s_%d.td", tmp, tag, (int)getpid());
   FILE *f = fopen(path, "w");
   cr_assert(f);
-  fputs(seeded_program, f);
+  fputs(text, f);
   fclose(f);
+}
+
+Test(gpu_emu, seed_tensors_agree_with_the_cpu_compiler, .timeout = 300) {
+  char path[512];
+  write_program(path, sizeof path, "seed", seeded_program);
   td_arena *a = td_arena_new();
   td_plan *plan;
   char *m = module_of(seeded_program, "main", a, &plan);
@@ -671,12 +677,7 @@ Test(gpu_emu, kernels_agree_with_the_cpu_compiler, .timeout = 900) {
   walk(&f, TDSL_SRCDIR "/examples");
   walk(&f, TDSL_SRCDIR "/tests/lang");
   char cols[512];
-  const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-  snprintf(cols, sizeof cols, "%s/tdsl_emu_cols_%d.td", tmp, (int)getpid());
-  FILE *cf = fopen(cols, "w");
-  cr_assert(cf);
-  fputs(cols_program, cf);
-  fclose(cf);
+  write_program(cols, sizeof cols, "cols", cols_program);
   int before = 0;
   emu_file(cols, 0, &before, NULL);
   remove(cols);
