@@ -751,8 +751,53 @@ static gcc_jit_rvalue *u_lo(cg *c, gcc_jit_rvalue *a) {
   return u_op(c, GCC_JIT_BINARY_OP_BITWISE_AND, a, u64c(c, 0xffffffffu));
 }
 
-static gcc_jit_rvalue *u_xor(cg *c, gcc_jit_rvalue *a, uint64_t k) {
-  return u_op(c, GCC_JIT_BINARY_OP_BITWISE_XOR, a, u64c(c, k));
+static gcc_jit_rvalue *u_xor(cg *c, gcc_jit_rvalue *a, gcc_jit_rvalue *k) {
+  return u_op(c, GCC_JIT_BINARY_OP_BITWISE_XOR, a, k);
+}
+
+/* The key of random node n as a uint64 rvalue: attr.seed as a constant,
+ * or the value of its seed input (a rank-0 i32 / i64 buffer: fuse.c
+ * materialises it), sign-extended, loaded once into a local of the entry
+ * block so that the loops see a loop-invariant key.  The local is kept in
+ * hoisted[] under the seed's node, which is no random node (an integer). */
+static gcc_jit_rvalue *philox_seed(cg *c, int n) {
+  const td_node *nd = ND(c, n);
+  if (!nd->n_in) return u64c(c, nd->attr.seed);
+  int sn = nd->in[0];
+  if (!c->hoisted[sn]) {
+    gcc_jit_block *save = c->blk;
+    c->blk = c->entry;
+    /* element 0 directly: cg_element's bounds check would end the entry
+     * block, and a rank-0 buffer has that one element */
+    gcc_jit_rvalue *v = as_rv(gcc_jit_context_new_array_access(c->ctx, NULL, cg_bufptr(c, sn), cg_i64(c, 0)));
+    gcc_jit_lvalue *l = cg_local(c, c->t_u64, "seed");
+    cg_assign(c, l, cast(c, cast(c, v, c->t_i64), c->t_u64));
+    c->blk = save;
+    c->hoisted[sn] = l;
+  }
+  return as_rv(c->hoisted[sn]);
+}
+
+/* The ten round keys of each key word of random node n: constants when
+ * the seed is attr.seed (as before seeds could be tensors), otherwise
+ * loop-invariant expressions of the loaded key, which GCC hoists. */
+static void philox_keys(cg *c, int n, gcc_jit_rvalue *k0[10], gcc_jit_rvalue *k1[10]) {
+  const td_node *nd = ND(c, n);
+  if (!nd->n_in) {
+    uint32_t a = (uint32_t)nd->attr.seed, b = (uint32_t)(nd->attr.seed >> 32);
+    for (int r = 0; r < 10; r++, a += PHILOX_W0, b += PHILOX_W1) {
+      k0[r] = u64c(c, a);
+      k1[r] = u64c(c, b);
+    }
+    return;
+  }
+  gcc_jit_rvalue *seed = philox_seed(c, n);
+  k0[0] = u_lo(c, seed);
+  k1[0] = u_hi(c, seed);
+  for (int r = 1; r < 10; r++) {
+    k0[r] = u_lo(c, u_op(c, GCC_JIT_BINARY_OP_PLUS, k0[0], u64c(c, (uint64_t)r * PHILOX_W0)));
+    k1[r] = u_lo(c, u_op(c, GCC_JIT_BINARY_OP_PLUS, k1[0], u64c(c, (uint64_t)r * PHILOX_W1)));
+  }
 }
 
 /* Output word r0 of Philox4x32-10 for counter {lo(i), hi(i), lo(s), hi(s)}
@@ -762,22 +807,18 @@ static gcc_jit_rvalue *u_xor(cg *c, gcc_jit_rvalue *a, uint64_t k) {
  * these has no branch, call or 128-bit arithmetic and vectorises: GCC 12
  * emits vpmullq at x86-64-v4 (it has no widening multiply of 16 lanes,
  * and never proves the high halves zero for vpmuludq), vpmuludq sequences
- * at v3.  The round keys are constants: the seed is known when the kernel
- * is built.  Words 1 and 3 are kept xor-ed with the next round's key word,
+ * at v3.  The round keys (philox_keys) are constants when the seed is
+ * known when the kernel is built, else loop-invariant.  Words 1 and 3 are kept xor-ed with the next round's key word,
  * as (lo(p) ^ k) & mask, so each product's high half meets one xor on the
  * dependency chain (GCC reassociates h ^ c ^ k to (h ^ c) ^ k; an AND in
  * between stops it): what matters for a single draw, hoisted. */
-static gcc_jit_rvalue *philox_r0(cg *c, uint64_t seed, gcc_jit_rvalue *s, gcc_jit_rvalue *i) {
+static gcc_jit_rvalue *philox_r0(cg *c, int n, gcc_jit_rvalue *s, gcc_jit_rvalue *i) {
   gcc_jit_type *u = c->t_u64;
-  uint32_t k0[10], k1[10];
-  k0[0] = (uint32_t)seed;
-  k1[0] = (uint32_t)(seed >> 32);
-  for (int r = 1; r < 10; r++) {
-    k0[r] = k0[r - 1] + PHILOX_W0;
-    k1[r] = k1[r - 1] + PHILOX_W1;
-  }
+  gcc_jit_rvalue *k0[10], *k1[10];
+  philox_keys(c, n, k0, k1);
   i = keep(c, i, u);
-  gcc_jit_rvalue *w[4] = {u_lo(c, i), u_xor(c, u_hi(c, i), k0[0]), u_lo(c, s), u_xor(c, u_hi(c, s), k1[0])};
+  gcc_jit_rvalue *w[4] = {u_lo(c, i), u_xor(c, u_hi(c, i), k0[0]), u_lo(c, s),
+                          u_xor(c, u_hi(c, s), k1[0])};
   for (int r = 0; r < 10; r++) {
     gcc_jit_rvalue *p0 = keep(c, u_op(c, GCC_JIT_BINARY_OP_MULT, w[0], u64c(c, PHILOX_M0)), u);
     gcc_jit_rvalue *p1 = keep(c, u_op(c, GCC_JIT_BINARY_OP_MULT, w[2], u64c(c, PHILOX_M1)), u);
@@ -808,9 +849,9 @@ static gcc_jit_rvalue *uniform_of(cg *c, gcc_jit_rvalue *r0, td_dtype dt) {
 static gcc_jit_rvalue *random_at(cg *c, int n, gcc_jit_rvalue *i) {
   const td_node *nd = ND(c, n);
   gcc_jit_rvalue *s = cast(c, cg_rand_stream(c, n), c->t_u64);
-  if (nd->op == TD_IR_RAND) return uniform_of(c, philox_r0(c, nd->attr.seed, s, i), nd->dtype);
+  if (nd->op == TD_IR_RAND) return uniform_of(c, philox_r0(c, n, s, i), nd->dtype);
   gcc_jit_type *ps[3] = {c->t_u64, c->t_u64, c->t_u64};
-  gcc_jit_rvalue *args[3] = {u64c(c, nd->attr.seed), s, i};
+  gcc_jit_rvalue *args[3] = {philox_seed(c, n), s, i};
   return cast(c, cg_rt_call(c, TDC_RT_RAND_NORMAL, c->t_f64, 3, ps, args), c->vt[nd->dtype]);
 }
 

@@ -9,7 +9,9 @@
  *     matmul operand that is not a strided view of something else) is the
  *     root of a new kernel.
  *   - Creation ops (const, dim, arange, rand, randn) are duplicated into
- *     every kernel of S: they are functions of the index.
+ *     every kernel of S: they are functions of the index.  The seed input
+ *     of a random op is materialised, so that each of those kernels reads
+ *     one scalar from a buffer once rather than recomputing it.
  *   - Movement ops on a matmul operand's path compose into a strided view
  *     (td_view) and are not evaluated at all.
  *   - An elementwise, movement or gather op joins the one kernel of S; with
@@ -172,7 +174,7 @@ static int fuser_init(fuser *f, td_plan *p, td_err *err) {
   for (int i = 0; i < f->g->n_nodes; i++) f->home[i] = HOME_NONE;
   for (int i = 0; i < f->g->n_outputs; i++) f->must_mat[f->g->outputs[i]] = 1;
   for (int i = 0; i < f->g->n_nodes; i++)
-    if (N(f, i)->op == TD_IR_PRINT)
+    if (N(f, i)->op == TD_IR_PRINT || td_ops[N(f, i)->op].kind == TD_K_RANDOM)
       for (int k = 0; k < N(f, i)->n_in; k++) f->must_mat[N(f, i)->in[k]] = 1;
   build_costs(f);
   /* A scalar that takes several ops to compute (an optimizer's bias

@@ -54,7 +54,9 @@ typedef struct td_kx_ops {
   void *(*load)(void *be, int n, const td_ix *ix);         /* node n's element at ix, from its buffer */
   void *(*keep)(void *be, td_dtype dt, void *v);           /* v held in a new local of dt's value type */
   void *(*lit)(void *be, td_dtype dt, double f, int64_t i);  /* a constant (f: floats, i: ints, bool) */
-  void *(*random)(void *be, int n, const td_ix *ix);       /* element ix of RAND/RANDN node n */
+  /* element ix of RAND/RANDN node n; a seed input is read by the backend
+   * itself, from its buffer (fuse.c materialises it), once per kernel */
+  void *(*random)(void *be, int n, const td_ix *ix);
   void *(*isub)(void *be, void *a, void *b);                /* a - b, of int64 index expressions */
   /* elementwise op `op` of ops.def on a[0..arity), computed in dtype dt
    * (the node's; a comparison's operands' dtype).  NULL (without an

@@ -85,7 +85,8 @@ static int touches_half(const lg *L, const td_node *n) {
 
 /* A creation leaf of a half dtype: made in f64, then one CAST. */
 static int half_leaf(lg *L, const td_node *n) {
-  int v = add(L, n, n->op, TD_F64, NULL, 0, &n->attr, n->name);
+  int in = n->n_in ? L->map[n->in[0]] : -1;  /* a random op's seed */
+  int v = add(L, n, n->op, TD_F64, n->n_in ? &in : NULL, n->n_in, &n->attr, n->name);
   return v < 0 ? -1 : narrow(L, n, v);
 }
 

@@ -163,9 +163,12 @@ static const char *random_value(cx *c, int n, const cx_ix *ix) {
   const td_node *nd = ND(c, n);
   int e = cu_dim_entry(c, 0, n);
   if (e < c->n_dims) c->dim_used[e] = 1;
-  return cu_fmt(c, "((%s)td_rand_%s(%lluULL, (uint64_t)d%d, (uint64_t)(%s)))", cu_vtn[nd->dtype],
-                nd->op == TD_IR_RANDN ? "normal" : "uniform", (unsigned long long)nd->attr.seed, e,
-                cu_offset(c, n, ix));
+  /* the key: attr.seed, or the seed input's one element sign-extended
+   * (fuse.c materialises it; read directly, never as a vector lane) */
+  const char *seed = nd->n_in ? cu_fmt(c, "(uint64_t)(int64_t)%s[0]", cu_bufname(c, nd->in[0]))
+                              : cu_fmt(c, "%lluULL", (unsigned long long)nd->attr.seed);
+  return cu_fmt(c, "((%s)td_rand_%s(%s, (uint64_t)d%d, (uint64_t)(%s)))", cu_vtn[nd->dtype],
+                nd->op == TD_IR_RANDN ? "normal" : "uniform", seed, e, cu_offset(c, n, ix));
 }
 
 /* ---- gather and concat: the branches ---- */

@@ -9,7 +9,8 @@
  * are kept and handed to the caller.  On any error every value is released.
  *
  * Random ops: element i of a RAND / RANDN node is td_rand_uniform /
- * td_rand_normal(attr.seed, stream, i) with
+ * td_rand_normal(seed, stream, i), seed being attr.seed or, with an input,
+ * that rank-0 integer's value sign-extended to 64 bits, and
  *   stream = attr.stream                                  if call_index == 0
  *   stream = td_hash_mix(attr.stream, opts->call_index)   otherwise,
  * so call 0 reproduces the graph's own streams and later calls differ.
@@ -107,8 +108,9 @@ static int leaf_value(interp *I, const td_node *n, td_tensor **out) {
   return 0;
 }
 
-/* Leaves other than INPUT/PARAM, and the random ops. */
-static int run_creation(interp *I, const td_node *n, td_tensor **out) {
+/* Leaves other than INPUT/PARAM, and the random ops (in: their seed
+ * input, if any). */
+static int run_creation(interp *I, const td_node *n, td_tensor *const *in, td_tensor **out) {
   if ((n->op == TD_IR_RAND || n->op == TD_IR_RANDN) && !td_dtype_is_float(n->dtype))
     return td_err_set(I->err, "op '%s' must produce a float dtype, not %s",
                       td_ops[n->op].name, td_dtype_name(n->dtype));
@@ -126,7 +128,17 @@ static int run_creation(interp *I, const td_node *n, td_tensor **out) {
   default: {
     uint64_t call = I->o->call_index;
     uint64_t stream = call ? td_hash_mix(a->stream, call) : a->stream;
-    tdk_random(t, n->op == TD_IR_RANDN, a->seed, stream);
+    uint64_t seed = a->seed;
+    if (n->n_in) {
+      const td_tensor *k = in[0];
+      if (k->numel != 1 || (k->dtype != TD_I32 && k->dtype != TD_I64)) {
+        td_tensor_release(t);
+        return td_err_set(I->err, "op '%s': the seed must be a rank-0 i32 or i64 tensor", td_ops[n->op].name);
+      }
+      seed = k->dtype == TD_I64 ? (uint64_t)((const int64_t *)k->data)[0]
+                                : (uint64_t)(int64_t)((const int32_t *)k->data)[0];
+    }
+    tdk_random(t, n->op == TD_IR_RANDN, seed, stream);
     break;
   }
   }
@@ -306,7 +318,7 @@ static int run_node(interp *I, int id) {
   if (rc == 0) {
     if (n->op == TD_IR_INPUT || n->op == TD_IR_PARAM) rc = leaf_value(I, n, &t);
     else if (td_ops[n->op].kind == TD_K_LEAF || td_ops[n->op].kind == TD_K_RANDOM)
-      rc = run_creation(I, n, &t);
+      rc = run_creation(I, n, in, &t);
     else if (n->op == TD_IR_PRINT) rc = run_print(I, n, in);
     else if (n->op == TD_IR_RESHAPE) rc = run_reshape(I, id, n, &t);
     else if (!(t = new_out(I, n))) rc = -1;

@@ -101,6 +101,7 @@ static const builtin table[] = {
   {"print", B_OTHER, 14, 0, {NULL}},
   {"uniform", B_OTHER, 15, 2, {"lo", "hi"}},
   {"normal", B_OTHER, 16, 2, {"mean", "std"}},
+  {"error", B_OTHER, 17, 1, {"message"}},
   /* training (builtins_grad.c) */
   {"grad", B_TRAIN, 0, 1, {"f", "wrt", "argnums", "has_aux"}},
   {"value_and_grad", B_TRAIN, 1, 1, {"f", "wrt", "argnums", "has_aux"}},
@@ -393,18 +394,34 @@ static td_value b_random(el_ctx *c, int normal, td_value *a, td_span sp) {
   if (el_shape_arg(c, &a[0], &rank, shape, sp)) return el_err();
   td_attr at;
   memset(&at, 0, sizeof at);
-  if (a[1].k != V_NONE) {
-    if (a[1].k == V_TENSOR) { el_err_host_read(c, &a[1], "a seed"); return el_err(); }
-    if (a[1].k != V_INT) { td_error(c->diags, a[1].span, "seed must be an integer"); return el_err(); }
+  int seed_in = -1;
+  /* a stream per call site and occurrence */
+  uint64_t site = td_hash_mix(td_hash_mix((uint64_t)sp.file + 1, (uint64_t)sp.start), (uint64_t)c->n_rand + 1);
+  if (a[1].k == V_TENSOR) {
+    /* the seed known at run time (a step counter): the key is its value;
+     * the stream stays the call site's, so that two dropouts fed the same
+     * counter draw different masks */
+    const td_node *sn = el_node(c, &a[1]);
+    if ((sn->dtype != TD_I32 && sn->dtype != TD_I64) || sn->rank) {
+      char t[128];
+      td_error(c->diags, a[1].span, "a seed tensor must be a rank-0 i32 or i64, found %s",
+               td_type_str(c->g, sn->dtype, sn->rank, sn->shape, t, sizeof t));
+      return el_err();
+    }
+    seed_in = a[1].node;
+    at.stream = site;
+  } else if (a[1].k != V_NONE) {
+    if (a[1].k != V_INT) { td_error(c->diags, a[1].span, "seed must be an integer or a rank-0 integer tensor"); return el_err(); }
     at.seed = (uint64_t)a[1].i;
     at.stream = 0;
   } else {
-    /* the run's seed, and a stream per call site and occurrence */
+    /* the run's seed */
     at.seed = c->seed;
-    at.stream = td_hash_mix(td_hash_mix((uint64_t)sp.file + 1, (uint64_t)sp.start), (uint64_t)c->n_rand + 1);
+    at.stream = site;
   }
   c->n_rand++;
-  int id = el_emit(c, normal ? TD_IR_RANDN : TD_IR_RAND, TD_F32, rank, shape, NULL, 0, &at, sp);
+  int id = el_emit(c, normal ? TD_IR_RANDN : TD_IR_RAND, TD_F32, rank, shape, seed_in >= 0 ? &seed_in : NULL,
+                   seed_in >= 0, &at, sp);
   return id < 0 ? el_err() : el_tensor(id, sp);
 }
 
@@ -747,6 +764,12 @@ static td_value b_other(el_ctx *c, const builtin *b, td_value *a, td_span sp) {
   }
   case 12: return b_take(c, a, sp);
   case 13: return b_one_hot(c, a, sp);
+  case 17:
+    /* a compile-time error of the program's own, for what a library
+     * cannot compute with (dropout's p outside [0, 1)) */
+    if (a[0].k != V_STR) { td_error(c->diags, a[0].span, "error() takes a string, found %s", el_kind_name(&a[0])); return el_err(); }
+    td_error(c->diags, sp, "%s", a[0].s);
+    return el_err();
   case 15: case 16: {
     td_diag *g = td_error(c->diags, sp, "%s() initialises a param; it is only allowed after `param name: type =`", b->name);
     td_diag_help(c->diags, g, "for random tensors inside a computation use rand(shape) or randn(shape)");

@@ -526,6 +526,13 @@ static int verify_node(const td_graph *g, int id, td_err *err) {
     if (n->op != TD_IR_RESHAPE && n->op != TD_IR_BROADCAST && n->op != TD_IR_CONCAT &&
         g->nodes[n->in[0]].dtype != n->dtype) VFAIL("dtype changed");
     return 0;
+  case TD_K_RANDOM:
+    if (n->n_in > 1) VFAIL("has %d inputs, expected 0 or 1 (the seed)", n->n_in);
+    if (n->n_in) {
+      const td_node *s = &g->nodes[n->in[0]];
+      if ((s->dtype != TD_I32 && s->dtype != TD_I64) || s->rank) VFAIL("the seed must be a rank-0 i32 or i64 tensor");
+    }
+    return 0;
   case TD_K_GATHER: {
     const td_node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
     if (ix->dtype != TD_I32 && ix->dtype != TD_I64) VFAIL("indices must be integers");
@@ -574,8 +581,9 @@ static void print_attr(const td_graph *g, const td_node *n, FILE *out) {
     if (td_dtype_is_float(n->dtype)) fprintf(out, " start=%.9g step=%.9g", n->attr.f, n->attr.f2);
     else fprintf(out, " start=%lld step=%lld", (long long)n->attr.i, (long long)n->attr.i2);
     break;
-  case TD_IR_RAND: case TD_IR_RANDN:
-    fprintf(out, " seed=%llu stream=%#llx", (unsigned long long)n->attr.seed, (unsigned long long)n->attr.stream);
+  case TD_IR_RAND: case TD_IR_RANDN:   /* with an input, that is the seed */
+    if (!n->n_in) fprintf(out, " seed=%llu", (unsigned long long)n->attr.seed);
+    fprintf(out, " stream=%#llx", (unsigned long long)n->attr.stream);
     break;
   case TD_IR_PERMUTE:
     fputs(" perm=[", out);

@@ -78,7 +78,29 @@ model TransformerBlock(d: int, heads: int, hidden: int, causal: bool = true) {
   }
 }
 
+# Dropout as a layer: each call takes the seed of its mask (a compile-time
+# int, or a rank-0 integer tensor such as a step counter that the training
+# step increments with `assign`).  The train/eval switch is the
+# compile-time parameter `training`: an entry built with
+# Dropout(p, training = false) is a graph without any random op.
+model Dropout(p: float = 0.5, training: bool = true) {
+  fn forward(x, seed) {
+    dropout(x, p, seed, training)
+  }
+}
+
 # ---- functions ----
+
+# Inverted dropout, like torch.nn.functional.dropout: in training an element
+# is zeroed with probability p and the others are scaled by 1 / (1 - p), so
+# the mean is kept; without training, or with p == 0, x itself.  The mask is
+# rand(x.shape, seed = seed) >= p: Philox keyed by `seed` (a compile-time
+# int or a rank-0 i32 / i64 tensor) in the stream of this call, so it is
+# the same in every backend, and two dropouts fed one counter differ.
+fn dropout(x, p: float, seed, training: bool = true) {
+  if p < 0.0 or p >= 1.0 { error("dropout: p must be in [0, 1)") }
+  if training and p > 0.0 { where(rand(x.shape, seed = seed) >= p, x / (1.0 - p), 0) } else { x }
+}
 
 # exp(x) / sum(exp(x)) along `axis`, computed stably (the max is subtracted).
 fn softmax(x, axis: int = -1) {

@@ -1318,6 +1318,193 @@ Test(random, inline_rand_gives_the_known_answer) {
   td_arena_free(a);
 }
 
+/* ---- rand with a seed input ---- */
+
+/* r(seed: dt[]) -> (rand f32[3, 100003], randn f32[1000], rand f32[1000]
+ * keyed by seed + 1): the first two keyed by the input itself, all in
+ * stream S (chosen, unlike the language's call-site streams, so that the
+ * numbers can be written down). */
+#define SEED_STREAM 0x0123456789ABCDEFull
+static td_graph *seed_input_graph(td_arena *a, td_dtype dt) {
+  td_graph *g = td_graph_new(a, "r");
+  td_attr at;
+  memset(&at, 0, sizeof at);
+  td_span sp = {-1, 0, 0, 1, 1};
+  int s = td_graph_add(g, TD_IR_INPUT, dt, 0, NULL, NULL, 0, &at, sp);
+  at.i = 1;
+  int one = td_graph_add(g, TD_IR_CONST, dt, 0, NULL, NULL, 0, &at, sp);
+  int add_in[2] = {s, one};
+  int s1 = td_graph_add(g, TD_IR_ADD, dt, 0, NULL, add_in, 2, NULL, sp);
+  memset(&at, 0, sizeof at);
+  at.stream = SEED_STREAM;
+  td_dim big[2] = {3, 100003}, small[1] = {1000};
+  cr_assert_eq(td_graph_add_output(g, td_graph_add(g, TD_IR_RAND, TD_F32, 2, big, &s, 1, &at, sp)), 0);
+  cr_assert_eq(td_graph_add_output(g, td_graph_add(g, TD_IR_RANDN, TD_F32, 1, small, &s, 1, &at, sp)), 0);
+  cr_assert_eq(td_graph_add_output(g, td_graph_add(g, TD_IR_RAND, TD_F32, 1, small, &s1, 1, &at, sp)), 0);
+  td_err e;
+  cr_assert_eq(td_graph_verify(g, &e), 0, "%s", e.msg);
+  return g;
+}
+
+static td_tensor *scalar_of(td_dtype dt, int64_t v) {
+  td_err e;
+  td_tensor *t = td_tensor_new(dt, 0, NULL, &e);
+  cr_assert_not_null(t, "%s", e.msg);
+  if (dt == TD_I64) *(int64_t *)t->data = v;
+  else *(int32_t *)t->data = (int32_t)v;
+  return t;
+}
+
+/* Runs the compiled graph and the interpreter on seed value v: the same
+ * bits, and the key is v sign-extended (runtime/philox.c's numbers, and
+ * for element 0..3 of output 0 the f32 bits `want` that
+ * tests/data/philox_ref.py prints for key v, stream S). */
+static void check_seed_input(const compiled_graph *cg_, const td_graph *g, td_dtype dt, int64_t v,
+                             const uint32_t want[4], td_tensor ***outs) {
+  td_tensor *in[1] = {scalar_of(dt, v)}, **comp = NULL, **ref = NULL;
+  td_err e;
+  char what[96];
+  snprintf(what, sizeof what, "%s seed %lld", td_dtype_name(dt), (long long)v);
+  cr_assert_eq(td_compiled_run(cg_->c, in, NULL, 0, &comp, &e, NULL), 0, "%s: %s", what, e.msg);
+  td_run_opts io;
+  memset(&io, 0, sizeof io);
+  cr_assert_eq(td_interp_run(g, in, NULL, &io, &ref, &e, NULL), 0, "%s: %s", what, e.msg);
+  for (int o = 0; o < 3; o++)
+    cr_expect_eq(memcmp(comp[o]->data, ref[o]->data, (size_t)ref[o]->numel * 4), 0,
+                 "%s: output %d: compiled and eager differ", what, o);
+  expect_philox(comp[0], (uint64_t)v, SEED_STREAM, 0, 1, what);
+  expect_philox(comp[2], (uint64_t)v + 1, SEED_STREAM, 0, 1, what);
+  for (int i = 0; i < 4; i++) {
+    uint32_t bits;
+    memcpy(&bits, (const float *)comp[0]->data + i, 4);
+    cr_expect_eq(bits, want[i], "%s: element %d is 0x%08x, the Python Philox gives 0x%08x", what, i, bits, want[i]);
+  }
+  release_all(ref, 3);
+  td_tensor_release(in[0]);
+  *outs = comp;
+}
+
+/* The seed input is the key at run time, in the compiled code (its fused
+ * kernels load it once) and the interpreter alike; a seed that changes
+ * between two calls of one compiled graph changes the numbers. */
+Test(random, seed_input_is_the_key_at_run_time) {
+  /* python3 tests/data/philox_ref.py SEED 0x0123456789ABCDEF 4 */
+  static const uint32_t k40[4] = {0x3dc23f10, 0x3f630104, 0x3f3d797b, 0x3e3d9e84};  /* 2^40 + 7 */
+  static const uint32_t k2[4] = {0x3df381d8, 0x3ed7c95e, 0x3f20df3a, 0x3f040964};   /* 2 */
+  static const uint32_t km1[4] = {0x3e7878f0, 0x3f6d596f, 0x3de5dd78, 0x3f257061};  /* -1: 2^64 - 1 */
+  td_arena *a = td_arena_new();
+  td_graph *g64 = seed_input_graph(a, TD_I64), *g32 = seed_input_graph(a, TD_I32);
+  compiled_graph c64, c32;
+  compile_graph(g64, &c64, "i64 seed");
+  compile_graph(g32, &c32, "i32 seed");
+  td_tensor **x = NULL, **y = NULL, **z = NULL;
+  check_seed_input(&c64, g64, TD_I64, (1ll << 40) + 7, k40, &x);
+  check_seed_input(&c64, g64, TD_I64, 2, k2, &y);
+  check_seed_input(&c32, g32, TD_I32, -1, km1, &z);
+  int64_t same = 0;
+  for (int64_t i = 0; i < x[0]->numel; i++) same += ((float *)x[0]->data)[i] == ((float *)y[0]->data)[i];
+  cr_expect_lt(same, 100, "another seed gives other numbers (%lld of 300009 equal)", (long long)same);
+  release_all(x, 3);
+  release_all(y, 3);
+  release_all(z, 3);
+  td_compiled_free(c64.c);
+  td_compiled_free(c32.c);
+  td_arena_free(a);
+}
+
+/* The verifier takes 0 or 1 inputs, the one a rank-0 integer. */
+Test(random, verifier_checks_the_seed_input) {
+  td_arena *a = td_arena_new();
+  td_span sp = {-1, 0, 0, 1, 1};
+  td_dim n[1] = {4};
+  struct { td_dtype dt; int rank; int n_in; const char *msg; } cases[] = {
+      {TD_I64, 0, 1, NULL},
+      {TD_I32, 0, 1, NULL},
+      {TD_F32, 0, 1, "the seed must be a rank-0 i32 or i64 tensor"},
+      {TD_I64, 1, 1, "the seed must be a rank-0 i32 or i64 tensor"},
+      {TD_BOOL, 0, 1, "the seed must be a rank-0 i32 or i64 tensor"},
+      {TD_I64, 0, 2, "has 2 inputs, expected 0 or 1 (the seed)"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    for (int op = 0; op < 2; op++) {
+      td_graph *g = td_graph_new(a, "v");
+      td_attr at;
+      memset(&at, 0, sizeof at);
+      int s = td_graph_add(g, TD_IR_INPUT, cases[k].dt, cases[k].rank, n, NULL, 0, &at, sp);
+      int in[2] = {s, s};
+      td_graph_add_output(g, td_graph_add(g, op ? TD_IR_RANDN : TD_IR_RAND, TD_F32, 1, n, in, cases[k].n_in, &at, sp));
+      td_err e;
+      memset(&e, 0, sizeof e);
+      int rc = td_graph_verify(g, &e);
+      if (!cases[k].msg) cr_expect_eq(rc, 0, "case %zu: %s", k, e.msg);
+      else cr_expect(rc == -1 && strstr(e.msg, cases[k].msg), "case %zu: rc %d, '%s'", k, rc, e.msg);
+    }
+  }
+  td_arena_free(a);
+}
+
+/* nn.dropout fused into its user, its seed an entry input and a value
+ * computed from one: eager and compiled agree bit for bit, and an eval
+ * model (training = false) lowers to a graph without random ops. */
+Test(random, dropout_is_the_same_compiled_and_eager) {
+  prog P;
+  cr_assert_eq(load(&P, "t.td", "import nn\n"
+                                "fn train(x: f32[N, 7], s: i64[]) -> f32[N, 7] {\n"
+                                "  let d = nn.Dropout(0.3)\n"
+                                "  relu(d(x, s) * 2.0) + nn.dropout(x, 0.5, s * 3 + 1) + sum(nn.dropout(x, 0.1, i32(s)), axis = 1, keepdims = true)\n"
+                                "}\n"
+                                "fn eval(x: f32[N, 7], s: i64[]) -> f32[N, 7] {\n"
+                                "  let d = nn.Dropout(0.3, training = false)\n"
+                                "  d(x, s)\n"
+                                "}\n"),
+               0);
+  td_graph *g = td_program_lower(P.p, "train"), *ev = td_program_lower(P.p, "eval");
+  cr_assert_not_null(g);
+  cr_assert_not_null(ev);
+  int nr = 0;
+  for (int i = 0; i < g->n_nodes; i++) nr += td_ops[g->nodes[i].op].kind == TD_K_RANDOM;
+  cr_expect_eq(nr, 3, "three random ops in training");
+  for (int i = 0; i < ev->n_nodes; i++)
+    cr_expect_neq(td_ops[ev->nodes[i].op].kind, TD_K_RANDOM, "eval has no random op (node %d)", i);
+  compiled_graph cg_, ce;
+  compile_graph(g, &cg_, "train");
+  compile_graph(ev, &ce, "eval");
+  td_tensor *in[2];
+  cr_assert_eq(make_inputs(g, 300, 1, in), 0);
+  td_tensor *prev = NULL;
+  for (int64_t step = 0; step < 3; step++) {
+    td_tensor_release(in[1]);
+    in[1] = scalar_of(TD_I64, 1000 + step);
+    td_tensor **eager = NULL, **comp = NULL, **e2 = NULL;
+    td_err e;
+    td_run_opts io;
+    memset(&io, 0, sizeof io);
+    cr_assert_eq(td_interp_run(g, in, NULL, &io, &eager, &e, NULL), 0, "%s", e.msg);
+    cr_assert_eq(td_compiled_run(cg_.c, in, NULL, 0, &comp, &e, NULL), 0, "%s", e.msg);
+    cr_expect_eq(memcmp(eager[0]->data, comp[0]->data, (size_t)eager[0]->numel * 4), 0,
+                 "step %lld: compiled and eager differ", (long long)step);
+    if (prev) {
+      int64_t same = 0;
+      for (int64_t i = 0; i < prev->numel; i++) same += ((float *)prev->data)[i] == ((float *)comp[0]->data)[i];
+      cr_expect_lt(same, prev->numel / 2, "step %lld: the masks did not change (%lld equal)", (long long)step,
+                   (long long)same);
+      td_tensor_release(prev);
+    }
+    prev = td_tensor_retain(comp[0]);
+    cr_assert_eq(td_compiled_run(ce.c, in, NULL, 0, &e2, &e, NULL), 0, "%s", e.msg);
+    cr_expect_eq(memcmp(e2[0]->data, in[0]->data, (size_t)in[0]->numel * 4), 0, "eval is the identity");
+    release_all(eager, 1);
+    release_all(comp, 1);
+    release_all(e2, 1);
+  }
+  td_tensor_release(prev);
+  td_tensor_release(in[0]);
+  td_tensor_release(in[1]);
+  td_compiled_free(cg_.c);
+  td_compiled_free(ce.c);
+  td_arena_free(P.a);
+}
+
 /* Flat indices >= 2^32 put the counter's high word to use: a slice of
  * 65537 x 65537 (4295098369 elements, never materialised: the slice's
  * kernel computes just its 8) at row 65536, indices 0x100010000 + j.  The

@@ -625,18 +625,59 @@ Test(gpu_codegen, column_reductions) {
   td_arena_free(a);
 }
 
+/* rand and nn.dropout keyed by seed tensors (one folded to a constant,
+ * one the max of other random numbers, exact in any order): the kernels
+ * read the key from the seed's buffer, NVRTC compiles them (where it is
+ * installed), and emulated they give the CPU compiler's bits. */
+static const char seeded_program[] = "import nn\n"
+                                     "fn main() {\n"
+                                     "  let k = i64(full([], 7)) * 3 + 1\n"
+                                     "  let s = i64(max(rand([5], seed = 2)) * 100000.0)\n"
+                                     "  let x = randn([33, 70], seed = 3)\n"
+                                     "  print(rand([1000], seed = k), rand([3, 70], seed = i32(s)))\n"
+                                     "  print(nn.dropout(x, 0.3, s) + nn.dropout(x, 0.5, k))\n"
+                                     "}\n";
+
+/* Writes a program's text to a temporary file tdsl_emu_TAG_PID.td, for
+ * emu_file and compile_file, which read files. */
+static void write_program(char *path, size_t n, const char *tag, const char *text) {
+  const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  snprintf(path, n, "%s/tdsl_emu_%s_%d.td", tmp, tag, (int)getpid());
+  FILE *f = fopen(path, "w");
+  cr_assert(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+Test(gpu_emu, seed_tensors_agree_with_the_cpu_compiler, .timeout = 300) {
+  char path[512];
+  write_program(path, sizeof path, "seed", seeded_program);
+  td_arena *a = td_arena_new();
+  td_plan *plan;
+  char *m = module_of(seeded_program, "main", a, &plan);
+  cr_expect(strstr(kernels_of(m), "td_rand_uniform((uint64_t)(int64_t)b"), "the key is read from a buffer:\n%s",
+            kernels_of(m));
+  td_arena_free(a);
+  if (have_nvrtc()) {
+    stats s = {0};
+    compile_file(path, &s);
+    cr_expect_eq(s.modules, s.entries, "NVRTC compiles the module");
+  }
+  if (have_cxx()) {
+    int ran = 0;
+    emu_file(path, 0, &ran, NULL);
+    cr_expect_eq(ran, 1, "the program's kernels were emulated");
+  }
+  remove(path);
+}
+
 Test(gpu_emu, kernels_agree_with_the_cpu_compiler, .timeout = 900) {
   if (!have_cxx()) cr_skip_test("no C++ compiler");
   files f = {0};
   walk(&f, TDSL_SRCDIR "/examples");
   walk(&f, TDSL_SRCDIR "/tests/lang");
   char cols[512];
-  const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-  snprintf(cols, sizeof cols, "%s/tdsl_emu_cols_%d.td", tmp, (int)getpid());
-  FILE *cf = fopen(cols, "w");
-  cr_assert(cf);
-  fputs(cols_program, cf);
-  fclose(cf);
+  write_program(cols, sizeof cols, "cols", cols_program);
   int before = 0;
   emu_file(cols, 0, &before, NULL);
   remove(cols);
