@@ -518,6 +518,7 @@ static void r_slice(ad *A, int id, int g) {
   td_attr at = n->attr;
   int cur = exact(A, g, r, s);
   td_dtype dt = n->dtype;
+  int64_t bad_step = 0;
   for (int k = 0; k < r && cur >= 0; k++) {
     td_dim in_d = N(A, x)->shape[k], out_d = s[k], start = at.start[k];
     int64_t step = at.step[k];
@@ -541,7 +542,7 @@ static void r_slice(ad *A, int id, int g) {
     if (step > 1) {
       td_dim cs[TD_MAX_RANK];
       int rr = N(A, cur)->rank;
-      if (rr + 1 > TD_MAX_RANK) { cur = -3; break; }
+      if (rr + 1 > TD_MAX_RANK) { cur = -4; bad_step = at.step[k]; break; }
       /* [.., out, ..] -> [.., out, 1, ..] ++ zeros [.., out, step - 1, ..] -> [.., out * step, ..] */
       for (int i = 0, j = 0; i <= rr; i++) cs[i] = i == k + 1 ? 1 : N(A, cur)->shape[j++];
       int u = k_reshape(A, cur, rr + 1, cs);
@@ -568,9 +569,16 @@ static void r_slice(ad *A, int id, int g) {
     if (after != 0) { cs[k] = after; parts[np++] = k_zeros(A, dt, r, cs); }
     cur = k_concat(A, parts, np, k);
   }
+  if (cur == -4) {   /* the interleaving needs one more axis than a tensor may have */
+    td_diag *dg = td_error(A->d, A->sp, "no gradient for slice with step %lld on a tensor of %d dimensions",
+                           (long long)bad_step, TD_MAX_RANK);
+    td_diag_help(A->d, dg, "its adjoint interleaves zeros along a new axis; slice a tensor of fewer "
+                 "dimensions (reshape first) or use a step of 1 or -1");
+    A->oom = 1;
+    return;
+  }
   if (cur == -3) {
-    td_error(A->d, A->sp, "no gradient for this slice: its size arithmetic overflows or "
-             "it has %d dimensions already", TD_MAX_RANK);
+    td_error(A->d, A->sp, "no gradient for this slice: its size arithmetic overflows");
     A->oom = 1;
     return;
   }
@@ -655,7 +663,7 @@ int td_grad(td_graph *g, td_diags *d, td_span where, int y, int seed, const int 
   }
   if (seed < 0 && yn->rank != 0) {
     char t[128];
-    td_diag *dg = td_error(d, where, "the gradient needs a scalar to differentiate, found %s",
+    td_diag *dg = td_error(d, where, "cannot take the gradient of a non-scalar value (%s) without a seed",
                            td_type_str(g, yn->dtype, yn->rank, yn->shape, t, sizeof t));
     td_diag_help(d, dg, "reduce it to one value first, e.g. with sum(...) or mean(...)");
     return -1;
@@ -671,10 +679,13 @@ int td_grad(td_graph *g, td_diags *d, td_span where, int y, int seed, const int 
     td_free(dep);
     return -1;
   }
+  /* dep: a float node that depends on a float wrt node through float
+   * nodes (an integer or bool node carries no gradient: cast(argmax(x))) */
   for (int i = 0; i < n_wrt; i++)
-    if (wrt[i] >= 0 && wrt[i] < n0) dep[wrt[i]] = 1;
+    if (wrt[i] >= 0 && wrt[i] < n0 && td_dtype_is_float(g->nodes[wrt[i]].dtype)) dep[wrt[i]] = 1;
   for (int i = 0; i < n0; i++) {
     A.adj[i] = -1;
+    if (!td_dtype_is_float(g->nodes[i].dtype)) continue;
     for (int k = 0; !dep[i] && k < g->nodes[i].n_in; k++) dep[i] = dep[g->nodes[i].in[k]];
   }
   /* active: depends on a wrt node, and y depends on it */
