@@ -186,3 +186,81 @@ Test(driver, the_interpreter_builds_nothing) {
   cr_expect_str_eq(err.msg, "the eager backend builds no artifact (cpu or cuda)");
   td_arena_free(P.a);
 }
+
+/* A training step on the CPU backend: its parameters and optimizer state
+ * are the caller's tensors, updated in place (the same objects and data
+ * pointers after every call), the values are the step's (checked against
+ * a hand computation of SGD with momentum), and after the first call
+ * every call makes the same few allocations: the returned loss, nothing
+ * per parameter. */
+static const char step_text[] =
+    "import optim\n"
+    "model Net {\n"
+    "  param w: f32[64, 64] = full(0.5)\n"
+    "  param b: f32[64] = zeros()\n"
+    "  fn forward(x) { x @ transpose(w) + b }\n"
+    "}\n"
+    "model T {\n"
+    "  net = Net()\n"
+    "  opt = optim.SGD(net, lr = 0.1, momentum = 0.5)\n"
+    "  fn loss(x) { sum(net(x)) }\n"
+    "  fn step(x: f32[B, 64]) -> f32[] {\n"
+    "    let (l, g) = value_and_grad(loss, wrt = net)(x)\n"
+    "    opt.step(g)\n"
+    "    l\n"
+    "  }\n"
+    "}\n";
+
+Test(driver, a_step_updates_its_parameters_in_place) {
+  prog P;
+  P.a = td_arena_new();
+  td_diags_init(&P.d, P.a);
+  P.p = td_program_new(P.a, &P.d);
+  td_program_add_search_dir(P.p, TDSL_SRCDIR "/stdlib");
+  cr_assert_eq(td_program_load_text(P.p, "step.td", step_text), 0);
+  P.g = td_program_lower(P.p, "T.step");
+  cr_assert_not_null(P.g);
+  cr_assert_eq(P.g->n_updates, 5, "w, b, their momentum buffers and the step count");
+  td_err err;
+  td_tensor **params = td_calloc((size_t)P.g->n_params, sizeof *params);
+  cr_assert_eq(td_make_params(P.g, NULL, 0, params, &err), 0, "%s", err.msg);
+  void *data[16];
+  for (int i = 0; i < P.g->n_params; i++) data[i] = params[i]->data;
+  int64_t shape[2] = {2, 64};
+  td_tensor *x = td_tensor_new(TD_F32, 2, shape, &err);
+  for (int i = 0; i < 128; i++) ((float *)x->data)[i] = 1.0f;
+  td_drive_opts o;
+  memset(&o, 0, sizeof o);
+  o.backend = TD_BACKEND_CPU;
+  td_prepared *pp = td_prepare(P.g, &o, &err);
+  cr_assert_not_null(pp, "%s", err.msg);
+  td_run_opts io;
+  memset(&io, 0, sizeof io);
+  long per_call[3];
+  /* by hand: loss = sum(x @ w.T + b) = 8192 w + 128 b for x = ones [2, 64]
+   * and w, b constant; d loss / d w = 2 (B) everywhere, d / d b = 2; SGD with
+   * momentum 0.5 (PyTorch's: the first buffer is the gradient, then
+   * buf = 0.5 buf + g): w goes 0.5, 0.3, 0.0, -0.35 and b 0, -0.2, -0.5, -0.85 */
+  const float want_w[4] = {0.5f, 0.3f, 0.0f, -0.35f}, want_b[4] = {0.0f, -0.2f, -0.5f, -0.85f};
+  for (int call = 0; call < 3; call++) {
+    long before = td_mem_requests();
+    td_tensor **outs = NULL;
+    cr_assert_eq(td_prepared_run(pp, &x, params, &io, &outs, &err, NULL), 0, "%s", err.msg);
+    per_call[call] = td_mem_requests() - before;
+    /* the loss of the weights the call began with: sum(x @ w.T + b) */
+    cr_expect_float_eq(((float *)outs[0]->data)[0], 8192 * want_w[call] + 128 * want_b[call], 1e-2, "call %d", call);
+    td_tensor_release(outs[0]);
+    td_free(outs);
+    for (int i = 0; i < P.g->n_params; i++) cr_expect_eq(params[i]->data, data[i], "parameter %d moved", i);
+  }
+  for (int i = 0; i < P.g->n_params; i++)
+    if (!strcmp(P.g->nodes[P.g->params[i]].name, "net.w"))
+      cr_expect_float_eq(((float *)params[i]->data)[7], want_w[3], 1e-6);
+  cr_expect_eq(per_call[1], per_call[2], "calls 2 and 3 allocate alike");
+  cr_expect_leq(per_call[2], 4, "a call allocates its loss only, not per parameter (%ld)", per_call[2]);
+  td_prepared_free(pp);
+  for (int i = 0; i < P.g->n_params; i++) td_tensor_release(params[i]);
+  td_free(params);
+  td_tensor_release(x);
+  td_arena_free(P.a);
+}
