@@ -266,10 +266,12 @@ int td_prepared_run(td_prepared *p, td_tensor *const *inputs, td_tensor *const *
    * the caller's tensor (same object, same data pointer); an output that
    * is an updated parameter itself keeps the value it had in the call */
   td_tensor **o = *outs;
-  for (int i = 0; i < u->n_outputs && rc == 0; i++)
+  /* (update values too: assign(a, b); assign(b, a) hands back b and a
+   * themselves, and a must not be overwritten before b has read it) */
+  for (int i = 0; i < u->n_outputs + u->n_updates && rc == 0; i++)
     for (int k = 0; k < u->n_updates; k++) {
       td_tensor *pt = params[u->nodes[u->updates[k].param].attr.i];
-      if (o[i] != pt) continue;
+      if (o[i] != pt || i == u->n_outputs + k) continue;   /* written in place: already its value */
       td_tensor *cp = td_tensor_new(pt->dtype, pt->rank, pt->shape, err);
       if (!cp) { rc = -1; break; }
       if (pt->numel) memcpy(cp->data, pt->data, (size_t)pt->numel * td_dtype_size(pt->dtype));

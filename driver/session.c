@@ -417,6 +417,15 @@ static int prune(lowering *L) {
  * that a listing returns them), adds those outputs, prunes and verifies. */
 int tds_finish_graph(td_session *s, lowering *L, int bind, int show_leaves) {
   td_graph *g = L->g;
+  /* The session rebuilds each input's graph (prune) and keeps parameters
+   * in its own slots; carrying an update into a slot is not built yet, and
+   * dropping it silently would be worse than refusing. */
+  if (g->n_updates) {
+    td_diag *d = td_error(&s->diags, g->updates[0].span, "the REPL does not run assign() yet");
+    td_diag_help(&s->diags, d, "run the step with `tdsl run FILE --entry M.step` (--save-weights keeps the "
+                 "result) or train with `tdsl train FILE`");
+    return -1;
+  }
   L->n = g->n_nodes;
   size_t n = (size_t)L->n + 1;
   L->need = td_calloc(n, 1);
