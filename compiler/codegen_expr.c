@@ -779,7 +779,7 @@ static gcc_jit_rvalue *philox_seed(cg *c, int n) {
 }
 
 /* The ten round keys of each key word of random node n: constants when
- * the seed is attr.seed (as before seeds could be tensors), otherwise
+ * the seed is attr.seed (the code of a compile-time seed), otherwise
  * loop-invariant expressions of the loaded key, which GCC hoists. */
 static void philox_keys(cg *c, int n, gcc_jit_rvalue *k0[10], gcc_jit_rvalue *k1[10]) {
   const td_node *nd = ND(c, n);
@@ -808,17 +808,17 @@ static void philox_keys(cg *c, int n, gcc_jit_rvalue *k0[10], gcc_jit_rvalue *k1
  * emits vpmullq at x86-64-v4 (it has no widening multiply of 16 lanes,
  * and never proves the high halves zero for vpmuludq), vpmuludq sequences
  * at v3.  The round keys (philox_keys) are constants when the seed is
- * known when the kernel is built, else loop-invariant.  Words 1 and 3 are kept xor-ed with the next round's key word,
- * as (lo(p) ^ k) & mask, so each product's high half meets one xor on the
- * dependency chain (GCC reassociates h ^ c ^ k to (h ^ c) ^ k; an AND in
- * between stops it): what matters for a single draw, hoisted. */
+ * known when the kernel is built, else loop-invariant.  Words 1 and 3 are
+ * kept xor-ed with the next round's key word, as (lo(p) ^ k) & mask, so
+ * each product's high half meets one xor on the dependency chain (GCC
+ * reassociates h ^ c ^ k to (h ^ c) ^ k; an AND in between stops it):
+ * what matters for a single draw, hoisted. */
 static gcc_jit_rvalue *philox_r0(cg *c, int n, gcc_jit_rvalue *s, gcc_jit_rvalue *i) {
   gcc_jit_type *u = c->t_u64;
   gcc_jit_rvalue *k0[10], *k1[10];
   philox_keys(c, n, k0, k1);
   i = keep(c, i, u);
-  gcc_jit_rvalue *w[4] = {u_lo(c, i), u_xor(c, u_hi(c, i), k0[0]), u_lo(c, s),
-                          u_xor(c, u_hi(c, s), k1[0])};
+  gcc_jit_rvalue *w[4] = {u_lo(c, i), u_xor(c, u_hi(c, i), k0[0]), u_lo(c, s), u_xor(c, u_hi(c, s), k1[0])};
   for (int r = 0; r < 10; r++) {
     gcc_jit_rvalue *p0 = keep(c, u_op(c, GCC_JIT_BINARY_OP_MULT, w[0], u64c(c, PHILOX_M0)), u);
     gcc_jit_rvalue *p1 = keep(c, u_op(c, GCC_JIT_BINARY_OP_MULT, w[2], u64c(c, PHILOX_M1)), u);

@@ -73,7 +73,7 @@ static int shown_op(const td_node *n) {
 }
 
 static const char *bkind(td_bkind k) {
-  static const char *const names[] = {"input", "param", "output", "update in place", "temp"};
+  static const char *const names[] = {"input", "param", "output", "temp", "update in place"};
   return names[k];
 }
 

@@ -86,7 +86,17 @@ td_plan *td_lower(const td_graph *g, const td_drive_opts *o, td_opt_stats *st, t
 }
 
 /* td_build_opts.lower: a build lowers without dumps. */
-static td_plan *lower_quietly(const td_graph *g, td_err *err) { return td_lower(g, NULL, NULL, err); }
+static td_plan *lower_quietly(const td_graph *g, td_err *err) {
+  /* an artifact's entry returns its outputs and keeps its weights as they
+   * were loaded: a training step's updates have nowhere to go yet */
+  if (g->n_updates) {
+    td_err_set(err, "entry '%s' assigns parameters (a training step), which built artifacts cannot run yet; "
+               "train with `tdsl train`, and build a file whose entry points only compute (load the trained "
+               "weights with load_weights)", g->name);
+    return NULL;
+  }
+  return td_lower(g, NULL, NULL, err);
+}
 
 /* ---- the interpreter ---------------------------------------------------- */
 
@@ -208,38 +218,6 @@ static int refuse_stepping(const backend *b, const td_run_opts *io, td_err *err)
   return 0;
 }
 
-/* Updates (lang/ir.h): every backend computes each update's value as one
- * more output after the graph's own, and td_prepared_run writes it into
- * the caller's parameter tensor when the call ends.  The copy of g made
- * here shares g's nodes. */
-static const td_graph *with_update_outputs(const td_graph *g, int in_place, td_err *err) {
-  if (!g->n_updates) return g;
-  td_graph *c = td_arena_alloc(g->arena, sizeof *c);
-  int *outs = td_arena_alloc(g->arena, (size_t)(g->n_outputs + g->n_updates) * sizeof *outs);
-  int *slots = td_arena_alloc(g->arena, (size_t)g->n_updates * sizeof *slots);
-  if (!c || !outs || !slots) {
-    td_err_set(err, "out of memory");
-    return NULL;
-  }
-  *c = *g;
-  if (g->n_outputs) memcpy(outs, g->outputs, (size_t)g->n_outputs * sizeof *outs);
-  for (int i = 0; i < g->n_updates; i++) {
-    outs[g->n_outputs + i] = g->updates[i].value;
-    slots[i] = (int)g->nodes[g->updates[i].param].attr.i;
-  }
-  /* the CPU backend may write them into the parameters' memory (its
-   * compiled code runs on the caller's tensors); the others hand them back */
-  if (in_place) {
-    c->update_slots = slots;
-    c->n_update_outs = g->n_updates;
-  }
-  c->outputs = outs;
-  c->n_outputs = g->n_outputs + g->n_updates;
-  c->updates = NULL;
-  c->n_updates = 0;
-  return c;
-}
-
 td_prepared *td_prepare(const td_graph *g, const td_drive_opts *o, td_err *err) {
   const backend *b = backend_of(o, err);
   td_prepared *p = b ? td_calloc(1, sizeof *p) : NULL;
@@ -248,7 +226,7 @@ td_prepared *td_prepare(const td_graph *g, const td_drive_opts *o, td_err *err) 
     return NULL;
   }
   p->user = g;
-  p->g = with_update_outputs(g, b == &backends[TD_BACKEND_CPU], err);
+  p->g = td_graph_with_update_outputs(g, b == &backends[TD_BACKEND_CPU], err);
   if (!p->g) {
     td_free(p);
     return NULL;
@@ -334,7 +312,7 @@ int td_drive_run(const td_graph *g, const td_drive_opts *o, td_tensor *const *in
 int td_drive_explain(const td_graph *g, const td_drive_opts *o, const td_explain_opts *eo, int index,
                      FILE *out, td_plan **plan, td_err *err) {
   td_opt_stats st;
-  const td_graph *run = with_update_outputs(g, o && o->backend == TD_BACKEND_CPU, err);   /* what td_prepare runs */
+  const td_graph *run = td_graph_with_update_outputs(g, o && o->backend == TD_BACKEND_CPU, err);   /* what td_prepare runs */
   td_plan *p = run ? td_lower(run, o, &st, err) : NULL;
   if (plan) *plan = p;
   if (!p) return -1;

@@ -223,7 +223,6 @@ static const char *python_hint(const char *name) {
     {"np", "tdsl has its built-ins at top level: write exp(x), not np.exp(x)"},
     {"self", "inside a model method, members are in scope by name: write fc(x), not self.fc(x)"},
     {"range", "a compile-time range is written lo..hi: for i in 0..5 { ... }"},
-    {"len", "use x.shape[0] for the size of an axis"},
     {"None", "tdsl has no None; optional members are declared with `if cond`"},
     {"True", "booleans are written true and false"},
     {"False", "booleans are written true and false"},

@@ -423,6 +423,34 @@ int td_graph_add_update(td_graph *g, int param, int value) {
   return 0;
 }
 
+const td_graph *td_graph_with_update_outputs(const td_graph *g, int in_place, td_err *err) {
+  if (!g->n_updates) return g;
+  td_graph *c = td_arena_alloc(g->arena, sizeof *c);
+  int *outs = td_arena_alloc(g->arena, (size_t)(g->n_outputs + g->n_updates) * sizeof *outs);
+  int *slots = td_arena_alloc(g->arena, (size_t)g->n_updates * sizeof *slots);
+  if (!c || !outs || !slots) {
+    td_err_set(err, "out of memory");
+    return NULL;
+  }
+  *c = *g;
+  if (g->n_outputs) memcpy(outs, g->outputs, (size_t)g->n_outputs * sizeof *outs);
+  for (int i = 0; i < g->n_updates; i++) {
+    outs[g->n_outputs + i] = g->updates[i].value;
+    slots[i] = (int)g->nodes[g->updates[i].param].attr.i;
+  }
+  /* the CPU backend may write them into the parameters' memory (its
+   * compiled code runs on the caller's tensors); the others hand them back */
+  if (in_place) {
+    c->update_slots = slots;
+    c->n_update_outs = g->n_updates;
+  }
+  c->outputs = outs;
+  c->n_outputs = g->n_outputs + g->n_updates;
+  c->updates = NULL;
+  c->n_updates = 0;
+  return c;
+}
+
 /* ---- verifier ---- */
 
 #define VFAIL(...) do { td_err_set(err, "IR verify: node %%%d (%s): ", id, td_ops[n->op].name); \

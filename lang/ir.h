@@ -180,6 +180,13 @@ int td_graph_add_output(td_graph *g, int node);
  * ends; 0, or -1 on OOM (the caller checks dtype, shape and uniqueness;
  * td_graph_verify does again). */
 int td_graph_add_update(td_graph *g, int param, int value);
+/* The graph a backend runs for g: g itself without updates, else a copy
+ * (sharing g's nodes, in g's arena) whose outputs are g's, then each
+ * update's value, and which has no updates; with in_place, update_slots
+ * names their parameters so that the CPU plan may write them in place.
+ * The caller writes the values into the parameters after the call
+ * (driver.c's td_prepared_run).  NULL with err set when memory runs out. */
+const td_graph *td_graph_with_update_outputs(const td_graph *g, int in_place, td_err *err);
 
 /* ---- checking and printing ---- */
 /* Checks every invariant of this header and of ops.def's typing contract.

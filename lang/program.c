@@ -290,7 +290,7 @@ static int add_outputs(el_ctx *c, const td_value *v, td_span sp) {
   }
   default:
     td_error(c->diags, v->span.file >= 0 ? v->span : sp, "an entry point can only return tensors, "
-             "numbers and tuples of them, not %s", el_kind_name(v));
+             "numbers and tuples or lists of them, not %s", el_kind_name(v));
     return -1;
   }
 }

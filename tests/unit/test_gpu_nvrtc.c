@@ -109,12 +109,14 @@ static int check_spills(const char *log, const char *what) {
 /* Generates and compiles the module of one entry point; with tf32, only
  * when the plan has a matmul (the TF32 variant of the same module). */
 static void compile_entry(td_program *p, const char *file, const char *entry, td_arena *a, int tf32, stats *s) {
-  td_graph *g = td_program_lower(p, entry);
-  if (!g) return;   /* an error test: nothing to compile */
+  td_graph *g0 = td_program_lower(p, entry);
+  if (!g0) return;   /* an error test: nothing to compile */
   td_err err;
+  /* a training step's updates are outputs, as the driver runs it */
+  const td_graph *g = td_graph_with_update_outputs(g0, 0, &err);
   td_graph *opt;
   td_plan *plan = NULL;
-  if (td_optimize(g, NULL, &opt, NULL, &err) || !(plan = td_plan_build(opt, &err))) return;  /* the CPU compiler refuses it too */
+  if (!g || td_optimize(g, NULL, &opt, NULL, &err) || !(plan = td_plan_build(opt, &err))) return;  /* the CPU compiler refuses it too */
   int has_mm = 0;
   for (int k = 0; k < plan->n_kernels; k++) has_mm |= plan->kernels[k].kind == TD_KERN_MATMUL;
   if (tf32 && !has_mm) return;
@@ -544,9 +546,10 @@ static int emu_file(const char *path, int tf32, int *ran, char **src_out) {
   td_diags_init(&d, a);
   td_program *p = td_program_new(a, &d);
   td_program_add_search_dir(p, TDSL_SRCDIR "/stdlib");
-  td_graph *g = NULL;
-  if (!td_program_load_file(p, path)) g = td_program_lower(p, "main");
+  const td_graph *g = NULL;
   td_err err;
+  if (!td_program_load_file(p, path)) g = td_program_lower(p, "main");
+  if (g) g = td_graph_with_update_outputs(g, 0, &err);   /* a step's updates as outputs */
   td_graph *opt;
   td_plan *plan = NULL;
   if (!g || g->n_inputs || g->n_params > 64 || td_optimize(g, NULL, &opt, NULL, &err) ||

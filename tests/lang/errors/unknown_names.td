@@ -13,7 +13,6 @@ model Net {
     let e = nn.Linaer(4, 4)              # error: module 'nn' has no item 'Linaer'
     let f = fc.wieght                    # error: model 'Linear' has no member 'wieght'
     let g = x.mean()                     # error: a tensor has no field 'mean'
-    let h = len(x)                       # error: unknown name 'len'
     let k = True                         # error: unknown name 'True'
     undefined = 3                        # error: assignment to 'undefined', which is not defined
     hidden
@@ -25,6 +24,5 @@ model Net {
 # help: tdsl has its built-ins at top level: write relu(x), not torch.relu(x)
 # help: did you mean 'nn.Linear'?
 # help: did you mean 'weight'?
-# help: use x.shape[0] for the size of an axis
 # help: booleans are written true and false
 # help: introduce it with let: let undefined = ...
