@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <pty.h>
 #include <zlib.h>
 
 #include "runtime/io.h"
@@ -437,6 +438,36 @@ Test(train, plot_uses_gnuplot_or_says_it_is_missing) {
   cr_expect(strstr(gp, path("p.png")) && strstr(gp, "plot '") && strstr(gp, "test accuracy"), "%s", gp);
   free(gp);
   drop(&r);
+}
+
+Test(train, a_terminal_gets_one_updating_progress_line) {
+  model("m.td", 2, "");
+  data("img.gz", "lab.idx", 64, 2, -1);
+  const char *tr = pair("img.gz", "lab.idx");
+  int master;
+  pid_t pid = forkpty(&master, NULL, NULL, NULL);
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    /* stdout and stderr on the terminal, as a user's */
+    setenv("NO_COLOR", "1", 1);
+    setenv("TDSL_PATH", TDSL_SRCDIR "/stdlib", 1);
+    execl(TDSL_BUILDDIR "/tdsl", "tdsl", "train", path("m.td"), "--train", tr, "--batch", "4", "--epochs", "2",
+          "--eager", (char *)NULL);
+    _exit(127);
+  }
+  static char out[1 << 16];
+  size_t n = 0;
+  ssize_t k;
+  while (n < sizeof out - 1 && (k = read(master, out + n, sizeof out - 1 - n)) > 0) n += (size_t)k;
+  out[n] = 0;
+  int st;
+  waitpid(pid, &st, 0);
+  close(master);
+  cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+  cr_expect(strstr(out, "\repoch 1/2 [") != NULL, "no updating line: %s", out);
+  cr_expect(strstr(out, "] 16/16  ") && strstr(out, " steps/s  loss ") && strstr(out, "  ETA 0:0"), "%s", out);
+  cr_expect(strstr(out, "epoch 2: train loss ") != NULL, "%s", out);
+  cr_expect(strstr(out, "epoch 1/2: ") == NULL, "plain progress lines on a terminal: %s", out);
 }
 
 Test(train, usage_errors_and_the_missing_data_set) {
