@@ -108,20 +108,15 @@ static int parse_count(const char *opt, const char *val, int64_t min, int64_t *o
   return 0;
 }
 
-/* "A,B" into pair[0], pair[1] (split at the first comma; strings leaked
- * until exit, like argv). */
-static int parse_pair(const char *opt, const char *val, const char **pair) {
-  const char *c = strchr(val, ',');
+/* "A,B" into pair[0], pair[1], split at the first comma, which becomes
+ * the first string's end: val is an argument of argv (writable, and alive
+ * until exit), so nothing is allocated. */
+static int parse_pair(const char *opt, char *val, const char **pair) {
+  char *c = strchr(val, ',');
   if (!c || c == val || !c[1])
     return bad("%s needs IMAGES,LABELS (two files separated by a comma)", opt);
-  char *a = td_malloc((size_t)(c - val) + 1);
-  if (!a) {
-    fprintf(stderr, "tdsl: error: out of memory\n");
-    return 1;
-  }
-  memcpy(a, val, (size_t)(c - val));
-  a[c - val] = 0;
-  pair[0] = a;
+  *c = 0;
+  pair[0] = val;
   pair[1] = c + 1;
   return 0;
 }
@@ -176,8 +171,8 @@ static int parse(int argc, char **argv, train_opts *o) {
       if (!strcmp(a, "--model")) o->model = v;
       else if (!strcmp(a, "--step")) o->step = v;
       else if (!strcmp(a, "--eval")) o->eval = v, o->eval_set = 1;
-      else if (!strcmp(a, "--train")) rc = parse_pair(a, v, o->train);
-      else if (!strcmp(a, "--test")) rc = parse_pair(a, v, o->test);
+      else if (!strcmp(a, "--train")) rc = parse_pair(a, argv[i], o->train);
+      else if (!strcmp(a, "--test")) rc = parse_pair(a, argv[i], o->test);
       else if (!strcmp(a, "--dataset")) ds = v;
       else if (!strcmp(a, "--epochs")) rc = parse_count(a, v, 1, &o->epochs);
       else if (!strcmp(a, "--batch")) rc = parse_count(a, v, 1, &o->batch), o->batch_set = 1;

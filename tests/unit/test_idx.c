@@ -155,7 +155,8 @@ Test(idx, hostile_files_are_refused_with_the_file_and_the_problem) {
   header(b, 0x08, 0, d1);
   put("rank0.idx", b, 4, 0);
   refused("rank0.idx", "rank 0");
-  header(b, 0x08, 9, d1);
+  uint32_t d9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  header(b, 0x08, 9, d9);
   put("rank9.idx", b, 4, 0);
   refused("rank9.idx", "rank 9");
   /* 2^32-1 ^ 3 elements of f64 overflow 2^63 bytes */
