@@ -31,24 +31,13 @@ export TDSL_CACHE_DIR="$work/cache"
 # compare MODEL N_WEIGHTS: outputs out0.npy (loss) .. outN.npy against the
 # reference, in the order of the weights file (the models' declaration order)
 compare() {
-  "$py" - "$ref/$1_grads.safetensors" "$ref/$1_weights.safetensors" "$work" <<'PY'
-import json, struct, sys
+  "$py" - "$ref/$1_grads.safetensors" "$ref/$1_weights.safetensors" "$work" "$srcdir/tests" <<'PY'
+import sys
 import numpy as np
-def read(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        h = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for k, v in h.items():
-        if k == "__metadata__":
-            continue
-        a, b = v["data_offsets"]
-        dt = {"F32": np.float32, "F64": np.float64, "I64": np.int64}[v["dtype"]]
-        out[k] = np.frombuffer(data[a:b], dtype=dt).reshape(v["shape"])
-    return out, list(k for k in h if k != "__metadata__")
-grads, _ = read(sys.argv[1])
-_, names = read(sys.argv[2])
+sys.path.insert(0, sys.argv[4])
+from safetensors_io import load   # tests/safetensors_io.py
+grads, _ = load(sys.argv[1])
+_, names = load(sys.argv[2])
 bad = []
 # a gradient that is zero in exact arithmetic (the key bias of attention:
 # softmax does not see a shift) is compared against the model's scale

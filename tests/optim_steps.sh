@@ -50,24 +50,13 @@ for cfg in $configs; do
       fi
       k=$((k + 1))
     done
-    if [ $ok = 1 ] && "$py" - "$ref/${cfg}_ref.safetensors" "$work" >"$work/cmp" 2>&1 <<'PY'
-import json, struct, sys
+    if [ $ok = 1 ] && "$py" - "$ref/${cfg}_ref.safetensors" "$work" "$srcdir/tests" >"$work/cmp" 2>&1 <<'PY'
+import sys
 import numpy as np
-def read(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        h = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for k, v in h.items():
-        if k == "__metadata__":
-            continue
-        a, b = v["data_offsets"]
-        dt = {"F32": np.float32, "F64": np.float64}[v["dtype"]]
-        out[k] = np.frombuffer(data[a:b], dtype=dt).reshape(v["shape"]).astype(np.float64)
-    return out
-ref = read(sys.argv[1])
-got = read(sys.argv[2] + "/w5.safetensors")
+sys.path.insert(0, sys.argv[3])
+from safetensors_io import load   # tests/safetensors_io.py
+ref = load(sys.argv[1])[0]
+got = load(sys.argv[2] + "/w5.safetensors")[0]
 got["losses"] = np.array([float(np.load(f"{sys.argv[2]}/loss{k}.npy")) for k in range(5)])
 bad = []
 for name, want in ref.items():

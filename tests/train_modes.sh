@@ -7,6 +7,7 @@
 # optimizer state (--save-weights) to 1e-4 of each tensor's largest
 # magnitude.  Needs python3 with numpy for the data and the comparison
 # (skipped, saying why, without).  Environment: TDSL_SRCDIR, TDSL_BUILDDIR.
+srcdir=${TDSL_SRCDIR:-.}
 builddir=${TDSL_BUILDDIR:-.}
 tdsl="$builddir/tdsl"
 py=
@@ -59,19 +60,17 @@ for mode in eager compiled; do
     sed 's/^/# /' "$work/$mode.log" | head -20
   fi
 done
-if [ $ok = 1 ] && "$py" - "$work" >"$work/cmp" 2>&1 <<'PY'
-import csv, json, struct, sys
+if [ $ok = 1 ] && "$py" - "$work" "$srcdir/tests" >"$work/cmp" 2>&1 <<'PY'
+import csv, sys
 import numpy as np
 w = sys.argv[1]
 def losses(m):
     with open(f"{w}/{m}.csv") as f:
         return np.array([float(r["train_loss"]) for r in csv.DictReader(f)])
+sys.path.insert(0, sys.argv[2])
+from safetensors_io import load   # tests/safetensors_io.py
 def weights(m):
-    b = open(f"{w}/{m}.safetensors", "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    h = json.loads(b[8:8 + n])
-    return {k: np.frombuffer(b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]], dtype=np.float32)
-            for k, v in h.items() if k != "__metadata__"}
+    return load(f"{w}/{m}.safetensors")[0]
 e, c = losses("eager"), losses("compiled")
 bad = []
 if len(e) != 50 or len(c) != 50:

@@ -13,34 +13,17 @@ weights.  Writes next to this script:
 Run with Debian's python3 (python3-torch, python3-numpy):
   /usr/bin/python3 tests/data/optim_ref/make_refs.py
 """
-import json
 import math
 import os
-import struct
+import sys
 
 import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", ".."))
+from safetensors_io import save as save_safetensors  # noqa: E402  (tests/safetensors_io.py)
 STEPS = 5
-
-
-def save_safetensors(path, tensors):
-    header, blobs, off = {}, [], 0
-    for name, a in tensors.items():
-        a = np.ascontiguousarray(a).reshape(np.shape(a))   # (ascontiguousarray makes a 0-d array 1-d)
-        dt = {np.dtype("float32"): "F32", np.dtype("float64"): "F64"}[a.dtype]
-        b = a.tobytes()
-        header[name] = {"dtype": dt, "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
 
 
 def cosine_warmup(warmup, total, min_factor=0.0):
