@@ -69,6 +69,40 @@ static int dim_entry(cg *c, td_dim d, int rand_node) {
   return c->n_dims++;
 }
 
+/* The slot of (what, node) in a shared body's table, added when new; -1
+ * when memory runs out. */
+static int local_slot(cg *c, cg_lslot **t, int *n, int *cap, int what, int node) {
+  for (int i = 0; i < *n; i++)
+    if ((*t)[i].what == what && (what >= 0 || (*t)[i].node == node)) return i;
+  if (*n == *cap) {
+    int nc = *cap ? 2 * *cap : 16;
+    cg_lslot *nt = td_arena_alloc(c->arena, (size_t)nc * sizeof *nt);
+    if (!nt) {
+      td_err_set(c->err, "out of memory");
+      return -1;
+    }
+    if (*n) memcpy(nt, *t, (size_t)*n * sizeof *nt);
+    *t = nt;
+    *cap = nc;
+  }
+  (*t)[*n] = (cg_lslot){what, node};
+  return (*n)++;
+}
+
+int cg_buf_index(cg *c, int bi, int node) {
+  return c->local ? local_slot(c, &c->lbufs, &c->n_lbufs, &c->cap_lbufs, bi, node) : bi;
+}
+
+gcc_jit_rvalue *cg_status_code(cg *c, int n, int neg) {
+  if (!c->local) return gcc_jit_context_new_rvalue_from_int(c->ctx, c->t_i32, neg ? -(n + 1) : n + 1);
+  int at = local_slot(c, &c->ldims, &c->n_ldims, &c->cap_ldims, -1, n);
+  if (at < 0) return gcc_jit_context_new_rvalue_from_int(c->ctx, c->t_i32, 0);
+  gcc_jit_rvalue *v = gcc_jit_context_new_cast(
+      c->ctx, NULL, gcc_jit_lvalue_as_rvalue(gcc_jit_context_new_array_access(c->ctx, NULL, c->p_dv, cg_i64(c, at))),
+      c->t_i32);
+  return neg ? gcc_jit_context_new_unary_op(c->ctx, NULL, GCC_JIT_UNARY_OP_MINUS, c->t_i32, v) : v;
+}
+
 static gcc_jit_rvalue *dim_local(cg *c, int j) {
   if (j < 0) {
     if (!c->err->msg[0]) td_err_set(c->err, "out of memory");
@@ -76,8 +110,10 @@ static gcc_jit_rvalue *dim_local(cg *c, int j) {
   }
   if (!c->dimloc[j]) {
     gcc_jit_lvalue *l = cg_local(c, c->t_i64, "d");
+    int at = c->local ? local_slot(c, &c->ldims, &c->n_ldims, &c->cap_ldims, j, -1) : j;
+    if (at < 0) return cg_i64(c, 0);
     gcc_jit_rvalue *e = gcc_jit_lvalue_as_rvalue(
-        gcc_jit_context_new_array_access(c->ctx, NULL, c->p_dv, cg_i64(c, j)));
+        gcc_jit_context_new_array_access(c->ctx, NULL, c->p_dv, cg_i64(c, at)));
     gcc_jit_block_add_assignment(c->entry, NULL, l, e);
     c->dimloc[j] = l;
   }
@@ -96,8 +132,10 @@ gcc_jit_rvalue *cg_bufptr(cg *c, int node) {
   if (!c->bufptr[bi]) {
     gcc_jit_type *pt = gcc_jit_type_get_pointer(c->st[c->g->nodes[node].dtype]);
     gcc_jit_lvalue *l = cg_local(c, pt, "buf");
+    int at = cg_buf_index(c, bi, node);
+    if (at < 0) return gcc_jit_context_null(c->ctx, gcc_jit_type_get_pointer(c->st[c->g->nodes[node].dtype]));
     gcc_jit_rvalue *raw = gcc_jit_lvalue_as_rvalue(
-        gcc_jit_context_new_array_access(c->ctx, NULL, c->p_bufs, cg_i64(c, bi)));
+        gcc_jit_context_new_array_access(c->ctx, NULL, c->p_bufs, cg_i64(c, at)));
     gcc_jit_block_add_assignment(c->entry, NULL, l, gcc_jit_context_new_cast(c->ctx, NULL, raw, pt));
     c->bufptr[bi] = l;
   }
@@ -357,7 +395,8 @@ static int prepack_info(cg *c, const td_kernel *k, tdc_kinfo *info) {
   return 0;
 }
 
-static int emit_kernel(cg *c, int ki, tdc_kinfo *info) {
+/* How kernel ki splits across threads (info), and c's parallel axis. */
+static int kernel_info(cg *c, int ki, tdc_kinfo *info) {
   const td_kernel *k = &c->p->kernels[ki];
   c->k = k;
   c->kidx = ki;
@@ -367,12 +406,17 @@ static int emit_kernel(cg *c, int ki, tdc_kinfo *info) {
                : k->kind == TD_KERN_MATMUL ? c->g->nodes[k->matmul].shape[c->par_axis] : k->space[c->par_axis];
   info->cols = 1;
   c->kinfo = info;
-  if (prepack_info(c, k, info) < 0) return -1;
+  return prepack_info(c, k, info);
+}
+
+/* Kernel ki's code as function `name` (kind), after kernel_info. */
+static int emit_body(cg *c, int ki, const char *name, enum gcc_jit_function_kind kind) {
+  const td_kernel *k = &c->p->kernels[ki];
   memset(c->in_k, 0, (size_t)c->g->n_nodes);
   memset(c->hoisted, 0, (size_t)c->g->n_nodes * sizeof *c->hoisted);
   for (int i = 0; i < k->n_nodes; i++) c->in_k[k->nodes[i]] = 1;
   gcc_jit_block *start;
-  begin_function(c, k->name);
+  begin_function_kind(c, name, kind);
   start = c->blk;
   int rc = k->kind == TD_KERN_MATMUL ? tdc_emit_matmul(c) : k->kind == TD_KERN_REDUCE ? tdc_emit_reduce(c)
                                                                                    : emit_pointwise(c);
@@ -382,6 +426,96 @@ static int emit_kernel(cg *c, int ki, tdc_kinfo *info) {
   const char *e = gcc_jit_context_get_first_error(c->ctx);
   if (e) return td_err_set(c->err, "internal compiler error in kernel %s: %s", k->name, e);
   return 0;
+}
+
+/* The body a group of kernels shares: its function and its tables, whose
+ * nodes are positions in the kernels' key order (td_kgroups). */
+typedef struct shared_body {
+  gcc_jit_function *fn;
+  cg_lslot *bufs, *dims;
+  int n_bufs, n_dims;
+} shared_body;
+
+/* Emits kernel ki's code once as <name>_shared with tables of its own
+ * (the first kernel of its group, kg): node ids in the tables become
+ * positions in ki's key order. */
+static int emit_shared(cg *c, const td_kgroups *kg, int ki, int *pos_of, shared_body *sb) {
+  const td_kernel *k = &c->p->kernels[ki];
+  const int *order = kg->nodes + kg->first[ki];
+  int n_order = (ki + 1 < kg->n_kernels ? kg->first[ki + 1] : (int)kg->n_nodes) - kg->first[ki];
+  char name[200];
+  snprintf(name, sizeof name, "%s_shared", k->name);
+  c->local = 1;
+  c->n_lbufs = c->n_ldims = c->cap_lbufs = c->cap_ldims = 0;
+  c->lbufs = c->ldims = NULL;
+  /* EXPORTED: an interposable function, which GCC does not inline into
+   * the wrappers (that would compile the body once per kernel again) */
+  int rc = emit_body(c, ki, name, GCC_JIT_FUNCTION_EXPORTED);
+  c->local = 0;
+  if (rc) return -1;
+  for (int i = 0; i < n_order; i++) pos_of[order[i]] = i;
+  sb->fn = c->fn;
+  sb->bufs = c->lbufs, sb->n_bufs = c->n_lbufs;
+  sb->dims = c->ldims, sb->n_dims = c->n_ldims;
+  cg_lslot *tabs[2] = {sb->bufs, sb->dims};
+  int ns[2] = {sb->n_bufs, sb->n_dims};
+  for (int t = 0; t < 2; t++)
+    for (int i = 0; i < ns[t]; i++) {
+      int n = tabs[t][i].node, rn = t == 1 && tabs[t][i].what >= 0 ? c->dims[tabs[t][i].what].rand_node : -1;
+      if (rn >= 0) n = rn;
+      if (n < 0) continue;
+      if (pos_of[n] < 0)
+        return td_err_set(c->err, "internal compiler error in kernel %s: node %%%d is outside its key", k->name, n);
+      /* a random stream's entry stays found by its node's position */
+      if (rn >= 0) tabs[t][i].what = -2;
+      tabs[t][i].node = pos_of[n];
+    }
+  for (int i = 0; i < n_order; i++) pos_of[order[i]] = -1;
+  return 0;
+}
+
+/* Kernel ki as a function that fills the shared body's tables with its
+ * own buffers, sizes, streams and node ids, and calls it. */
+static int emit_wrapper(cg *c, const td_kgroups *kg, int ki, const shared_body *sb) {
+  const td_kernel *k = &c->p->kernels[ki];
+  const int *order = kg->nodes + kg->first[ki];
+  begin_function(c, k->name);
+  gcc_jit_block *start = c->blk;
+  gcc_jit_type *tb = gcc_jit_context_new_array_type(c->ctx, NULL, c->t_vp, sb->n_bufs ? sb->n_bufs : 1);
+  gcc_jit_type *td = gcc_jit_context_new_array_type(c->ctx, NULL, c->t_i64, sb->n_dims ? sb->n_dims : 1);
+  gcc_jit_lvalue *lb = cg_local(c, tb, "lbufs"), *ld = cg_local(c, td, "ldv");
+  for (int i = 0; i < sb->n_bufs; i++) {
+    const cg_lslot *e = &sb->bufs[i];
+    int bi = e->node < 0 ? c->p->n_bufs + ki : c->p->buf_of[order[e->node]];
+    if (bi < 0) return td_err_set(c->err, "internal compiler error in kernel %s: a shared buffer is missing", k->name);
+    cg_assign(c, gcc_jit_context_new_array_access(c->ctx, NULL, gcc_jit_lvalue_as_rvalue(lb), cg_i64(c, i)),
+              gcc_jit_lvalue_as_rvalue(gcc_jit_context_new_array_access(c->ctx, NULL, c->p_bufs, cg_i64(c, bi))));
+  }
+  for (int i = 0; i < sb->n_dims; i++) {
+    const cg_lslot *e = &sb->dims[i];
+    gcc_jit_rvalue *v;
+    if (e->what == -1) {   /* a status code */
+      v = cg_i64(c, order[e->node] + 1);
+    } else {
+      int j = e->what == -2 ? dim_entry(c, 0, order[e->node]) : e->what;
+      if (j < 0) return -1;
+      v = gcc_jit_lvalue_as_rvalue(gcc_jit_context_new_array_access(c->ctx, NULL, c->p_dv, cg_i64(c, j)));
+    }
+    cg_assign(c, gcc_jit_context_new_array_access(c->ctx, NULL, gcc_jit_lvalue_as_rvalue(ld), cg_i64(c, i)), v);
+  }
+  gcc_jit_rvalue *a[7] = {
+      gcc_jit_lvalue_get_address(gcc_jit_context_new_array_access(c->ctx, NULL, gcc_jit_lvalue_as_rvalue(lb),
+                                                                  cg_i64(c, 0)), NULL),
+      gcc_jit_context_new_cast(c->ctx, NULL,
+                               gcc_jit_lvalue_get_address(gcc_jit_context_new_array_access(
+                                                              c->ctx, NULL, gcc_jit_lvalue_as_rvalue(ld), cg_i64(c, 0)),
+                                                          NULL),
+                               c->t_i64p),
+      c->p_scratch, c->p_status, c->p_rt, c->p_lo, c->p_hi};
+  gcc_jit_block_add_eval(c->blk, NULL, gcc_jit_context_new_call(c->ctx, NULL, sb->fn, 7, a));
+  gcc_jit_block_end_with_void_return(c->blk, NULL);
+  gcc_jit_block_end_with_jump(c->entry, NULL, start);
+  return cg_failed(c);
 }
 
 void *const *tdc_runtime_table(void) {
@@ -395,6 +529,30 @@ gcc_jit_rvalue *cg_rt_call(cg *c, int which, gcc_jit_type *ret, int n, gcc_jit_t
   gcc_jit_type *ft = gcc_jit_context_new_function_ptr_type(c->ctx, NULL, ret, n, types, 0);
   gcc_jit_rvalue *fp = gcc_jit_lvalue_as_rvalue(gcc_jit_context_new_array_access(c->ctx, NULL, c->p_rt, cg_i64(c, which)));
   return gcc_jit_context_new_call_through_ptr(c->ctx, NULL, gcc_jit_context_new_cast(c->ctx, NULL, fp, ft), n, args);
+}
+
+/* Every kernel of c->p: a kernel alone in its group as itself, the
+ * kernels of a larger group as wrappers of one shared body. */
+static int emit_all(cg *c, tdc_kinfo *info) {
+  const td_plan *p = c->p;
+  td_kgroups kg;
+  if (td_kernel_groups(p, &kg)) return td_err_set(c->err, "out of memory");
+  int nk = p->n_kernels, rc = 0;
+  int *size = td_arena_alloc(c->arena, ((size_t)nk + 1) * sizeof *size);
+  int *pos_of = td_arena_alloc(c->arena, ((size_t)c->g->n_nodes + 1) * sizeof *pos_of);
+  shared_body *sb = td_arena_alloc(c->arena, ((size_t)nk + 1) * sizeof *sb);
+  if (!size || !pos_of || !sb) rc = td_err_set(c->err, "out of memory");
+  for (int k = 0; !rc && k < nk; k++) size[k] = 0;
+  for (int k = 0; !rc && k < nk; k++) size[kg.rep[k]]++;
+  for (int i = 0; !rc && i < c->g->n_nodes; i++) pos_of[i] = -1;
+  for (int k = 0; !rc && k < nk; k++) {
+    int r = kg.rep[k];
+    if (kernel_info(c, k, &info[k])) rc = -1;
+    else if (size[r] == 1) rc = emit_body(c, k, p->kernels[k].name, GCC_JIT_FUNCTION_EXPORTED);
+    else if ((r == k && emit_shared(c, &kg, k, pos_of, &sb[k])) || emit_wrapper(c, &kg, k, &sb[r])) rc = -1;
+  }
+  td_kgroups_free(&kg);
+  return rc;
 }
 
 gcc_jit_context *tdc_codegen(const td_plan *p, const char *march, int opt, td_arena *a, cg_dimref **dims,
@@ -447,11 +605,10 @@ gcc_jit_context *tdc_codegen(const td_plan *p, const char *march, int opt, td_ar
   c.isa = !strcmp(march, "x86-64-v4") ? 2 : !strcmp(march, "x86-64-v3") ? 1 : 0;
   init_types(&c);
   c.bounds = tdc_debug_bounds();
-  for (int k = 0; k < p->n_kernels; k++)
-    if (emit_kernel(&c, k, &info[k])) {
-      gcc_jit_context_release(c.ctx);
-      return NULL;
-    }
+  if (emit_all(&c, info)) {
+    gcc_jit_context_release(c.ctx);
+    return NULL;
+  }
   *dims = c.dims;
   *n_dims = c.n_dims;
   return c.ctx;

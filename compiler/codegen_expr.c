@@ -707,7 +707,7 @@ gcc_jit_lvalue *cg_element(cg *c, int n, const cg_ix *ix) {
   gcc_jit_block *t = cg_block(c, "outside"), *j = cg_block(c, "inside");
   gcc_jit_block_end_with_conditional(c->blk, NULL, bad, t, j);
   gcc_jit_block_add_assignment(t, NULL, gcc_jit_rvalue_dereference(c->p_status, NULL),
-                               gcc_jit_context_new_rvalue_from_int(c->ctx, c->t_i32, -(n + 1)));
+                               cg_status_code(c, n, 1));
   gcc_jit_block_end_with_jump(t, NULL, j);
   c->blk = j;
   gcc_jit_lvalue *spare = cg_local(c, c->st[nd->dtype], "spare");
@@ -891,7 +891,7 @@ static void *kx_take_begin(void *be, td_kxbranch *b, int n, td_dtype dt, void *i
   gcc_jit_block *t = cg_block(c, "oob"), *j = cg_block(c, "inb"), *done = cg_block(c, "tk_end");
   gcc_jit_block_end_with_conditional(c->blk, NULL, bad, t, j);
   gcc_jit_block_add_assignment(t, NULL, gcc_jit_rvalue_dereference(c->p_status, NULL),
-                               gcc_jit_context_new_rvalue_from_int(c->ctx, c->t_i32, n + 1));
+                               cg_status_code(c, n, 0));
   gcc_jit_block_add_assignment(t, NULL, r, gcc_jit_context_zero(c->ctx, c->vt[dt]));
   gcc_jit_block_end_with_jump(t, NULL, done);
   c->blk = j;

@@ -21,7 +21,7 @@
 /* The prepacked B of this kernel: bufs[n_bufs + kernel index]. */
 gcc_jit_rvalue *cg_gemm_prepacked_ptr(cg *c, mm *m) {
   gcc_jit_lvalue *l = cg_local(c, m->tp, "pb");
-  gcc_jit_rvalue *raw = rv(gcc_jit_context_new_array_access(c->ctx, NULL, c->p_bufs, cg_i64(c, c->p->n_bufs + c->kidx)));
+  gcc_jit_rvalue *raw = rv(gcc_jit_context_new_array_access(c->ctx, NULL, c->p_bufs, cg_i64(c, cg_buf_index(c, c->p->n_bufs + c->kidx, -1))));
   gcc_jit_block_add_assignment(c->entry, NULL, l, gcc_jit_context_new_cast(c->ctx, NULL, raw, m->tp));
   return rv(l);
 }

@@ -18,6 +18,8 @@ typedef struct ctx {
   FILE *out;
   int64_t vals[64];
   int all_bound;      /* every symbol of the graph has a value */
+  const int *same;    /* per kernel: the first kernel with the same code (td_kernel_groups), or NULL */
+  int n_distinct;
 } ctx;
 
 static void ctx_init(ctx *c, const td_graph *g, const td_plan *p, const td_explain_opts *o,
@@ -96,6 +98,7 @@ static void text_kernel(const ctx *c, int ki) {
   FILE *out = c->out;
   fprintf(out, "  kernel %d: %s (%s) over %s", ki, k->name, td_kkind_name(k->kind),
           shape_txt(c, k->space, k->rank, b, sizeof b));
+  if (c->same && c->same[ki] != ki) fprintf(out, ", the code of kernel %d", c->same[ki]);
   if (k->kind == TD_KERN_REDUCE)
     fprintf(out, ", %d pass%s per row%s", k->n_passes, k->n_passes == 1 ? "" : "es",
             k->row_root ? ", one value per row" : "");
@@ -150,8 +153,10 @@ static void text_entry(const ctx *c, const td_opt_stats *st) {
   FILE *out = c->out;
   fprintf(out, "%s\n", c->g->name);
   fprintf(out, "  Graph Count: 1\n  Graph Break Count: 0\n");
-  fprintf(out, "  ops: %d in the graph, %d after passes, %d kernel%s after fusion\n",
+  fprintf(out, "  ops: %d in the graph, %d after passes, %d kernel%s after fusion",
           st ? st->ops_before : p->n_ops, p->n_ops, p->n_kernels, p->n_kernels == 1 ? "" : "s");
+  if (c->same && c->n_distinct < p->n_kernels) fprintf(out, ", %d distinct", c->n_distinct);
+  fputc('\n', out);
   for (int k = 0; k < p->n_kernels; k++) text_kernel(c, k);
   td_dim peak = td_dim_add(p->g, p->arena_bytes, p->output_bytes);
   fprintf(out, "  peak memory: %s bytes (temporaries %s in %d slot%s, outputs %s)\n",
@@ -217,6 +222,7 @@ static void json_kernel(const ctx *c, int ki) {
           td_kkind_name(k->kind));
   json_shape(c, k->space, k->rank);
   if (k->kind == TD_KERN_REDUCE) fprintf(out, ", \"reduce_axes\": %u, \"passes\": %d", k->red_axes, k->n_passes);
+  if (c->same) fprintf(out, ", \"code_of\": %d", c->same[ki]);
   fprintf(out, ", \"ops\": [");
   int first = 1;
   for (int i = 0; i < k->n_nodes; i++) {
@@ -250,8 +256,8 @@ static void json_entry(const ctx *c, const td_opt_stats *st) {
   fprintf(out, "{\"entry\": ");
   json_str(out, c->g->name);
   fprintf(out, ", \"graph_count\": 1, \"graph_break_count\": 0, \"ops_in_graph\": %d, "
-          "\"ops_after_passes\": %d, \"kernel_count\": %d,\n  \"kernels\": [",
-          st ? st->ops_before : p->n_ops, p->n_ops, p->n_kernels);
+          "\"ops_after_passes\": %d, \"kernel_count\": %d, \"distinct_kernel_count\": %d,\n  \"kernels\": [",
+          st ? st->ops_before : p->n_ops, p->n_ops, p->n_kernels, c->same ? c->n_distinct : p->n_kernels);
   for (int k = 0; k < p->n_kernels; k++) {
     fputs(k ? ",\n    " : "\n    ", out);
     json_kernel(c, k);
@@ -341,6 +347,11 @@ void td_explain(const td_plan *plan, const td_opt_stats *st, const td_explain_op
                 int index, FILE *out) {
   ctx c;
   ctx_init(&c, plan->g, plan, o, out);
+  td_kgroups kg;
+  if (!td_kernel_groups(plan, &kg)) {   /* out of memory: the report without it */
+    c.same = kg.rep;
+    c.n_distinct = kg.n_distinct;
+  }
   switch (o->fmt) {
   case TD_EXPLAIN_JSON:
     fputs(index ? ",\n" : "\n", out);
@@ -351,4 +362,5 @@ void td_explain(const td_plan *plan, const td_opt_stats *st, const td_explain_op
     if (index) fputc('\n', out);
     text_entry(&c, st);
   }
+  if (c.same) td_kgroups_free(&kg);
 }

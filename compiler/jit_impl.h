@@ -49,6 +49,14 @@ typedef struct cg_dimref {
   int rand_node;     /* >= 0: the stream of this RAND/RANDN node */
 } cg_dimref;
 
+/* An entry of a shared kernel body's own bufs or dv table (codegen_cpu.c):
+ * bufs: what = a plan buffer (n_bufs + kernel: that kernel's prepacked B),
+ * node = the node it was asked for; dv: what = an entry of the runtime
+ * table, or -1 for the status code of node (1 + its id). */
+typedef struct cg_lslot {
+  int what, node;
+} cg_lslot;
+
 typedef struct cg {
   gcc_jit_context *ctx;
   const td_plan *p;
@@ -88,6 +96,11 @@ typedef struct cg {
   /* shared GEMM functions of this context, per dtype (codegen_gemm.c) */
   gcc_jit_function *gemm_pack[TD_DTYPE_COUNT], *gemm_core[TD_DTYPE_COUNT];
   const struct tdc_kinfo *kinfo;     /* the current kernel's (prepacked B, column blocks) */
+  /* A body shared by the kernels of a group (kernel_key.c): bufs and dv are
+   * then its own short tables, which each kernel's wrapper fills */
+  int local;
+  cg_lslot *lbufs, *ldims;
+  int n_lbufs, cap_lbufs, n_ldims, cap_ldims;
 } cg;
 
 /* ---- codegen_cpu.c: building blocks ---- */
@@ -151,6 +164,12 @@ gcc_jit_rvalue *cg_dim(cg *c, td_dim d);
 gcc_jit_rvalue *cg_rand_stream(cg *c, int n);
 /* A pointer to node n's buffer, typed by its storage type. */
 gcc_jit_rvalue *cg_bufptr(cg *c, int node);
+/* The index in bufs of plan buffer bi (asked for node n; -1: none), or
+ * -1 when memory runs out (the error is set). */
+int cg_buf_index(cg *c, int bi, int node);
+/* The status a kernel reports for node n: 1 + its id (neg: the negation),
+ * an int32 rvalue. */
+gcc_jit_rvalue *cg_status_code(cg *c, int n, int neg);
 /* New index objects (owned by the compilation's arena). */
 cg_ix *cg_ix_new(cg *c, int rank);
 /* cond ? a : b of type t (through a branch GCC if-converts). */

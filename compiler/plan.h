@@ -154,6 +154,23 @@ typedef struct td_prepack {
  * (not a matmul, not f32/f64, B not a parameter, or symbolic sizes). */
 int td_kernel_prepack(const td_plan *p, const td_kernel *k, td_prepack *pp);
 
+/* Kernels with the same code identity (kernel_key.c): equal but for the
+ * buffers they read and write, so one compiled function serves them all.
+ * rep[k] is the first kernel of k's group (k itself for the first);
+ * nodes[first[k] ...] lists the nodes kernel k's key numbers, in key
+ * order (its own nodes in order, then the nodes it loads), so position i
+ * of two kernels of one group is the same node of their code. */
+typedef struct td_kgroups {
+  int *rep;
+  int *first;
+  int *nodes;
+  size_t n_nodes;
+  int n_kernels, n_distinct;
+} td_kgroups;
+/* 0 with kg filled (td_kgroups_free), or -1 when memory runs out. */
+int td_kernel_groups(const td_plan *p, td_kgroups *kg);
+void td_kgroups_free(td_kgroups *kg);
+
 /* "matmul+epilogue", "reduce", ... */
 const char *td_kkind_name(td_kkind k);
 

@@ -15,7 +15,8 @@
  * A field the generator reads that is missing here would let two
  * different programs share code: new fields of td_node, td_attr,
  * td_kernel, td_view or td_buffer belong here too (the static asserts
- * below fail when one of those structures changes size).
+ * below fail when one of those structures changes size), and in
+ * kernel_key.c's key of one kernel, which decides what code kernels share.
  */
 #include <string.h>
 
@@ -97,7 +98,7 @@ char *tdc_plan_key(const td_plan *p, const char *march, int opt, int debug_bound
   const td_graph *g = p->g;
   td_strbuf b = {0};
   char ds[512];
-  td_sb_printf(&b, "tdsl-kernels-6 %s %s -O%d %s bounds=%d\n", PACKAGE_VERSION, TDSL_CODE_ID, opt, march,
+  td_sb_printf(&b, "tdsl-kernels-7 %s %s -O%d %s bounds=%d\n", PACKAGE_VERSION, TDSL_CODE_ID, opt, march,
                debug_bounds);
   td_sb_printf(&b, "graph");
   str(&b, g->name);

@@ -507,6 +507,155 @@ Test(kinds, out_of_range_take_is_an_error_naming_the_line) {
   td_arena_free(P.a);
 }
 
+/* ---- kernels that share one compiled body (kernel_key.c) ---- */
+
+/* The number of kernels of p that are not the first of their group, and
+ * whether kernel k shares kernel r's code. */
+static int shares(const td_plan *p, int k, int r) {
+  td_kgroups kg;
+  cr_assert_eq(td_kernel_groups(p, &kg), 0);
+  int same = kg.rep[k] == r;
+  td_kgroups_free(&kg);
+  return same;
+}
+
+/* Program src's fn f lowered and compiled: two kernels with one body. */
+static td_graph *shared_pair(prog *P, const char *src, compiled_graph *cg_, const char *what) {
+  cr_assert_eq(load(P, "t.td", src), 0);
+  td_graph *g = td_program_lower(P->p, "f");
+  cr_assert_not_null(g);
+  compile_graph(g, cg_, what);
+  cr_assert_eq(cg_->plan->n_kernels, 2);
+  cr_expect(shares(cg_->plan, 1, 0), "%s: the two kernels share their code", what);
+  return g;
+}
+
+/* Two identical gathers in two kernels: one body, and the out-of-range
+ * index of either is reported at its own line (the status code comes from
+ * each kernel's own table). */
+Test(shared, a_shared_take_reports_its_own_line) {
+  prog P;
+  compiled_graph cg_;
+  shared_pair(&P,
+              "fn f(t: f32[4, 2], u: f32[4, 2], i: i64[N], j: i64[N]) -> (f32[N, 2], f32[N, 2]) {\n"
+              "  let a = take(t, i, axis = 0) * 2\n"
+              "  let b = take(u, j, axis = 0) * 2\n"
+              "  (a, b)\n}\n", &cg_, "take");
+  int64_t n = 3, sh[2] = {4, 2};
+  td_err e;
+  td_tensor *t = td_tensor_zeros(TD_F32, 2, sh, &e), *u = td_tensor_zeros(TD_F32, 2, sh, &e);
+  td_tensor *i = td_tensor_zeros(TD_I64, 1, &n, &e), *j = td_tensor_zeros(TD_I64, 1, &n, &e);
+  for (int k = 0; k < 8; k++) {
+    ((float *)t->data)[k] = (float)k;
+    ((float *)u->data)[k] = (float)(100 + k);
+  }
+  int64_t iv[3] = {3, 0, -1}, jv[3] = {1, 2, -4};
+  memcpy(i->data, iv, sizeof iv);
+  memcpy(j->data, jv, sizeof jv);
+  td_tensor *in[4] = {t, u, i, j}, **outs = NULL;
+  td_span sp;
+  cr_assert_eq(td_compiled_run(cg_.c, in, NULL, 0, &outs, &e, &sp), 0, "%s", e.msg);
+  /* rows 3, 0, 3 of t and 1, 2, 0 of u, times 2 */
+  const float *a = outs[0]->data, *b = outs[1]->data;
+  int rows_a[3] = {3, 0, 3}, rows_b[3] = {1, 2, 0};
+  for (int r = 0; r < 3; r++)
+    for (int c = 0; c < 2; c++) {
+      cr_expect_eq(a[2 * r + c], 2.0f * (float)(2 * rows_a[r] + c));
+      cr_expect_eq(b[2 * r + c], 2.0f * (float)(100 + 2 * rows_b[r] + c));
+    }
+  release_all(outs, cg_.plan->n_out_nodes);
+  ((int64_t *)j->data)[1] = 4;
+  cr_expect_eq(td_compiled_run(cg_.c, in, NULL, 0, &outs, &e, &sp), -1);
+  cr_expect(strstr(e.msg, "out of range") != NULL, "%s", e.msg);
+  cr_expect_eq(sp.line, 3, "the second take's line, not the first's");
+  ((int64_t *)j->data)[1] = 0;
+  ((int64_t *)i->data)[0] = -5;
+  cr_expect_eq(td_compiled_run(cg_.c, in, NULL, 0, &outs, &e, &sp), -1);
+  cr_expect_eq(sp.line, 2);
+  td_tensor_release(t);
+  td_tensor_release(u);
+  td_tensor_release(i);
+  td_tensor_release(j);
+  td_compiled_free(cg_.c);
+  td_arena_free(P.a);
+}
+
+/* Random draws in shared kernels: each kernel draws its own stream (as
+ * eagerly, bit for bit), so the two masks of equal inputs differ. */
+Test(shared, shared_random_kernels_draw_their_own_streams) {
+  prog P;
+  compiled_graph cg_;
+  td_graph *g = shared_pair(&P,
+                            "import nn\n"
+                            "fn f(x: f32[N, 64], y: f32[N, 64], s: i64[]) -> (f32[N, 64], f32[N, 64]) {\n"
+                            "  (nn.dropout(x, 0.5, s), nn.dropout(y, 0.5, s))\n}\n", &cg_, "dropout");
+  td_compiled_free(cg_.c);
+  int64_t n = 8, sh[2] = {8, 64};
+  td_err e;
+  td_tensor *x = td_tensor_zeros(TD_F32, 2, sh, &e), *y = td_tensor_zeros(TD_F32, 2, sh, &e);
+  td_tensor *sd = td_tensor_zeros(TD_I64, 0, &n, &e);
+  for (int k = 0; k < 8 * 64; k++) ((float *)x->data)[k] = ((float *)y->data)[k] = 1.0f + (float)k;
+  ((int64_t *)sd->data)[0] = 7;
+  td_tensor *in[3] = {x, y, sd};
+  check_graph(g, P.a, in, "dropout");   /* against eager, bit for bit */
+  td_tensor **outs = NULL;
+  compile_graph(g, &cg_, "dropout");
+  cr_assert_eq(td_compiled_run(cg_.c, in, NULL, 0, &outs, &e, NULL), 0, "%s", e.msg);
+  cr_expect(memcmp(outs[0]->data, outs[1]->data, 8 * 64 * sizeof(float)) != 0, "two streams, two masks");
+  release_all(outs, cg_.plan->n_out_nodes);
+  td_compiled_free(cg_.c);
+  td_tensor_release(x);
+  td_tensor_release(y);
+  td_tensor_release(sd);
+  td_arena_free(P.a);
+}
+
+/* A stack of identical layers (different weights) runs as eager runs it,
+ * with one body per distinct kernel; a layer of another width or another
+ * constant has code of its own. */
+Test(shared, a_stack_of_layers_runs_right_with_shared_bodies) {
+  prog P;
+  cr_assert_eq(load(&P, "t.td",
+                    "import nn\n"
+                    "model Stack(n: int = 4) {\n"
+                    "  blocks = [nn.TransformerBlock(16, 2, 32) for i in 0..n]\n"
+                    "  wide = nn.Linear(16, 24)\n"
+                    "  fn forward(x: f32[B, 8, 16]) -> f32[B, 8, 24] {\n"
+                    "    let h = x\n"
+                    "    for i in 0..n { h = blocks[i](h) }\n"
+                    "    let a = h * 2\n"
+                    "    let b = a * 3\n"
+                    "    wide(b)\n"
+                    "  }\n"
+                    "}\n"), 0);
+  td_graph *g = td_program_lower(P.p, "Stack.forward");
+  cr_assert_not_null(g);
+  compiled_graph cg_;
+  compile_graph(g, &cg_, "stack");
+  td_kgroups kg;
+  cr_assert_eq(td_kernel_groups(cg_.plan, &kg), 0);
+  cr_expect_lt(kg.n_distinct * 3, cg_.plan->n_kernels, "%d distinct of %d", kg.n_distinct, cg_.plan->n_kernels);
+  /* the last kernel (the wide matmul) is its own */
+  int last = cg_.plan->n_kernels - 1;
+  cr_expect_eq(kg.rep[last], last);
+  for (int k = 0; k < cg_.plan->n_kernels; k++) {   /* members read other buffers than their first */
+    if (kg.rep[k] == k) continue;
+    const td_kernel *a = &cg_.plan->kernels[k], *r = &cg_.plan->kernels[kg.rep[k]];
+    cr_expect_eq(a->kind, r->kind);
+    cr_expect_neq(a->root, r->root);
+  }
+  td_kgroups_free(&kg);
+  td_compiled_free(cg_.c);
+  int64_t sh[3] = {3, 8, 16};
+  td_err e;
+  td_tensor *x = td_tensor_zeros(TD_F32, 3, sh, &e);
+  for (int k = 0; k < 3 * 8 * 16; k++) ((float *)x->data)[k] = (float)sin(0.37 * k);
+  td_tensor *in[1] = {x};
+  check_graph(g, P.a, in, "stack");
+  td_tensor_release(x);
+  td_arena_free(P.a);
+}
+
 /* Integer floor division and modulo (only reachable from hand-built IR:
  * the language's `/` is true division) against Python's rules. */
 Test(kinds, integer_floor_division_and_modulo) {

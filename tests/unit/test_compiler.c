@@ -737,6 +737,64 @@ Test(explain, transformer_has_fewer_kernels_than_ops) {
   free(t);
 }
 
+/* Identical layers share code (kernel_key.c): a stack of 4 transformer
+ * blocks has as many distinct kernels as a stack of 1, and explain says
+ * so ("..., 52 kernels after fusion, 11 distinct"). */
+static const char *stack_src =
+    "import nn\n"
+    "model S(n: int) {\n"
+    "  blocks = [nn.TransformerBlock(32, 4, 64) for i in 0..n]\n"
+    "  fn forward(x: f32[B, T, 32]) -> f32[B, T, 32] {\n"
+    "    let h = x\n"
+    "    for i in 0..n { h = blocks[i](h) }\n"
+    "    h\n"
+    "  }\n"
+    "}\n"
+    "model One { s = S(1)\n fn forward(x: f32[B, T, 32]) -> f32[B, T, 32] { s(x) } }\n"
+    "model Four { s = S(4)\n fn forward(x: f32[B, T, 32]) -> f32[B, T, 32] { s(x) } }\n"
+    "model Mixed {\n"
+    "  a = nn.TransformerBlock(32, 4, 64)\n"
+    "  b = nn.TransformerBlock(32, 4, 96)\n"
+    "  fn forward(x: f32[B, T, 32]) -> f32[B, T, 32] { b(a(x)) }\n"
+    "}\n";
+
+Test(explain, identical_layers_are_one_distinct_kernel_each) {
+  td_kgroups one, four, mixed;
+  td_plan *p1 = plan_text(stack_src, "One.forward");
+  cr_assert_eq(td_kernel_groups(p1, &one), 0);
+  td_plan *p4 = plan_text(stack_src, "Four.forward");
+  cr_assert_eq(td_kernel_groups(p4, &four), 0);
+  td_plan *pm = plan_text(stack_src, "Mixed.forward");
+  cr_assert_eq(td_kernel_groups(pm, &mixed), 0);
+  cr_expect_eq(p4->n_kernels, 4 * p1->n_kernels);
+  cr_expect_eq(four.n_distinct, one.n_distinct, "4 layers: %d distinct, 1 layer: %d", four.n_distinct,
+               one.n_distinct);
+  cr_expect_lt(one.n_distinct, p1->n_kernels, "q, k and v are one matmul's code");
+  /* the MLP of another width (96) is other code; attention and the norms are not */
+  cr_expect_gt(mixed.n_distinct, one.n_distinct);
+  cr_expect_lt(mixed.n_distinct, 2 * one.n_distinct);
+  /* every kernel of a group has the same kind, space and number of nodes */
+  for (int k = 0; k < p4->n_kernels; k++) {
+    const td_kernel *a = &p4->kernels[k], *r = &p4->kernels[four.rep[k]];
+    cr_expect(a->kind == r->kind && a->n_nodes == r->n_nodes && a->rank == r->rank);
+  }
+  int nd4 = four.n_distinct;
+  td_kgroups_free(&one);
+  td_kgroups_free(&four);
+  td_kgroups_free(&mixed);
+  td_explain_opts o = {0};
+  char *t = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&t, &n);
+  td_explain(p4, NULL, &o, 0, f);
+  fclose(f);
+  char want[96];
+  snprintf(want, sizeof want, "%d kernels after fusion, %d distinct", p4->n_kernels, nd4);
+  cr_expect(strstr(t, want) != NULL, "%s", t);
+  cr_expect(strstr(t, ", the code of kernel 0") != NULL, "%s", t);
+  free(t);
+}
+
 Test(explain, json_and_dot_are_well_formed_enough) {
   char *j = explain_text("examples/seed/simple.td", TD_EXPLAIN_JSON);
   cr_expect(j[0] == '[' && strstr(j, "\"graph_break_count\": 0") != NULL, "%s", j);
