@@ -20,10 +20,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
 #include "driver/driver.h"
 #include "lang/elab.h"
 #include "runtime/mem.h"
 #include "runtime/io.h"
+#include "runtime/phase_time.h"
 #include "cli/search.h"
 #include "cli/build_cmd.h"
 #include "cli/explain_cmd.h"
@@ -398,10 +400,12 @@ int main(int argc, char **argv) {
   }
   td_program_set_seed(p, o.seed);
   add_search_path(p);
+  double t0 = td_now();
   if (td_program_load_file(p, o.file)) {
     rc = finish(&d, o.color);
     goto out;
   }
+  td_phase_done("front end (parse, elaborate)", t0, o.file);
   if (o.dump_ast) td_program_dump_ast(p, stdout);
   if (!strcmp(o.cmd, "check")) {
     const char **names;
@@ -414,7 +418,9 @@ int main(int argc, char **argv) {
     goto out;
   }
   const char *entry = o.entry ? o.entry : "main";
+  t0 = td_now();
   td_graph *g = td_program_lower(p, entry);
+  if (g) td_phase_done("lowering to the graph", t0, entry);
   if (!g) {
     if (!o.entry && !d.n_errors) fprintf(stderr, "tdsl: error: %s has no fn main()\n", o.file);
     rc = finish(&d, o.color);

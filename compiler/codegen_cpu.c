@@ -18,6 +18,7 @@
 
 #include "runtime/philox.h"
 #include "compiler/jit_impl.h"
+#include "runtime/phase_time.h"
 
 /* ---- building blocks ------------------------------------------------------------ */
 
@@ -535,6 +536,7 @@ gcc_jit_rvalue *cg_rt_call(cg *c, int which, gcc_jit_type *ret, int n, gcc_jit_t
  * kernels of a larger group as wrappers of one shared body. */
 static int emit_all(cg *c, tdc_kinfo *info) {
   const td_plan *p = c->p;
+  double t0 = td_now();
   td_kgroups kg;
   if (td_kernel_groups(p, &kg)) return td_err_set(c->err, "out of memory");
   int nk = p->n_kernels, rc = 0;
@@ -551,7 +553,10 @@ static int emit_all(cg *c, tdc_kinfo *info) {
     else if (size[r] == 1) rc = emit_body(c, k, p->kernels[k].name, GCC_JIT_FUNCTION_EXPORTED);
     else if ((r == k && emit_shared(c, &kg, k, pos_of, &sb[k])) || emit_wrapper(c, &kg, k, &sb[r])) rc = -1;
   }
+  char note[96];
+  snprintf(note, sizeof note, "%d kernels, %d distinct", nk, kg.n_distinct);
   td_kgroups_free(&kg);
+  if (!rc) td_phase_done("code generation", t0, note);
   return rc;
 }
 

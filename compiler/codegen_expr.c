@@ -34,6 +34,7 @@
 #include "runtime/half.h"
 #include "runtime/scalar.h"
 #include "compiler/jit_impl.h"
+#include "runtime/phase_time.h"
 
 static const td_node *ND(const cg *c, int n) { return &c->g->nodes[n]; }
 
@@ -686,14 +687,7 @@ gcc_jit_rvalue *cg_offset(cg *c, int n, const cg_ix *ix) {
 
 /* ---- loads, stores, creation ------------------------------------------------------------ */
 
-int tdc_debug_bounds(void) {
-  const char *s = getenv("TDSL_DEBUG");
-  for (; s && *s; s += strcspn(s, ",")) {
-    s += strspn(s, ",");
-    if (!strncmp(s, "bounds", 6) && (s[6] == ',' || s[6] == 0)) return 1;
-  }
-  return 0;
-}
+int tdc_debug_bounds(void) { return td_debug_has("bounds"); }
 
 gcc_jit_lvalue *cg_element(cg *c, int n, const cg_ix *ix) {
   gcc_jit_rvalue *base = cg_bufptr(c, n), *off = cg_offset(c, n, ix);

@@ -38,6 +38,7 @@
 #include "compiler/cache.h"
 #include "compiler/jit_impl.h"
 #include "runtime/pool.h"
+#include "runtime/phase_time.h"
 
 /* What td_compiled_run derives from the bound sizes alone, kept for the
  * next call: valid while the symbol values and the pool's thread count are
@@ -452,13 +453,16 @@ td_compiled *td_compile(const td_plan *plan, const td_compile_opts *opts, td_err
   c->key_dims = plan->g->n_dims;
   if (cache && !(c->key = tdc_plan_key(plan, c->march, opt, tdc_debug_bounds()))) ok = !td_err_set(err, "out of memory");
   int have_dir = ok && cache && cache_open(c, &e) == 0;
-  if (have_dir) cache_hit(c, &e);
+  double t0 = td_now();
+  if (have_dir && cache_hit(c, &e) == 0) td_phase_done("compile cache hit", t0, plan->g->name);
   td_arena *a = NULL, *a2 = NULL;
   gcc_jit_context *ctx = NULL;
   if (ok && (!c->fns || keep_c)) {   /* a miss, or the text of the kernels asked for */
     ok = (ctx = generate(c, opt, &a, err)) != NULL;
     if (ok && keep_c) c->c_text = dump_text(ctx);   /* NULL when it cannot be had: nothing shown */
   }
+  int missed = ok && !c->fns;
+  t0 = td_now();
   if (ok && !c->fns && have_dir && store_entry(c, &ctx, &e) && !ctx)   /* the cache's compilation failed: again */
     ok = (ctx = generate(c, opt, &a2, err)) != NULL;
   if (ok && !c->fns && !(c->res = gcc_jit_context_compile(ctx))) {
@@ -470,6 +474,7 @@ td_compiled *td_compile(const td_plan *plan, const td_compile_opts *opts, td_err
   td_arena_free(a);
   td_arena_free(a2);
   if (ok && !c->fns && lookup_kernels(c, err)) ok = 0;
+  if (ok && missed) td_phase_done(have_dir ? "libgccjit compile, into the cache, and load" : "libgccjit compile", t0, plan->g->name);
   if (!ok) {
     td_compiled_free(c);
     return NULL;

@@ -21,6 +21,7 @@
 #include "gpu/runtime_cuda.h"
 #include "interp/interp.h"
 #include "runtime/mem.h"
+#include "runtime/phase_time.h"
 
 struct td_prepared {
   const td_graph *g;        /* what the backend runs: updates made outputs */
@@ -80,7 +81,12 @@ td_plan *td_lower(const td_graph *g, const td_drive_opts *o, td_opt_stats *st, t
   td_opt_opts oo = {dump_pass, (void *)o, dumps & TD_DUMP_PASSES};
   td_graph *opt;
   td_plan *plan;
-  if (td_optimize(g, &oo, &opt, st, err) || !(plan = td_plan_build(opt, err))) return NULL;
+  double t0 = td_now();
+  if (td_optimize(g, &oo, &opt, st, err)) return NULL;
+  td_phase_done("passes", t0, g->name);
+  t0 = td_now();
+  if (!(plan = td_plan_build(opt, err))) return NULL;
+  td_phase_done("fusion and planning", t0, g->name);
   if (dumps & TD_DUMP_FUSED) td_plan_print(plan, o->diags, o->dump);
   return plan;
 }

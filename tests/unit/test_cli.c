@@ -435,6 +435,47 @@ Test(cli, compiled_runs_use_the_cache_unless_told_not_to) {
   unsetenv("TDSL_CACHE_DIR");
 }
 
+/* TDSL_DEBUG=time: one line per phase on stderr, in order, with the
+ * kernels and how many are distinct; nothing on stdout, and no line
+ * without it.  Three identical layers: 3 kernels, 1 distinct. */
+Test(cli, debug_time_reports_every_phase) {
+  write_text("t.td", "import nn\nmodel S { l = [nn.Linear(8, 8) for i in 0..3]\n"
+                     "  fn forward(x: f32[N, 8]) -> f32[N, 8] { relu(l[2](relu(l[1](relu(l[0](x)))))) } }\n"
+                     "fn main() { print(sum(S()(ones([4, 8])))) }\n");
+  double v[32];
+  for (int i = 0; i < 32; i++) v[i] = i * 0.1;
+  write_npy("x.npy", TD_F32, 2, (int64_t[]){4, 8}, v);
+  setenv("TDSL_CACHE_DIR", path("cache"), 1);
+  setenv("TDSL_DEBUG", "time", 1);
+  char xin[700], td[700];
+  snprintf(xin, sizeof xin, "x=%s", path("x.npy"));
+  snprintf(td, sizeof td, "%s", path("t.td"));
+  const char *const args[] = {"run", "--compiled", td, "--entry", "S.forward", "--in", xin, NULL};
+  result r = tdsl(args);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  const char *want[] = {"tdsl: time: front end (parse, elaborate) ", "tdsl: time: lowering to the graph ",
+                        "tdsl: time: passes ", "tdsl: time: fusion and planning ", "tdsl: time: code generation ",
+                        "tdsl: time: libgccjit compile, into the cache, and load "};
+  const char *at = r.err;
+  for (int i = 0; i < 6; i++) {
+    const char *f = strstr(at, want[i]);
+    cr_expect_not_null(f, "no '%s' after the earlier phases in:\n%s", want[i], r.err);
+    if (f) at = f;
+  }
+  cr_expect(strstr(r.err, " ms (3 kernels, 1 distinct)") != NULL, "%s", r.err);
+  cr_expect(strstr(r.out, "tdsl: time") == NULL);
+  drop(&r);
+  r = tdsl(args);   /* warm */
+  cr_expect(strstr(r.err, "tdsl: time: compile cache hit ") != NULL, "%s", r.err);
+  cr_expect(strstr(r.err, "libgccjit") == NULL, "%s", r.err);
+  drop(&r);
+  unsetenv("TDSL_DEBUG");
+  r = tdsl(args);
+  cr_expect(strstr(r.err, "tdsl: time") == NULL, "%s", r.err);
+  drop(&r);
+  unsetenv("TDSL_CACHE_DIR");
+}
+
 /* ---- the compile cache's size limit (TDSL_CACHE_MAX_MB) ----
  *
  * An entry is H.so, H.c and H.sum (H: 16 hex digits).  These tests find the
