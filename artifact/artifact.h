@@ -3,8 +3,9 @@
  *
  * A built shared library holds: the kernels of every entry point (libgccjit
  * object code, one set per entry, named <prefix>_e<i>_<kernel>), a
- * descriptor (a const int64_t array, layout below), the initial parameter
- * bytes, small generated wrapper functions (the C API of the header), and
+ * descriptor (a const int64_t array, layout below), with --embed-weights
+ * the initial parameter bytes (else create makes them from each
+ * parameter's recipe: runtime/param_init.h, as `tdsl run` does), small generated wrapper functions (the C API of the header), and
  * this runtime (artifact/artifact_rt.c with philox, the thread pool, npy and
  * safetensors I/O), linked in from libtdsl_rt.a.  Nothing else is needed at
  * run time but libc, libm and pthreads.
@@ -14,7 +15,9 @@
  * index into the entry's polynomial table):
  *   magic TDRT_MAGIC, abi TDRT_ABI, isa (0 x86-64-v2, 1 v3, 2 v4, -1 any),
  *   signature (build_common.h's tdb_signature), n_entries, n_params
- *   per param:  name, dtype, rank, shape[rank], data offset, bytes
+ *   per param:  name, dtype, rank, shape[rank], data offset (-1: not
+ *               embedded), bytes, recipe (td_init): kind, a and b (the
+ *               bits of doubles), seed, stream
  *   per entry:  name, n_syms, symbol names[n_syms], n_args,
  *               arg symbol ids[n_args],
  *               n_inputs, per input: name, dtype, rank, dims[rank]
@@ -45,7 +48,7 @@
 /* Version of the artifact ABI: the descriptor layout, the kernel calling
  * convention (jit_impl.h's tdc_kernel_fn and runtime table) and the C API.
  * The header a program compiles against passes its version to create. */
-#define TDRT_ABI 3
+#define TDRT_ABI 4
 #define TDRT_MAGIC 0x7464736c61727431ll /* "tdslart1" */
 
 /* Error codes of an entry call. */
@@ -56,7 +59,9 @@ typedef struct tdrt_model tdrt_model;
  * its generated entry function (a tdrt_call_fn, or NULL). */
 typedef void (*tdrt_kernels_fn)(int e, void **out);
 
-/* A model with its initial parameters; NULL when abi is not TDRT_ABI, the
+/* A model with its initial parameters (from data when the descriptor
+ * gives their offsets, else made from their recipes; data may be NULL
+ * when no parameter is embedded); NULL when abi is not TDRT_ABI, the
  * descriptor is not one, this CPU lacks the instructions the kernels were
  * compiled for (the descriptor's isa), the library holds another model than
  * the header sig was taken from, an update of the artifact's directory by

@@ -223,7 +223,26 @@ int tda_read_param(tda_rd *r, tda_param *p) {
   for (int k = 0; k < p->rank; k++) p->shape[k] = tda_word(r);
   p->data_off = tda_word(r);
   p->bytes = (size_t)tda_word(r);
+  int64_t kind = tda_word(r), a = tda_word(r), b = tda_word(r);
+  p->init.kind = (td_init_kind)kind;
+  memcpy(&p->init.a, &a, sizeof a);
+  memcpy(&p->init.b, &b, sizeof b);
+  p->init.seed = (uint64_t)tda_word(r);
+  p->init.stream = (uint64_t)tda_word(r);
   return p->name ? 0 : -1;
+}
+
+int tda_param_initial(const tda_param *p, const unsigned char *data, void *dst, char *err, size_t errlen) {
+  if (p->data_off >= 0) {
+    if (!data) return snprintf(err, errlen, "parameter '%s': the library holds no weights", p->name), -1;
+    memcpy(dst, data + p->data_off, p->bytes);
+    return 0;
+  }
+  td_err e;
+  size_t each = td_dtype_size((td_dtype)p->dtype);
+  if (!each || td_init_fill(dst, (td_dtype)p->dtype, (int64_t)(p->bytes / each), &p->init, &e))
+    return snprintf(err, errlen, "parameter '%s': %s", p->name, each ? e.msg : "unknown dtype"), -1;
+  return 0;
 }
 
 /* ---- sizes ---- */

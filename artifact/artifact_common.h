@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "runtime/io.h"
+#include "runtime/param_init.h"
 #include "runtime/sig.h"
 #include "runtime/sizecheck.h"
 #include "runtime/strbuf.h"
@@ -102,7 +103,8 @@ typedef struct tda_param {
   int dtype, rank;
   int64_t shape[TDA_MAXR];
   size_t bytes;
-  int64_t data_off;          /* initial value: in the embedded data */
+  int64_t data_off;          /* initial value: in the embedded data, or -1: */
+  td_init init;              /* made from this recipe */
   void *data;                /* CPU: the values */
   size_t off;                /* CUDA: offset in the device allocation */
 } tda_param;
@@ -143,6 +145,9 @@ int tda_read_prints(tda_rd *r, tda_entry *e);
 void tda_free_entry(tda_entry *e);
 /* A parameter's description (not its values). */
 int tda_read_param(tda_rd *r, tda_param *p);
+/* Writes p's initial values (p->bytes) to dst: its bytes in data when they
+ * are embedded, else made from its recipe.  0, or -1 with err set. */
+int tda_param_initial(const tda_param *p, const unsigned char *data, void *dst, char *err, size_t errlen);
 
 /* Offsets of e's slots (64-byte aligned) into slot[n_slots]; *total their
  * end.  -1 when the sizes make one too large. */

@@ -237,11 +237,23 @@ static int alloc_params(tdcu_model *m, const unsigned char *data) {
   }
   m->status_off = total;
   const void **src = tda_alloc_n((size_t)m->n_params, sizeof *src);
-  if (!src) return fail(m, TDCU_ENOMEM, "out of memory");
-  for (int i = 0; i < m->n_params; i++) src[i] = data + m->params[i].data_off;
-  int rc = ck(m, m->cu->cuMemAlloc(&m->pmem, total + 256), "cuMemAlloc", NULL);
+  void **made = tda_alloc_n((size_t)m->n_params, sizeof *made);   /* host copies of recipes' values */
+  int rc = src && made ? 0 : fail(m, TDCU_ENOMEM, "out of memory");
+  for (int i = 0; !rc && i < m->n_params; i++) {
+    const cu_param *p = &m->params[i];
+    if (p->data_off >= 0 && data) {
+      src[i] = data + p->data_off;
+      continue;
+    }
+    if (!(made[i] = td_malloc(p->bytes ? p->bytes : 1))) rc = fail(m, TDCU_ENOMEM, "out of memory");
+    else if (tda_param_initial(p, data, made[i], m->err, sizeof m->err)) rc = TDCU_EARG;
+    src[i] = made[i];
+  }
+  if (!rc) rc = ck(m, m->cu->cuMemAlloc(&m->pmem, total + 256), "cuMemAlloc", NULL);
   if (!rc) rc = ck(m, m->cu->cuMemsetD32Async(m->pmem + m->status_off, 0, 1, m->stream), "cuMemsetD32Async", NULL);
-  if (!rc) rc = upload_params(m, src);
+  if (!rc) rc = upload_params(m, src);   /* waits: the host copies can go */
+  for (int i = 0; made && i < m->n_params; i++) td_free(made[i]);
+  td_free(made);
   td_free(src);
   return rc;
 }

@@ -14,7 +14,8 @@
  * entry's polynomial table):
  *   magic TDCU_MAGIC, abi TDCU_ABI, arch (90 for sm_90), signature
  *   (build_common.h's tdb_signature), n_entries, n_params
- *   per param:  name, dtype, rank, shape[rank], data offset, bytes
+ *   per param:  name, dtype, rank, shape[rank], data offset (-1: not
+ *               embedded), bytes, recipe (artifact.h)
  *   per entry:  name, n_syms, symbol names[n_syms], n_args,
  *               arg symbol ids[n_args],
  *               n_inputs, per input: name, dtype, rank, dims[rank]
@@ -39,7 +40,7 @@
 
 /* Version of the CUDA artifact ABI (descriptor layout, kernel signature of
  * codegen_cuda.h, the C API).  The header passes its version to create. */
-#define TDCU_ABI 2
+#define TDCU_ABI 3
 #define TDCU_MAGIC 0x7464736c63756431ll /* "tdslcud1" */
 
 /* Error codes of calls (the CPU artifact's, plus a failed CUDA call). */

@@ -1,8 +1,8 @@
 /* artifact_rt.c - the runtime linked into every built artifact.
  *
  * It reads the descriptor (artifact.h) once, at tdrt_create, into per-entry
- * tables, copies the initial parameters, and runs entry calls: the symbolic
- * sizes come from the caller; everything derived from them (the runtime
+ * tables, makes the initial parameters (copied, or from their recipes),
+ * and runs entry calls: the symbolic sizes come from the caller; everything derived from them (the runtime
  * table of sizes and random streams, the arena layout, scratch sizes and
  * how each kernel splits across threads) is computed only when they differ
  * from the previous call's, so a call with unchanged sizes is: bind the
@@ -124,12 +124,12 @@ static int read_entry(tda_rd *r, rt_entry *e) {
   return tda_read_entry(r, &e->c) || read_kernels(r, e) || tda_read_prints(r, &e->c) ? -1 : 0;
 }
 
-/* A parameter with a copy of its initial values. */
-static int read_param(tda_rd *r, rt_param *p, const unsigned char *data) {
-  if (tda_read_param(r, p)) return -1;
-  if (!(p->data = td_aligned_alloc(64, p->bytes ? p->bytes : 64))) return -1;
-  memcpy(p->data, data + p->data_off, p->bytes);
-  return 0;
+/* A parameter with its initial values (copied from data, or made from its
+ * recipe).  0, or -1 with the reason in err. */
+static int read_param(tda_rd *r, rt_param *p, const unsigned char *data, char *err, size_t errlen) {
+  if (tda_read_param(r, p) || !(p->data = td_aligned_alloc(64, p->bytes ? p->bytes : 64)))
+    return snprintf(err, errlen, "out of memory"), -1;
+  return tda_param_initial(p, data, p->data, err, errlen);
 }
 
 static void print_stdout(void *ud, const char *text) {
@@ -177,9 +177,12 @@ tdrt_model *tdrt_create(int abi, uint64_t sig, const int64_t *desc, const unsign
   m->entries = tda_alloc_n((size_t)m->n_entries, sizeof *m->entries);
   m->fast = tda_alloc_n((size_t)m->n_entries, sizeof *m->fast);
   int ok = m->params && m->entries && m->fast;
-  for (int i = 0; ok && i < m->n_params; i++) ok = read_param(&r, &m->params[i], data) == 0;
+  if (!ok) snprintf(create_err, sizeof create_err, "out of memory");
+  for (int i = 0; ok && i < m->n_params; i++)
+    ok = read_param(&r, &m->params[i], data, create_err, sizeof create_err) == 0;
   for (int e = 0; ok && e < m->n_entries; e++) {
     ok = read_entry(&r, &m->entries[e]) == 0;
+    if (!ok) snprintf(create_err, sizeof create_err, "out of memory");
     if (ok) {
       rt_entry *en = &m->entries[e];
       tda_label_add(m->label, sizeof m->label, en->name);
@@ -189,7 +192,6 @@ tdrt_model *tdrt_create(int abi, uint64_t sig, const int64_t *desc, const unsign
   }
   if (!ok) {
     tdrt_free(m);
-    snprintf(create_err, sizeof create_err, "out of memory");
     return NULL;
   }
   return m;

@@ -1,9 +1,11 @@
 /* build_cmd.c - `tdsl build FILE -o DIR [--exe] [--name PREFIX] [--seed N]
- * [--device cpu|cuda] [--arch sm_XY]`.
+ * [--embed-weights] [--device cpu|cuda] [--arch sm_XY]`.
  *
  * Loads FILE and writes the artifact of its entry points (the driver's
  * td_drive_build, over compiler/build.h and gpu/build_cuda.h) into DIR: PREFIX.so, PREFIX.h and with --exe the executable PREFIX.
- * PREFIX defaults to FILE's base name made a C identifier.  The artifact
+ * PREFIX defaults to FILE's base name made a C identifier.  The library
+ * makes the seed's initial parameters when it is created (from their
+ * recipes); --embed-weights stores them in it instead.  The artifact
  * runtime libtdsl_rt.a is found through $TDSL_RT_LIB, else the build tree,
  * else the installed copy.  --device cuda builds the CUDA artifact
  * (gpu/build_cuda.h) for --arch, by default the GPU's architecture when
@@ -24,8 +26,8 @@
 static int busage(const char *msg, const char *arg) {
   fprintf(stderr, "tdsl: ");
   fprintf(stderr, msg, arg);
-  fprintf(stderr, "\nusage: tdsl build FILE -o DIR [--exe] [--name PREFIX] [--seed N] [--march ARCH]\n"
-                  "       [--device cpu|cuda] [--arch sm_XY]\n");
+  fprintf(stderr, "\nusage: tdsl build FILE -o DIR [--exe] [--name PREFIX] [--seed N] [--embed-weights]\n"
+                  "       [--march ARCH] [--device cpu|cuda] [--arch sm_XY]\n");
   return 2;
 }
 
@@ -63,6 +65,8 @@ static int parse(int argc, char **argv, td_build_opts *o, const char **file, td_
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--exe")) o->exe = 1;
+    else if (!strcmp(a, "--embed-weights")) o->embed_weights = 1;
+    else if (!strncmp(a, "--embed-weights=", 16)) return busage("--embed-weights takes no value, got '%s'", a);
     else if (!strcmp(a, "-o") || !strcmp(a, "--name") || !strcmp(a, "--seed") || !strcmp(a, "--march") ||
              !strcmp(a, "--device") || !strcmp(a, "--arch")) {
       if (!v) return busage("%s needs a value", a);

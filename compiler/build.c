@@ -4,7 +4,10 @@
  * (build_common.c, as for CUDA artifacts), give the kernels unique names
  * (<prefix>_e<i>_<kernel>) and generate them with tdc_codegen, and compile
  * that context to an object file.  Then one more gccjit context holds the
- * descriptor and parameter bytes (globals with initialisers), a function
+ * descriptor (a global with an initialiser; it carries each parameter's
+ * recipe, which create runs), with --embed-weights the initial parameter
+ * bytes (assembled from a file, never through the C compiler:
+ * tdb_data_symbol), a function
  * writing each entry's kernel addresses, and the C API's wrappers, which
  * only pack their arguments and call the runtime (artifact_rt.c); it is
  * compiled to the shared library (and, with exe, once more with a main()
@@ -296,12 +299,11 @@ static gcc_jit_function *add_call_fn(builder *b, fastgen *gs, int ei) {
 }
 
 /* The C API (and with is_exe a main) into a new context. */
-static gcc_jit_context *api_context(builder *b, int is_exe) {
+static gcc_jit_context *api_context(builder *b, int is_exe, const tdb_outs *out) {
   tdb_api A;
   if (tdb_api_init(&A)) return NULL;
   A.desc = tdb_blob(&A, A.t_i64, "tdrt_desc", b->c.w, b->c.n_w * sizeof *b->c.w, sizeof *b->c.w);
-  A.data = tdb_blob(&A, A.t_u8, "tdrt_data", b->c.data, b->c.n_data, 1);
-  if (!A.desc || !A.data) {
+  if (!A.desc || tdb_data_symbol(&b->c, &A, out, "tdrt_data")) {
     gcc_jit_context_release(A.ctx);
     return NULL;
   }
@@ -321,7 +323,7 @@ static gcc_jit_context *api_context(builder *b, int is_exe) {
   tdb_add_forward(&b->c, &A, "error", A.t_cp, "tdrt_error", 1, t_load);
   gcc_jit_type *t_print[3] = {A.t_vp, A.t_vp, A.t_vp};
   tdb_add_forward(&b->c, &A, "set_print", A.t_void, "tdrt_set_print", 3, t_print);
-  gcc_jit_rvalue *fixed[3] = {tdb_addr0(&A, A.desc), tdb_addr0(&A, A.data),
+  gcc_jit_rvalue *fixed[3] = {tdb_addr0(&A, A.desc), A.data,
                               gcc_jit_context_new_cast(A.ctx, NULL, gcc_jit_function_get_address(kernels, NULL), A.t_vp)};
   tdb_add_create(&b->c, &A, "tdrt_create", TDRT_ABI, 3, fixed);
   for (int ei = 0; ei < b->c.n_e; ei++) tdb_add_entry_fn(&b->c, &A, calls[ei] ? calls[ei] : rt_call, ei, "");
@@ -338,9 +340,9 @@ static gcc_jit_context *api_context(builder *b, int is_exe) {
   return A.ctx;
 }
 
-static int compile_api(builder *b, int is_exe, const char *path) {
-  gcc_jit_context *ctx = api_context(b, is_exe);
-  if (!ctx) return td_err_set(b->c.err, "out of memory");
+static int compile_api(builder *b, int is_exe, const tdb_outs *out, const char *path) {
+  gcc_jit_context *ctx = api_context(b, is_exe, out);
+  if (!ctx) return b->c.err->msg[0] ? -1 : td_err_set(b->c.err, "out of memory");
   return tdb_compile(&b->c, ctx, is_exe, path);
 }
 
@@ -360,14 +362,15 @@ static int write_header(builder *b, const char *path) {
           p, p, b->c.o->source, p, p);
   tdb_header_guard(&b->c, f, TDRT_ABI);
   fprintf(f, "\ntypedef struct %s_model %s_model;\n\n"
-             "/* A model with the parameters `tdsl run --seed %llu` initialises; NULL when\n"
+             "/* A model with the parameters `tdsl run --seed %llu` initialises (%s); NULL when\n"
              " * the library's ABI is not this header's, the library holds another model\n"
              " * (its signature is not the header's), the CPU lacks the instructions it\n"
              " * was built for (tdsl build --march), an update of its directory by tdsl\n"
              " * build was interrupted, or memory ran out: %s_error(NULL) then says\n"
              " * which, in one sentence. */\n"
              "%s_model *%s_create_abi(int abi, uint64_t sig);\n",
-          p, p, (unsigned long long)b->c.o->seed, p, p, p);
+          p, p, (unsigned long long)b->c.o->seed,
+          b->c.o->embed_weights ? "stored in the library" : "made from their recipes when it is created", p, p, p);
   char up[128];
   tdb_upper(p, up, sizeof up);
   fprintf(f, "#define %s_create() %s_create_abi(%s_TDSL_ABI, %s_TDSL_SIG)\n"
@@ -402,8 +405,8 @@ static int build_all(builder *b, td_program *prog, const tdb_outs *out) {
                 !strcmp(m, "x86-64-v4") ? 2 : !strcmp(m, "x86-64-v3") ? 1 : !strcmp(m, "x86-64-v2") ? 0 : -1);
   for (int i = 0; i < b->c.n_e; i++) put_entry(b, i);
   if (b->c.err->msg[0]) return -1;
-  if (compile_api(b, 0, out->tmp[TDB_SO])) return -1;
-  if (b->c.o->exe && compile_api(b, 1, out->tmp[TDB_EXE])) return -1;
+  if (compile_api(b, 0, out, out->tmp[TDB_SO])) return -1;
+  if (b->c.o->exe && compile_api(b, 1, out, out->tmp[TDB_EXE])) return -1;
   if (write_header(b, out->tmp[TDB_H])) return -1;
   return tdb_commit(&b->c, out);
 }

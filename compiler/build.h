@@ -1,7 +1,7 @@
 /* build.h - `tdsl build`: a model compiled into a self-contained artifact.
  *
  * td_build writes into dir: <prefix>.so (the kernels of every entry point,
- * the initial parameters, the C API and the artifact runtime of
+ * each parameter's recipe, with embed_weights its initial values, the C API and the artifact runtime of
  * artifact_rt.c), <prefix>.h (the C API), and with exe also <prefix> (an
  * executable reading .npy inputs; see docs/compiler.md, "Artifacts and
  * their C API").  The artifact needs only libc, libm and pthreads.
@@ -21,6 +21,8 @@ typedef struct td_build_opts {
   const char *march;     /* NULL: the building CPU's level (x86-64-v2/v3/v4) */
   int exe;               /* also write the executable */
   uint64_t seed;         /* parameter initialisation, as `tdsl run --seed` */
+  int embed_weights;     /* store the initial parameters in the library (else
+                            create makes them from their recipes) */
   const char *cuda_arch; /* gpu/build_cuda.h's builds: "sm_90"; NULL: sm_90 */
   /* Lowers an entry point's graph to its kernel plan (in the graph's
    * arena); NULL with err filled.  The driver's td_lower: a build plans

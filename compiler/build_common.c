@@ -37,10 +37,6 @@ int tdb_begin(tdb_builder *b, const td_build_opts *o, td_err *err, tdb_outs *out
 void tdb_end(tdb_builder *b, const tdb_outs *out) {
   tdb_dir_end(out);   /* after a failure: the staging directory; gone after a commit */
   if (b->made_dir) rmdir(b->o->dir);   /* fails, as it should, unless it is empty */
-  for (int i = 0; i < b->n_e; i++) {
-    tdb_entry *e = &b->e[i];
-    for (int k = 0; e->g && e->params && k < e->g->n_params; k++) td_tensor_release(e->params[k]);
-  }
   td_free(b->w);
   td_free(b->p);
   td_free(b->data);
@@ -88,9 +84,9 @@ void *tdb_collect_entries(tdb_builder *b, td_program *prog, size_t each) {
   return extra;
 }
 
-size_t tdb_tensor_bytes(const td_tensor *t) {
-  size_t n = td_dtype_size(t->dtype);
-  for (int k = 0; k < t->rank; k++) n *= (size_t)t->shape[k];
+size_t tdb_param_bytes(const tdb_param *p) {
+  size_t n = td_dtype_size(p->dtype);
+  for (int k = 0; k < p->rank; k++) n *= (size_t)p->shape[k];
   return n;
 }
 
@@ -112,8 +108,11 @@ static int param_index(const tdb_builder *b, const tdb_entry *e, const char *nam
 
 static int add_params(tdb_builder *b, tdb_entry *e) {
   for (int i = 0; i < e->g->n_params; i++) {
-    const char *name = e->g->nodes[e->g->params[i]].name;
+    const td_node *n = &e->g->nodes[e->g->params[i]];
+    const char *name = n->name;
+    tdb_param q = {name, NULL, name, n->dtype, n->rank, {0}, {0}, -1};
     if (param_index(b, e, name) >= 0) continue;
+    if (td_param_recipe(e->g, n, b->o->seed, q.shape, &q.init, b->err)) return -1;
     tdb_param *np = td_realloc(b->p, (size_t)(b->n_p + 1) * sizeof *np);
     char *model = td_arena_alloc(b->a, model_len(e) + 1);
     if (!np || !model) {
@@ -123,7 +122,8 @@ static int add_params(tdb_builder *b, tdb_entry *e) {
     memcpy(model, e->name, model_len(e));
     model[model_len(e)] = 0;
     b->p = np;
-    b->p[b->n_p++] = (tdb_param){name, model, name, e->params[i], 0};
+    q.model = model;
+    b->p[b->n_p++] = q;
   }
   return 0;
 }
@@ -185,10 +185,6 @@ static int find_args(tdb_builder *b, tdb_entry *e) {
 int tdb_lower_entry(tdb_builder *b, td_program *prog, tdb_entry *e) {
   if (!(e->g = td_program_lower(prog, e->name))) return td_err_set(b->err, "%s does not compile", e->name);
   e->diags = td_program_diags(prog);
-  e->params = td_arena_alloc(b->a, (size_t)(e->g->n_params + 1) * sizeof *e->params);
-  if (!e->params) return td_err_set(b->err, "out of memory");
-  memset(e->params, 0, (size_t)(e->g->n_params + 1) * sizeof *e->params);
-  if (td_make_params(e->g, NULL, b->o->seed, e->params, b->err)) return -1;
   if (!(e->plan = b->o->lower(e->g, b->err))) return -1;
   e->opt = e->plan->g;
   return find_args(b, e) || add_params(b, e) ? -1 : 0;
@@ -197,13 +193,17 @@ int tdb_lower_entry(tdb_builder *b, td_program *prog, tdb_entry *e) {
 int64_t tdb_pack_params(tdb_builder *b, size_t extra, size_t pad) {
   if (name_params(b)) return -1;
   size_t total = 0;
-  for (int i = 0; i < b->n_p; i++) {
+  for (int i = 0; b->o->embed_weights && i < b->n_p; i++) {
     b->p[i].off = (int64_t)total;
-    total += (tdb_tensor_bytes(b->p[i].t) + 63) & ~(size_t)63;
+    total += (tdb_param_bytes(&b->p[i]) + 63) & ~(size_t)63;
   }
   b->data = td_calloc(total + extra + pad, 1);
   if (!b->data) return td_err_set(b->err, "out of memory");
-  for (int i = 0; i < b->n_p; i++) memcpy(b->data + b->p[i].off, b->p[i].t->data, tdb_tensor_bytes(b->p[i].t));
+  for (int i = 0; b->o->embed_weights && i < b->n_p; i++) {
+    const tdb_param *p = &b->p[i];
+    int64_t n = (int64_t)(tdb_param_bytes(p) / td_dtype_size(p->dtype));
+    if (td_init_fill(b->data + p->off, p->dtype, n, &p->init, b->err)) return -1;
+  }
   b->n_data = total + extra;
   return (int64_t)total;
 }
@@ -248,8 +248,8 @@ uint64_t tdb_signature(const tdb_builder *b) {
   uint64_t h = sig_add(14695981039346656037ull, "tdsl artifact signature 1");
   char buf[512];
   for (int i = 0; i < b->n_p; i++) {
-    const td_tensor *t = b->p[i].t;
-    h = sig_add(sig_add(h, b->p[i].aname), td_shape_str(t->dtype, t->rank, t->shape, buf, sizeof buf));
+    const tdb_param *p = &b->p[i];
+    h = sig_add(sig_add(h, p->aname), td_shape_str(p->dtype, p->rank, p->shape, buf, sizeof buf));
   }
   for (int ei = 0; ei < b->n_e; ei++) {
     const tdb_entry *e = &b->e[ei];
@@ -271,13 +271,18 @@ void tdb_put_start(tdb_builder *b, int64_t magic, int64_t abi, int64_t device) {
   int64_t head[6] = {magic, abi, device, (int64_t)tdb_signature(b), b->n_e, b->n_p};
   for (int i = 0; i < 6; i++) tdb_put(b, head[i]);
   for (int i = 0; i < b->n_p; i++) {
-    const td_tensor *t = b->p[i].t;
-    tdb_put_str(b, b->p[i].aname);
-    tdb_put(b, t->dtype);
-    tdb_put(b, t->rank);
-    for (int k = 0; k < t->rank; k++) tdb_put(b, t->shape[k]);
-    tdb_put(b, b->p[i].off);
-    tdb_put(b, (int64_t)tdb_tensor_bytes(t));
+    const tdb_param *p = &b->p[i];
+    tdb_put_str(b, p->aname);
+    tdb_put(b, p->dtype);
+    tdb_put(b, p->rank);
+    for (int k = 0; k < p->rank; k++) tdb_put(b, p->shape[k]);
+    tdb_put(b, p->off);
+    tdb_put(b, (int64_t)tdb_param_bytes(p));
+    int64_t a, bb;   /* the recipe's doubles as their bits */
+    memcpy(&a, &p->init.a, sizeof a);
+    memcpy(&bb, &p->init.b, sizeof bb);
+    int64_t recipe[5] = {p->init.kind, a, bb, (int64_t)p->init.seed, (int64_t)p->init.stream};
+    for (int k = 0; k < 5; k++) tdb_put(b, recipe[k]);
   }
 }
 
@@ -446,6 +451,41 @@ gcc_jit_lvalue *tdb_blob(tdb_api *A, gcc_jit_type *elem, const char *name, const
   gcc_jit_global_set_initializer(g, padded, count * each);
   td_free(padded);
   return g;
+}
+
+/* The blob's bytes and the assembler file including them, in the staging
+ * directory.  The path is a string of the assembler's, so '"' and '\'
+ * are escaped; a newline cannot be. */
+static int write_data_files(tdb_builder *b, const char *bin, const char *asm_path, const char *sym) {
+  if (strchr(bin, '\n')) return td_err_set(b->err, "cannot build into %s: its name holds a newline", b->o->dir);
+  FILE *f = fopen(bin, "wb");
+  if (!f) return td_err_set(b->err, "cannot write %s: %s", bin, strerror(errno));
+  size_t put = fwrite(b->data, 1, b->n_data, f);
+  if (fclose(f) || put != b->n_data) return td_err_set(b->err, "cannot write %s", bin);
+  if (!(f = fopen(asm_path, "w"))) return td_err_set(b->err, "cannot write %s: %s", asm_path, strerror(errno));
+  /* hidden: the library's own symbol, never exported; no executable stack */
+  fprintf(f, "\t.section .rodata.%s,\"a\",@progbits\n\t.balign 64\n\t.globl %s\n\t.hidden %s\n"
+             "\t.type %s, @object\n%s:\n\t.incbin \"",
+          sym, sym, sym, sym, sym);
+  for (const char *c = bin; *c; c++) fprintf(f, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+  fprintf(f, "\"\n\t.size %s, .-%s\n\t.section .note.GNU-stack,\"\",@progbits\n", sym, sym);
+  return fclose(f) ? td_err_set(b->err, "cannot write %s", asm_path) : 0;
+}
+
+int tdb_data_symbol(tdb_builder *b, tdb_api *A, const tdb_outs *out, const char *sym) {
+  if (!b->n_data) {
+    A->data = gcc_jit_context_null(A->ctx, A->t_vp);
+    return 0;
+  }
+  char bin[1300], asm_path[1300];
+  snprintf(bin, sizeof bin, "%s/%s_data.bin", out->stage, b->o->prefix);
+  snprintf(asm_path, sizeof asm_path, "%s/%s_data.s", out->stage, b->o->prefix);
+  if (!b->data_files && write_data_files(b, bin, asm_path, sym)) return -1;
+  b->data_files = 1;
+  gcc_jit_type *at = gcc_jit_context_new_array_type(A->ctx, NULL, A->t_u8, 1);
+  A->data = tdb_addr0(A, gcc_jit_context_new_global(A->ctx, NULL, GCC_JIT_GLOBAL_IMPORTED, at, sym));
+  gcc_jit_context_add_driver_option(A->ctx, asm_path);
+  return 0;
 }
 
 gcc_jit_rvalue *tdb_addr0(tdb_api *A, gcc_jit_lvalue *arr) {

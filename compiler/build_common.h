@@ -26,7 +26,6 @@ typedef struct tdb_entry {
   char cname[128];           /* "mlp_forward" */
   td_graph *g, *opt;
   td_plan *plan;
-  td_tensor **params;        /* per slot of g, initial values */
   const td_diags *diags;     /* the sources, for the checks' locations */
   int args[TD_MAX_RANK * 8]; /* symbols passed as size arguments */
   int n_args;
@@ -37,8 +36,11 @@ typedef struct tdb_param {
   const char *model;         /* the model it belongs to ("" for none) */
   const char *aname;         /* its name in the artifact (tdb_pack_params): name, or
                                 "Model.name" when another model's parameter has it too */
-  const td_tensor *t;
-  int64_t off;               /* in the data blob */
+  td_dtype dtype;
+  int rank;
+  int64_t shape[TD_MAX_RANK];
+  td_init init;              /* its recipe, with the build's seed (runtime/param_init.h) */
+  int64_t off;               /* its initial values in the data blob (--embed-weights), else -1 */
 } tdb_param;
 
 typedef struct tdb_builder {
@@ -54,6 +56,7 @@ typedef struct tdb_builder {
   unsigned char *data;       /* parameters (64-byte aligned), then the device's */
   size_t n_data;
   int made_dir;              /* tdb_begin created o->dir (removed again when left empty) */
+  int data_files;            /* tdb_data_symbol wrote the blob's files */
 } tdb_builder;
 
 /* The outputs: <prefix>.so, <prefix>.h and with exe <prefix>, each written
@@ -92,15 +95,17 @@ void tdb_dir_end(const tdb_outs *out);
  * array of what the device adds per entry (each bytes an entry), or NULL
  * with b->err. */
 void *tdb_collect_entries(tdb_builder *b, td_program *prog, size_t each);
-/* Lowers entry e, makes its initial parameters (the seed's), optimises
- * and plans it (b->o->lower: the driver's td_lower), finds its size
- * arguments and adds its parameters. */
+/* Lowers entry e, optimises and plans it (b->o->lower: the driver's
+ * td_lower), finds its size arguments and adds its parameters with their
+ * recipes (no values: those are made by tdb_pack_params when the weights
+ * are embedded, else by the artifact's create). */
 int tdb_lower_entry(tdb_builder *b, td_program *prog, tdb_entry *e);
-/* Lays out the parameters at the start of the data blob (64-byte aligned)
- * followed by extra bytes (zeroed, pad bytes after them); returns the
- * parameters' end or -1 (out of memory). */
+/* Lays out the data blob: with b->o->embed_weights every parameter's
+ * initial values (made here from its recipe, 64-byte aligned), then extra
+ * bytes (zeroed, pad bytes after them); returns the parameters' end (0
+ * without embedded weights) or -1 with b->err. */
 int64_t tdb_pack_params(tdb_builder *b, size_t extra, size_t pad);
-size_t tdb_tensor_bytes(const td_tensor *t);
+size_t tdb_param_bytes(const tdb_param *p);
 
 /* ---- the descriptor ---- */
 void tdb_put(tdb_builder *b, int64_t v);
@@ -125,7 +130,8 @@ void tdb_put_prints(tdb_builder *b, const tdb_entry *e);
 typedef struct tdb_api {
   gcc_jit_context *ctx;
   gcc_jit_type *t_int, *t_i64, *t_vp, *t_vpp, *t_cp, *t_size, *t_void, *t_u8;
-  gcc_jit_lvalue *desc, *data;
+  gcc_jit_lvalue *desc;
+  gcc_jit_rvalue *data;      /* the data blob's address (tdb_data_symbol) */
 } tdb_api;
 
 /* A new context (-O2, errors kept) with the common types. */
@@ -149,6 +155,14 @@ void tdb_add_create(tdb_builder *b, tdb_api *A, const char *create, int abi, int
 void tdb_add_entry_fn(tdb_builder *b, tdb_api *A, gcc_jit_function *call, int ei, const char *suffix);
 /* int main(int argc, char **argv) returning em(argc, argv, args...). */
 void tdb_add_main(tdb_api *A, const char *em, int n, gcc_jit_rvalue **args);
+/* The data blob as the read-only, 64-byte aligned symbol `sym` of the
+ * library, never through the C compiler: its bytes go to a file in the
+ * staging directory, which an assembler file there includes (.incbin);
+ * ctx gets that file as a driver input, and A->data the symbol (an
+ * imported array), or a NULL pointer when the blob is empty.  0 or -1
+ * with b->err.  The files are written once per build; tdb_commit leaves
+ * them out of the published outputs. */
+int tdb_data_symbol(tdb_builder *b, tdb_api *A, const tdb_outs *out, const char *sym);
 /* Compiles ctx (released) to a shared library or executable at path. */
 int tdb_compile(tdb_builder *b, gcc_jit_context *ctx, int is_exe, const char *path);
 

@@ -5,10 +5,11 @@
  * (build_common.c, as for CPU artifacts), generate the CUDA module
  * (codegen_cuda.c), and compile it twice with NVRTC: for sm_<arch> (the
  * cubin) and for compute_<arch> (the PTX, which the driver of a newer GPU
- * compiles at load time).  The descriptor (artifact_cuda.h) and one data
- * blob (parameters, then every module's cubin and PTX, each 64-byte
- * aligned) become initialised globals of a libgccjit context that also
- * holds the C API's wrappers (they only pack their arguments and call
+ * compiles at load time).  The descriptor (artifact_cuda.h, with each
+ * parameter's recipe) becomes an initialised global, and one data blob
+ * (with --embed-weights the parameters, then every module's cubin and
+ * PTX, each 64-byte aligned) an assembled symbol (tdb_data_symbol), of a
+ * libgccjit context that also holds the C API's wrappers (they only pack their arguments and call
  * artifact_cuda.c's tdcu_* functions); that context is compiled into the
  * shared library (and, with exe, once more with a main() into the
  * executable), the driver linking libtdsl_rt.a in.  The header is written
@@ -130,7 +131,7 @@ static void add_api(cbuilder *b, tdb_api *A, int is_exe) {
   tdb_add_forward(c, A, "synchronize", A->t_int, "tdcu_synchronize", 1, t_load);
   gcc_jit_type *t_print[3] = {A->t_vp, A->t_vp, A->t_vp};
   tdb_add_forward(c, A, "set_print", A->t_void, "tdcu_set_print", 3, t_print);
-  gcc_jit_rvalue *fixed[2] = {tdb_addr0(A, A->desc), tdb_addr0(A, A->data)};
+  gcc_jit_rvalue *fixed[2] = {tdb_addr0(A, A->desc), A->data};
   tdb_add_create(c, A, "tdcu_create", TDCU_ABI, 2, fixed);
   char name[200];
   gcc_jit_param *ps[1];
@@ -147,15 +148,14 @@ static void add_api(cbuilder *b, tdb_api *A, int is_exe) {
   if (is_exe) tdb_add_main(A, "tdcu_exe_main", 2, fixed);
 }
 
-static int compile_api(cbuilder *b, int is_exe, const char *path) {
+static int compile_api(cbuilder *b, int is_exe, const tdb_outs *out, const char *path) {
   tdb_api A;
   if (tdb_api_init(&A)) return td_err_set(b->c.err, "out of memory");
-  /* 8-byte words: the cubins inside the data are ELF images */
   A.desc = tdb_blob(&A, A.t_i64, "tdcu_desc", b->c.w, b->c.n_w * sizeof *b->c.w, 8);
-  A.data = tdb_blob(&A, A.t_i64, "tdcu_data", b->c.data, b->c.n_data, 8);
-  if (!A.desc || !A.data) {
+  /* 64-byte aligned: the cubins inside the data are ELF images */
+  if (!A.desc || tdb_data_symbol(&b->c, &A, out, "tdcu_data")) {
     gcc_jit_context_release(A.ctx);
-    return td_err_set(b->c.err, "out of memory");
+    return b->c.err->msg[0] ? -1 : td_err_set(b->c.err, "out of memory");
   }
   add_api(b, &A, is_exe);
   gcc_jit_context_add_driver_option(A.ctx, b->c.o->rt_lib);
@@ -246,8 +246,8 @@ static int build_all(cbuilder *b, td_program *prog, const tdb_outs *out) {
   tdb_put_start(&b->c, TDCU_MAGIC, TDCU_ABI, b->arch);
   for (int i = 0; i < b->c.n_e; i++) put_entry(b, i);
   if (b->c.err->msg[0]) return -1;
-  if (compile_api(b, 0, out->tmp[TDB_SO]) || write_header(b, out->tmp[TDB_H])) return -1;
-  if (b->c.o->exe && compile_api(b, 1, out->tmp[TDB_EXE])) return -1;
+  if (compile_api(b, 0, out, out->tmp[TDB_SO]) || write_header(b, out->tmp[TDB_H])) return -1;
+  if (b->c.o->exe && compile_api(b, 1, out, out->tmp[TDB_EXE])) return -1;
   return tdb_commit(&b->c, out);
 }
 

@@ -26,6 +26,7 @@
 
 #include <stdint.h>
 #include "lang/diag.h"
+#include "runtime/param_init.h"
 #include "runtime/sig.h"
 #include "runtime/tensor.h"
 
@@ -57,9 +58,7 @@ typedef struct td_print_part {
   int input;                 /* else: index into the node's inputs */
 } td_print_part;
 
-typedef enum td_init_kind {  /* how a PARAM is initialised without weights */
-  TD_INIT_ZEROS, TD_INIT_ONES, TD_INIT_FULL, TD_INIT_UNIFORM, TD_INIT_NORMAL
-} td_init_kind;
+/* td_init_kind, how a PARAM is initialised without weights: runtime/param_init.h */
 
 typedef struct td_attr {
   int64_t i, i2;             /* CONST (ints), ARANGE start/step (ints), INPUT/PARAM slot */

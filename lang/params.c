@@ -4,17 +4,12 @@
  * (runtime/sig.c checks them); every backend calls it before it runs.
  *
  * Without weights every PARAM node gets a fresh tensor built from its
- * recipe (attr.init), reproducibly: element i of a random initialiser uses
- * the run's seed, the stream td_hash_str(name) (the state_dict path; mixed
- * with td_hash_mix when attr.stream, the instance salt, is not 0: the 2nd,
- * 3rd... top-level instance of a program) and the counter i, so the same
- * parameter gets the same values in every backend:
- *   ZEROS / ONES / FULL   0, 1, init_a
- *   UNIFORM               lo + (hi - lo) * td_rand_uniform(seed, h, i),
- *                         lo = init_a, hi = init_b
- *   NORMAL                mean + std * td_rand_normal(seed, h, i),
- *                         mean = init_a, std = init_b
- * (computed in double, then rounded to the parameter's dtype).
+ * recipe (attr.init, init_a, init_b), reproducibly: runtime/param_init.h
+ * fills it from the run's seed and a stream derived from the parameter's
+ * name (the state_dict path, salted by attr.stream for the 2nd, 3rd...
+ * top-level instance of a program), so the same parameter gets the same
+ * values in every backend and in built artifacts, which run the same code
+ * when they are created (td_param_recipe gives `tdsl build` the recipe).
  *
  * With weights, every problem is collected first - missing names, names
  * that are not parameters, wrong dtypes, wrong shapes - and reported in one
@@ -26,7 +21,6 @@
 
 #include "lang/params.h"
 #include "runtime/mem.h"
-#include "runtime/philox.h"
 
 /* The literal shape of a PARAM node (parameters are never symbolic). */
 static int param_shape(const td_graph *g, const td_node *n, int64_t *shape, td_err *err) {
@@ -42,49 +36,25 @@ static int param_shape(const td_graph *g, const td_node *n, int64_t *shape, td_e
   return 0;
 }
 
-/* Every element of t set to f (float dtypes) or i (integer and bool). */
-static void fill_const(td_tensor *t, double f, int64_t i) {
-  for (int64_t k = 0; k < t->numel; k++) switch (t->dtype) {
-    case TD_I32: ((int32_t *)t->data)[k] = (int32_t)i; break;
-    case TD_I64: ((int64_t *)t->data)[k] = i; break;
-    case TD_BOOL: ((uint8_t *)t->data)[k] = i != 0; break;
-    default: td_tensor_set(t, k, f); break;
-    }
-}
-
-/* Writes v(i) = a + b * r(i) for a random recipe into t. */
-static void init_random(td_tensor *t, int normal, double a, double b, uint64_t seed,
-                        uint64_t stream) {
-  for (int64_t i = 0; i < t->numel; i++) {
-    double r = normal ? td_rand_normal(seed, stream, (uint64_t)i)
-                      : td_rand_uniform(seed, stream, (uint64_t)i);
-    double v = normal ? a + b * r : a + (b - a) * r;
-    if (t->dtype == TD_F32) ((float *)t->data)[i] = (float)v;
-    else if (t->dtype == TD_F64) ((double *)t->data)[i] = v;
-    else td_tensor_set(t, i, v);
-  }
+int td_param_recipe(const td_graph *g, const td_node *n, uint64_t seed, int64_t *shape, td_init *r,
+                    td_err *err) {
+  if (param_shape(g, n, shape, err) < 0) return -1;
+  const td_attr *a = &n->attr;
+  if ((int)a->init < 0 || a->init >= TD_INIT_KIND_COUNT)
+    return td_err_set(err, "parameter '%s' has an unknown initialiser %d", n->name ? n->name : "?", (int)a->init);
+  /* attr.stream salts the stream of the 2nd, 3rd... top-level instance of
+   * a program, so two instances of one model get different weights */
+  *r = (td_init){a->init, a->init_a, a->init_b, seed, td_init_stream(n->name, a->stream)};
+  return 0;
 }
 
 static td_tensor *init_param(const td_graph *g, const td_node *n, uint64_t seed, td_err *err) {
   int64_t shape[TD_MAX_RANK];
-  if (param_shape(g, n, shape, err) < 0) return NULL;
+  td_init r;
+  if (td_param_recipe(g, n, seed, shape, &r, err) < 0) return NULL;
   td_tensor *t = td_tensor_new(n->dtype, n->rank, shape, err);
-  if (!t) return NULL;
-  const td_attr *a = &n->attr;
-  /* attr.stream salts the stream of the 2nd, 3rd... top-level instance of
-   * a program, so two instances of one model get different weights */
-  uint64_t stream = td_hash_str(n->name ? n->name : "");
-  if (n->attr.stream) stream = td_hash_mix(stream, n->attr.stream);
-  switch (a->init) {
-  case TD_INIT_ZEROS: fill_const(t, 0.0, 0); break;
-  case TD_INIT_ONES: fill_const(t, 1.0, 1); break;
-  case TD_INIT_FULL: fill_const(t, a->init_a, (int64_t)a->init_a); break;
-  case TD_INIT_UNIFORM: init_random(t, 0, a->init_a, a->init_b, seed, stream); break;
-  case TD_INIT_NORMAL: init_random(t, 1, a->init_a, a->init_b, seed, stream); break;
-  default:
+  if (t && td_init_fill(t->data, t->dtype, t->numel, &r, err) < 0) {
     td_tensor_release(t);
-    td_err_set(err, "parameter '%s' has an unknown initialiser %d", n->name ? n->name : "?",
-               (int)a->init);
     return NULL;
   }
   return t;

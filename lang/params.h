@@ -27,6 +27,12 @@ int td_bind_inputs(const td_graph *g, td_tensor *const *inputs, int n_inputs,
 int td_make_params(const td_graph *g, const td_tensor_map *weights, uint64_t seed,
                    td_tensor **params, td_err *err);
 
+/* The shape (shape[n->rank]) and recipe (runtime/param_init.h, with the
+ * seed `seed`) of PARAM node n, as td_make_params initialises it.  0, or
+ * -1 with err set for a symbolic size or an unknown initialiser. */
+int td_param_recipe(const td_graph *g, const td_node *n, uint64_t seed, int64_t *shape, td_init *r,
+                    td_err *err);
+
 /* Checks what a weights file holds (have: tensors or header-only tensors,
  * by name) against g's parameters, as td_make_params does: 0, or -1 with
  * every problem, under "FILE does not fit <g's name>:" when file is not

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -582,17 +583,22 @@ Test(build, bad_command_lines) {
   cr_expect_eq(sh("'%s' build '%s/examples/seed/bad_if.td' -o '%s' > /dev/null 2>&1", TDSL_BIN, TDSL_SRCDIR, dir), 1);
 }
 
+/* Tokens (i * mul) % 100 as an i64 .npy of [rows, cols]. */
+static void write_tokens(const char *name, int64_t rows, int64_t cols, int mul) {
+  int64_t shape[2] = {rows, cols};
+  td_err err;
+  td_tensor *tok = td_tensor_new(TD_I64, 2, shape, &err);
+  cr_assert_not_null(tok);
+  for (int64_t i = 0; i < rows * cols; i++) ((int64_t *)tok->data)[i] = (i * mul) % 100;
+  cr_assert_eq(td_npy_write(path(name), tok, &err), 0);
+  td_tensor_release(tok);
+}
+
 /* Two symbolic sizes and an i64 input: TinyLM.forward(tokens: i64[B, T]). */
 Test(build, exe_transformer_tokens) {
   skip_if_sanitized();
   build("examples/transformer.td", "--exe");
-  int64_t shape[2] = {2, 7};
-  td_err err;
-  td_tensor *tok = td_tensor_new(TD_I64, 2, shape, &err);
-  cr_assert_not_null(tok);
-  for (int i = 0; i < 14; i++) ((int64_t *)tok->data)[i] = (i * 13) % 100;
-  cr_assert_eq(td_npy_write(path("tok.npy"), tok, &err), 0);
-  td_tensor_release(tok);
+  write_tokens("tok.npy", 2, 7, 13);
   cr_assert_eq(sh("'%s' --entry TinyLM.forward --in tokens='%s' --out '%s'", path("transformer"), path("tok.npy"),
                   path("y.npy")),
                0);
@@ -884,4 +890,101 @@ Test(build, cpu_paths_on_four_threads) {
   cr_expect(strstr(out, " artifact calls: ok in "), "%s", out);
   cr_log_info("%s", out);
   free(out);
+}
+
+/* ---- where the initial parameters come from (create, or --embed-weights) ---- */
+
+/* Are two files the same bytes? */
+static int same_file(const char *a, const char *b) { return sh("cmp -s '%s' '%s'", a, b) == 0; }
+
+static long file_size(const char *p) {
+  struct stat st;
+  return stat(p, &st) ? -1 : (long)st.st_size;
+}
+
+/* Builds FILE twice with --seed 5 --exe (into dir/lazy without, dir/emb
+ * with --embed-weights) and runs ENTRY of each on input IN=in_npy: the
+ * outputs are the same bits as each other's and as the lazy artifact's
+ * with the weights `tdsl run --seed 5 --save-weights` wrote, and match
+ * `tdsl run --entry` (its kernels are the interpreter's: close). */
+static void check_lazy_and_embedded(const char *file, const char *prefix, const char *entry, const char *in) {
+  char src[1100];
+  if (file[0] == '/') snprintf(src, sizeof src, "%s", file);
+  else snprintf(src, sizeof src, "%s/%s", TDSL_SRCDIR, file);
+  char lazy[1100], emb[1100];
+  snprintf(lazy, sizeof lazy, "%s/lazy", dir);
+  snprintf(emb, sizeof emb, "%s/emb", dir);
+  cr_assert_eq(sh("'%s' build '%s' -o '%s' --seed 5 --exe", TDSL_BIN, src, lazy), 0);
+  cr_assert_eq(sh("'%s' build '%s' -o '%s' --seed 5 --exe --embed-weights", TDSL_BIN, src, emb), 0);
+  cr_assert_eq(sh("'%s' run '%s' --entry %s --in %s='%s' --seed 5 --out '%s' --save-weights '%s'", TDSL_BIN, src, entry, in, path("in.npy"), path("ref.npy"), path("w.safetensors")),
+               0);
+  const char *how[3] = {"", "--weights", "--embedded"};
+  for (int k = 0; k < 3; k++) {
+    cr_assert_eq(sh("'%s/%s' --entry %s --in %s='%s' --out '%s' %s%s", k == 2 ? emb : lazy, prefix, entry, in,
+                    path("in.npy"), path(k == 0 ? "y0.npy" : k == 1 ? "y1.npy" : "y2.npy"), k == 1 ? "--weights " : "",
+                    k == 1 ? path("w.safetensors") : ""),
+                 0, "%s %s", file, how[k]);
+  }
+  cr_expect(same_file(path("y0.npy"), path("y1.npy")), "%s: the parameters create made are not tdsl run's", file);
+  cr_expect(same_file(path("y0.npy"), path("y2.npy")), "%s: the embedded parameters are not create's", file);
+  td_tensor *y = read_npy("y0.npy"), *ref = read_npy("ref.npy");
+  cr_assert_eq(y->numel, ref->numel);
+  for (int64_t i = 0; i < y->numel; i++) expect_close(((float *)y->data)[i], ((float *)ref->data)[i], 1e-5, file);
+  td_tensor_release(y);
+  td_tensor_release(ref);
+}
+
+/* Linear's uniform weights (and a seed that is not the default). */
+Test(build, created_parameters_are_tdsl_runs_and_the_embedded_ones) {
+  skip_if_sanitized();
+  write_x("in.npy", 3, 4);
+  check_lazy_and_embedded("examples/seed/simple.td", "simple", "Simple.forward", "x");
+}
+
+/* Embedding's normal weights, LayerNorm's ones and zeros, two blocks'
+ * parameters of one name in different paths. */
+Test(build, created_transformer_parameters_are_tdsl_runs) {
+  skip_if_sanitized();
+  write_file(path("lm.td"), "import nn\n"
+                            "model LM(vocab: int = 100, d: int = 32) {\n"
+                            "  emb = nn.Embedding(vocab, d)\n"
+                            "  blocks = [nn.TransformerBlock(d, 4, 64) for i in 0..2]\n"
+                            "  ln = nn.LayerNorm(d)\n"
+                            "  head = nn.Linear(d, vocab, false)\n"
+                            "  fn forward(tokens: i64[B, T]) -> f32[B, T, vocab] {\n"
+                            "    let h = emb(tokens)\n"
+                            "    for i in 0..2 { h = blocks[i](h) }\n"
+                            "    head(ln(h))\n"
+                            "  }\n"
+                            "}\n");
+  write_tokens("in.npy", 2, 5, 17);
+  check_lazy_and_embedded(path("lm.td"), "lm", "LM.forward", "tokens");
+}
+
+/* The 784-512-512-10 MLP (2.7 MB of weights): without them the library is
+ * small; with --embed-weights it holds them and computes the same. */
+Test(build, mlp_library_without_weights_is_small) {
+  skip_if_sanitized();
+  write_x("in.npy", 2, 784);
+  check_lazy_and_embedded("examples/mlp.td", "mlp", "MLP.forward", "x");
+  char p[1200];
+  snprintf(p, sizeof p, "%s/lazy/mlp.so", dir);
+  long lazy = file_size(p);
+  snprintf(p, sizeof p, "%s/emb/mlp.so", dir);
+  long emb = file_size(p);
+  cr_expect(lazy > 0 && lazy < 2 * 1024 * 1024, "mlp.so without weights is %ld bytes", lazy);
+  cr_expect(emb > lazy + 2660000, "mlp.so with --embed-weights is %ld bytes, without %ld", emb, lazy);
+  /* the blob's staging files are not published */
+  cr_expect_eq(sh("ls -A '%s/emb' | grep -q data", dir), 1, "the data blob's files were left in DIR");
+}
+
+Test(build, embed_weights_option_errors) {
+  cr_expect_eq(sh("'%s' build '%s/examples/seed/simple.td' -o '%s' --embed-weights=yes 2> '%s'", TDSL_BIN,
+                  TDSL_SRCDIR, dir, path("err.txt")),
+               2);
+  char *err = read_text(path("err.txt"));
+  cr_expect(strstr(err, "--embed-weights takes no value, got '--embed-weights=yes'") != NULL, "%s", err);
+  cr_expect(strstr(err, "usage: tdsl build") != NULL, "%s", err);
+  free(err);
+  cr_expect_eq(access(path("simple.so"), F_OK), -1, "a refused command line wrote a library");
 }

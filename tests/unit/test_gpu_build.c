@@ -317,16 +317,18 @@ static void fake_env(char *env, size_t n, const char *modules, int cc) {
            path("fake.log"), cc);
 }
 
-/* Builds file, and tests/gpu/artifact_check.c for one f32 -> f32 entry; writes
- * the input and eager's output (ref.npy). */
-static void prepare_check(const char *file, const char *name, const char *entry_c, const char *entry, const char *syms,
-                          int in_n, int out_n, char *modules, size_t n) {
+/* Builds file (with the options opts), and tests/gpu/artifact_check.c for
+ * one f32 -> f32 entry; writes the input and eager's output (ref.npy). */
+static void prepare_check_opts(const char *file, const char *opts, const char *name, const char *entry_c,
+                               const char *entry, const char *syms, int in_n, int out_n, char *modules, size_t n) {
   need_runnable();
   make_fake_driver();
   char src[600];
   snprintf(src, sizeof src, "%s/%s", TDSL_SRCDIR, file);
   make_emulated_modules(src, modules, n);
-  build(file, "--arch sm_90 --exe");
+  char flags[200];
+  snprintf(flags, sizeof flags, "--arch sm_90 --exe %s", opts);
+  build(file, flags);
   cr_assert_eq(sh("cc -std=c11 -O1 -I'%s' '-DTD_HEADER=\"%s.h\"' -DTD_PREFIX=%s -DTD_ENTRY=%s -DTD_SYMS=%s "
                   "-DTD_IN_N=%d -DTD_OUT_N=%d '%s/tests/gpu/artifact_check.c' '%s/%s.so' -Wl,-rpath,'%s' -ldl -lm -o '%s'",
                   dir, name, name, entry_c, syms, in_n, out_n, TDSL_SRCDIR, dir, name, dir, path("check")),
@@ -335,6 +337,11 @@ static void prepare_check(const char *file, const char *name, const char *entry_
   cr_assert_eq(sh("'%s' run '%s' --entry %s --in x='%s' --out '%s'", TDSL_BIN, src, entry, path("x.npy"),
                   path("ref.npy")),
                0);
+}
+
+static void prepare_check(const char *file, const char *name, const char *entry_c, const char *entry, const char *syms,
+                          int in_n, int out_n, char *modules, size_t n) {
+  prepare_check_opts(file, "", name, entry_c, entry, syms, in_n, out_n, modules, n);
 }
 
 /* Runs the check under the stand-in driver as a device of compute
@@ -375,6 +382,27 @@ Test(gpu_build, mlp_runs_under_a_stand_in_driver) {
                         "sm_90 and its PTX)"), "%s", out);
   cr_expect(strstr(out, "rebuild with --arch sm_80"), "%s", out);
   free(out);
+}
+
+/* Parameters made by create (the default) and embedded ones
+ * (--embed-weights, in the data blob before the modules) both match eager;
+ * only the embedded library holds the MLP's 2.7 MB of weights. */
+Test(gpu_build, mlp_embedded_weights_under_a_stand_in_driver) {
+  char modules[4096];
+  prepare_check("examples/mlp.td", "mlp", "mlp_forward", "MLP.forward", "4", 4 * 784, 4 * 10, modules, sizeof modules);
+  struct stat st;
+  cr_assert_eq(stat(path("mlp.so"), &st), 0);
+  off_t lazy = st.st_size;
+  cr_expect_lt(lazy, 2 * 1024 * 1024, "mlp.so without weights is %lld bytes", (long long)lazy);
+  prepare_check_opts("examples/mlp.td", "--embed-weights", "mlp", "mlp_forward", "MLP.forward", "4", 4 * 784, 4 * 10,
+                     modules, sizeof modules);
+  cr_assert_eq(stat(path("mlp.so"), &st), 0);
+  cr_expect_gt(st.st_size, lazy + 2660000, "mlp.so with --embed-weights is %lld bytes", (long long)st.st_size);
+  int rc = run_check(modules, 90);
+  char *out = read_all(path("check.txt"), NULL);
+  cr_expect_eq(rc, 0, "%s", out);
+  free(out);
+  expect_log("cubin sm_90");
 }
 
 Test(gpu_build, transformer_block_runs_under_a_stand_in_driver) {
