@@ -238,7 +238,7 @@ static td_value b_conv(el_ctx *c, int S, td_value *a, td_span sp) {
       char d[64];
       td_diag *g = td_error(c->diags, a[2].span, "%s's bias must be %s[%s] (one per output channel), found %s", fn,
                             td_dtype_name(xn->dtype), td_dim_str(c->g, shape[1], d, sizeof d), tstr(c, bn, t1, sizeof t1));
-      td_diag_help(c->diags, g, "pass bias = none for no bias");
+      td_diag_help(c->diags, g, "leave the bias out for none");
       return el_err();
     }
     td_dim bs[TD_MAX_RANK];
