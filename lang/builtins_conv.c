@@ -399,8 +399,10 @@ static td_value b_pool(el_ctx *c, int is_max, td_value *a, td_span sp) {
   int64_t k[2], s[2], p[2], d[2] = {1, 1};
   int ceil_mode, include_pad = 1;
   const td_value *ceil_v = is_max ? &a[5] : &a[4];
+  /* no stride, or [] (PyTorch's empty list): the kernel size */
+  int default_stride = a[2].k == V_NONE || ((a[2].k == V_LIST || a[2].k == V_TUPLE) && a[2].n == 0);
   if (int_list(c, &a[1], 2, 1, 1, fn, "kernel_size", k) ||
-      (a[2].k == V_NONE ? (memcpy(s, k, sizeof s), 0) : int_list(c, &a[2], 2, 1, 1, fn, "stride", s)) ||
+      (default_stride ? (memcpy(s, k, sizeof s), 0) : int_list(c, &a[2], 2, 1, 1, fn, "stride", s)) ||
       int_list(c, &a[3], 2, 0, 0, fn, "padding", p) || (is_max && int_list(c, &a[4], 2, 1, 1, fn, "dilation", d)))
     return el_err();
   for (int v = 0; v < 2; v++) {

@@ -6,7 +6,9 @@
 # per case, the f32 tensors of one call (input, weight, bias, cotangent r)
 # and float64 references of the output y, the loss sum(y * r) and its
 # gradients.  cases.td holds the same calls as tdsl models, the tensors as
-# their parameters and r as the entry's input.  Every gradient
+# their parameters and r as the entry's input; lenet is LeNet-5 made of
+# nn.Conv2d, nn.MaxPool2d and nn.Linear against the torch.nn module with
+# PyTorch's state_dict, its input x an entry argument too.  Every gradient
 # must match to 1e-5 relative to the largest magnitude of its reference.
 # Needs python3 with numpy to compare (skipped, saying why, without it).
 # Environment: TDSL_SRCDIR, TDSL_BUILDDIR.
@@ -21,7 +23,7 @@ for p in "${PYTHON:-}" /usr/bin/python3 python3; do
 done
 cases="conv_basic conv_stride_pad conv_dilation conv_groups conv_depthwise conv_asym conv_same_even conv_1x1
 conv1d maxpool_2 maxpool_ceil maxpool_dilation maxpool_ties avgpool_2 avgpool_ceil_pad avgpool_ceil_nopad avgpool_rect
-maxpool_ceil_edge avgpool_ceil_edge"
+maxpool_ceil_edge avgpool_ceil_edge lenet"
 total=0
 for c in $cases; do total=$((total + 2)); done
 echo "1..$total"
@@ -58,9 +60,11 @@ for c in $cases; do
     flag=
     [ $mode = compiled ] && flag=--compiled
     rm -f "$work"/out*.npy
+    xin=
+    [ -f "$ref/${c}_x.npy" ] && xin="--in x=$ref/${c}_x.npy"
     # shellcheck disable=SC2086  # the option lists are meant to split
     if timeout 300 "$tdsl" run "$ref/cases.td" --entry "${model}Grad.grads" --weights "$ref/${c}_weights.safetensors" \
-         --in r="$ref/${c}_r.npy" $outs $flag >"$work/log" 2>&1 && compare "$c" >"$work/cmp" 2>&1; then
+         --in r="$ref/${c}_r.npy" $xin $outs $flag >"$work/log" 2>&1 && compare "$c" >"$work/cmp" 2>&1; then
       echo "ok $n - $c matches PyTorch ($mode)"
     else
       failed=$((failed + 1))

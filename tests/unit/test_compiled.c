@@ -243,6 +243,8 @@ Test(symbolic, seed_models_serve_every_batch_size) {
 
 Test(symbolic, mlp_serves_every_batch_size) { check_entries("examples/mlp.td"); }
 
+Test(symbolic, lenet_serves_every_batch_size, .timeout = 120) { check_entries("examples/lenet.td"); }
+
 Test(symbolic, transformer_serves_every_batch_and_length, .timeout = 120) {
   check_entries("examples/transformer.td");
 }

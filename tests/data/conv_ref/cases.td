@@ -1,6 +1,7 @@
 # cases.td - written by make_refs.py (do not edit): one model per case of
 # tests/conv_refs.sh, its tensors as parameters, the loss sum(op(...) * r)
-# with the output as the auxiliary value.
+# with the output as the auxiliary value; last, LeNet from nn's layers.
+import nn
 
 model ConvBasic {
   param x: f32[2, 3, 7, 8] = normal(0, 1)
@@ -263,4 +264,23 @@ model AvgpoolCeilEdgeGrad {
   net = AvgpoolCeilEdge()
   fn loss(r) { net(r) }
   fn grads(r: f32[1, 2, 3, 4]) { value_and_grad(loss, wrt = net, has_aux = true)(r) }
+}
+
+model LeNet {
+  conv1 = nn.Conv2d(1, 6, 5, padding = 2)
+  conv2 = nn.Conv2d(6, 16, 5)
+  pool = nn.MaxPool2d(2)
+  fc1 = nn.Linear(400, 120)
+  fc2 = nn.Linear(120, 84)
+  fc3 = nn.Linear(84, 10)
+  fn forward(x, r) {
+    let h = pool(relu(conv2(pool(relu(conv1(x))))))
+    let y = fc3(relu(fc2(relu(fc1(reshape(h, [-1, 400]))))))
+    (sum(y * r), y)
+  }
+}
+model LenetGrad {
+  net = LeNet()
+  fn loss(x, r) { net(x, r) }
+  fn grads(x: f32[N, 1, 28, 28], r: f32[N, 10]) { value_and_grad(loss, wrt = net, has_aux = true)(x, r) }
 }

@@ -12,7 +12,9 @@ case NAME this writes, next to this script:
   NAME_grads.safetensors    "loss", the output "y" and d loss / d each
                             parameter, in float64
 and cases.td, the tdsl models (one per case, the same call in tdsl's
-spelling, returning the loss and y).  Run by hand with Debian's python3 (python3-torch):
+spelling, returning the loss and y).  Last, "lenet": examples/lenet.td's
+network built from torch.nn layers (PyTorch's own initialisation and
+state_dict names), its input x (lenet_x.npy) and its weight gradients.  Run by hand with Debian's python3 (python3-torch):
   /usr/bin/python3 tests/data/conv_ref/make_refs.py
 The files are small and checked in; the test needs numpy only.
 """
@@ -98,6 +100,60 @@ def model_of(name, xs, ws, bias, args, ys):
     return "\n".join(lines)
 
 
+LENET_TD = """model LeNet {
+  conv1 = nn.Conv2d(1, 6, 5, padding = 2)
+  conv2 = nn.Conv2d(6, 16, 5)
+  pool = nn.MaxPool2d(2)
+  fc1 = nn.Linear(400, 120)
+  fc2 = nn.Linear(120, 84)
+  fc3 = nn.Linear(84, 10)
+  fn forward(x, r) {
+    let h = pool(relu(conv2(pool(relu(conv1(x))))))
+    let y = fc3(relu(fc2(relu(fc1(reshape(h, [-1, 400]))))))
+    (sum(y * r), y)
+  }
+}
+model LenetGrad {
+  net = LeNet()
+  fn loss(x, r) { net(x, r) }
+  fn grads(x: f32[N, 1, 28, 28], r: f32[N, 10]) { value_and_grad(loss, wrt = net, has_aux = true)(x, r) }
+}"""
+
+
+def lenet(rng):
+    """examples/lenet.td's model in PyTorch (nn layers, their state_dict
+    names), weights drawn as PyTorch's default initialisation would."""
+    class LeNet(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = torch.nn.Conv2d(1, 6, 5, padding=2)
+            self.conv2 = torch.nn.Conv2d(6, 16, 5)
+            self.fc1 = torch.nn.Linear(400, 120)
+            self.fc2 = torch.nn.Linear(120, 84)
+            self.fc3 = torch.nn.Linear(84, 10)
+
+        def forward(self, x):
+            h = F.max_pool2d(F.relu(self.conv1(x)), 2)
+            h = F.max_pool2d(F.relu(self.conv2(h)), 2)
+            return self.fc3(F.relu(self.fc2(F.relu(self.fc1(h.reshape(-1, 400))))))
+
+    torch.manual_seed(18)
+    m = LeNet()
+    w = {"net." + k: v.detach().numpy().astype(np.float32) for k, v in m.state_dict().items()}
+    m = m.double()
+    for k, v in m.state_dict().items():
+        v.copy_(torch.tensor(w["net." + k], dtype=torch.float64))
+    x = rng.uniform(0, 1, (3, 1, 28, 28)).astype(np.float32)
+    y = m(torch.tensor(x, dtype=torch.float64))
+    r = rng.normal(0, 1, tuple(y.shape)).astype(np.float32)
+    loss = (y * torch.tensor(r, dtype=torch.float64)).sum()
+    loss.backward()
+    grads = {"loss": np.array(loss.item(), dtype=np.float64), "y": y.detach().numpy()}
+    for k, v in m.named_parameters():
+        grads["net." + k] = v.grad.numpy().astype(np.float64)
+    return w, x, r, grads
+
+
 def main():
     rng = np.random.default_rng(18)
     models = []
@@ -123,10 +179,17 @@ def main():
         np.save(os.path.join(HERE, f"{name}_r.npy"), r)
         models.append(model_of(name, xs, ws, bias, args, tuple(y.shape)))
         print(f"{name}: y {tuple(y.shape)}, loss {loss.item():.9g}")
+    w, x, r, grads = lenet(rng)
+    save_safetensors(os.path.join(HERE, "lenet_weights.safetensors"), w)
+    save_safetensors(os.path.join(HERE, "lenet_grads.safetensors"), grads)
+    np.save(os.path.join(HERE, "lenet_x.npy"), x)
+    np.save(os.path.join(HERE, "lenet_r.npy"), r)
+    models.append(LENET_TD)
+    print(f"lenet: loss {float(grads['loss']):.9g}")
     with open(os.path.join(HERE, "cases.td"), "w") as f:
         f.write("# cases.td - written by make_refs.py (do not edit): one model per case of\n"
                 "# tests/conv_refs.sh, its tensors as parameters, the loss sum(op(...) * r)\n"
-                "# with the output as the auxiliary value.\n\n")
+                "# with the output as the auxiliary value; last, LeNet from nn's layers.\nimport nn\n\n")
         f.write("\n\n".join(models) + "\n")
 
 
