@@ -13,12 +13,20 @@
  * gradients) takes a table of input columns instead.  The output plane
  * stays in cache across the whole kernel sweep for the image sizes of
  * the models this is meant to debug (a 56x56 f32 plane is 12 KiB).
+ * Large convolutions split their output planes over the thread pool.
  */
 #include "interp/kernels.h"
 
 #include <string.h>
 
 #include "runtime/mem.h"
+#include "runtime/pool.h"
+
+/* From this many multiply-adds a convolution runs its output planes on the
+ * thread pool (TDSL_NUM_THREADS), as interp/matmul.c does its products;
+ * each plane is one task, computed as alone, so the bits do not depend on
+ * the thread count. */
+#define CONV_PAR_WORK (1 << 21)
 
 TDK_VECTORIZE
 
@@ -56,17 +64,30 @@ static void col_range(const cgeom *G, int64_t kk, int64_t *lo, int64_t *hi) {
   if (*hi < *lo) *hi = *lo;
 }
 
+/* One call: the geometry, the tensors' data and the tables. */
+typedef struct cjob {
+  const cgeom *G;
+  const void *x, *w;
+  void *y;
+  const int64_t *td, *th, *tw, *rlo, *rhi;
+} cjob;
+
+/* Output plane `plane_id` (= n * O + o) of the job, for its dtype. */
 #define DEFINE_CONV(T, SUF)                                                                          \
-  static void conv_##SUF(const cgeom *G, const T *x, const T *w, T *y, const int64_t *td,           \
-                         const int64_t *th, const int64_t *tw, const int64_t *rlo, const int64_t *rhi) { \
+  static void conv_##SUF(void *ctx, int64_t plane_id, int tid) {                                     \
+    (void)tid;                                                                                       \
+    const cjob *J = ctx;                                                                             \
+    const cgeom *G = J->G;                                                                           \
+    const T *x = J->x, *w = J->w;                                                                    \
+    const int64_t *td = J->td, *th = J->th, *tw = J->tw, *rlo = J->rlo, *rhi = J->rhi;               \
     int64_t ID = G->in[0], IH = G->in[1], IW = G->in[2];                                             \
     int64_t KD = G->k[0], KH = G->k[1], KW = G->k[2];                                                \
     int64_t OD = G->out[0], OH = G->out[1], OW = G->out[2];                                          \
     int64_t plane = OD * OH * OW, iplane = ID * IH * IW, kvol = KD * KH * KW;                        \
     int64_t s = G->s[2], dw = G->d[2], pw = G->p[2];                                                 \
-    for (int64_t n = 0; n < G->N; n++)                                                               \
-      for (int64_t o = 0; o < G->O; o++) {                                                           \
-        T *yp = y + (n * G->O + o) * plane;                                                          \
+    int64_t n = plane_id / G->O, o = plane_id % G->O;                                                \
+      {                                                                                              \
+        T *yp = (T *)J->y + plane_id * plane;                                                        \
         memset(yp, 0, (size_t)plane * sizeof(T));                                                   \
         int64_t grp = o / G->Og;                                                                     \
         for (int64_t cl = 0; cl < G->Cg; cl++) {                                                     \
@@ -151,8 +172,15 @@ int tdk_conv(const td_conv_attr *a, const td_tensor *x, const td_tensor *w, td_t
       for (int64_t o = 0; o < G.out[2]; o++) tw[kk * G.out[2] + o] = src_index(&G, 2, o, kk);
   else
     for (int64_t kk = 0; kk < G.k[2]; kk++) col_range(&G, kk, &rlo[kk], &rhi[kk]);
-  if (y->dtype == TD_F32) conv_f32(&G, x->data, w->data, y->data, td, th, tw, rlo, rhi);
-  else conv_f64(&G, x->data, w->data, y->data, td, th, tw, rlo, rhi);
+  cjob J = {&G, x->data, w->data, y->data, td, th, tw, rlo, rhi};
+  td_task_fn fn = y->dtype == TD_F32 ? conv_f32 : conv_f64;
+  int64_t planes = G.N * G.O;
+  /* multiply-adds, as the matmul kernel counts them before it uses the pool */
+  double work = (double)planes * (double)(G.out[0] * G.out[1] * G.out[2]) * (double)G.Cg *
+                (double)(G.k[0] * G.k[1] * G.k[2]);
+  if (work >= CONV_PAR_WORK && planes > 1) td_pool_run(fn, &J, planes);
+  else
+    for (int64_t i = 0; i < planes; i++) fn(&J, i, 0);
   td_free(tab);
   return 0;
 }
