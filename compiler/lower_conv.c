@@ -208,7 +208,7 @@ static int lower_conv(lw *L, const td_node *n, int x, int w) {
   int col = xp < 0 ? -1 : col_matrix(L, n, xp, base, k, by_out, parts, KK, P);
   if (col < 0) return -1;
   td_dim Nb = n->shape[0], O = n->shape[1], C = N(L, x)->shape[1];
-  td_dim CK = td_dim_mul(L->dst, td_dim_mul(L->dst, C, 1), KK);
+  td_dim CK = td_dim_mul(L->dst, C, KK);
   td_dim Og = O, Cg = N(L, w)->shape[1];
   int a_id, b_id, mm;
   td_dtype dt = n->dtype;

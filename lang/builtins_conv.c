@@ -193,8 +193,10 @@ static td_value b_conv(el_ctx *c, int S, td_value *a, td_span sp) {
     memcpy(s + 1, xn->shape, (size_t)xn->rank * sizeof *s);
     x = el_reshape(c, &a[0], xn->rank + 1, s, sp);
     if (x.k == V_ERR) return x;
-    xn = el_node(c, &x);
+    xn = el_node(c, &x);   /* both again: a new node may move the node array */
+    wn = el_node(c, &a[1]);
   }
+  td_dtype dt = xn->dtype;
   int64_t groups, k[3], stride[3], dil[3], lo[3], hi[3];
   if (int_list(c, &a[6], 1, 1, 1, fn, "groups", &groups) || int_list(c, &a[3], S, 1, 1, fn, "stride", stride) ||
       int_list(c, &a[5], S, 1, 1, fn, "dilation", dil))
@@ -228,16 +230,16 @@ static td_value b_conv(el_ctx *c, int S, td_value *a, td_span sp) {
     at.conv.pad[i] = (int32_t)lo[i];
   }
   int in[2] = {x.node, a[1].node};
-  int id = el_emit(c, TD_IR_CONV, xn->dtype, S + 2, shape, in, 2, &at, sp);
+  int id = el_emit(c, TD_IR_CONV, dt, S + 2, shape, in, 2, &at, sp);
   if (id < 0) return el_err();
   td_value y = el_tensor(id, sp);
   if (a[2].k != V_NONE) {   /* bias [O], added as [O, 1, ...] */
     if (want_float(c, &a[2], fn, "bias")) return el_err();
     const td_node *bn = el_node(c, &a[2]);
-    if (bn->rank != 1 || bn->shape[0] != shape[1] || bn->dtype != xn->dtype) {
+    if (bn->rank != 1 || bn->shape[0] != shape[1] || bn->dtype != dt) {
       char d[64];
       td_diag *g = td_error(c->diags, a[2].span, "%s's bias must be %s[%s] (one per output channel), found %s", fn,
-                            td_dtype_name(xn->dtype), td_dim_str(c->g, shape[1], d, sizeof d), tstr(c, bn, t1, sizeof t1));
+                            td_dtype_name(dt), td_dim_str(c->g, shape[1], d, sizeof d), tstr(c, bn, t1, sizeof t1));
       td_diag_help(c->diags, g, "leave the bias out for none");
       return el_err();
     }
@@ -263,11 +265,12 @@ static td_value pad_axis(el_ctx *c, const td_value *x, int axis, int64_t len, do
   td_dim s[TD_MAX_RANK];
   memcpy(s, n->shape, sizeof s);
   s[axis] = len;
+  int rank = n->rank;   /* n moves with the node array once a node is added */
   td_value fv = el_float(v, sp);
   int id = el_as_tensor(c, &fv, n->dtype, sp);
   if (id < 0) return el_err();
   td_value f = el_tensor(id, sp);
-  td_value part = el_broadcast_to(c, &f, n->rank, s, sp);
+  td_value part = el_broadcast_to(c, &f, rank, s, sp);
   if (part.k == V_ERR) return part;
   td_value parts[2] = {before ? part : *x, before ? *x : part};
   return el_concat(c, parts, 2, axis, sp);
@@ -426,9 +429,11 @@ static td_value b_pool(el_ctx *c, int is_max, td_value *a, td_span sp) {
     if (pool_out(c, fn, ceil_mode, i, &ax[i], sp)) return el_err();
   }
   double pv = is_max ? -INFINITY : 0;
+  int rank = xn->rank;   /* xn moves with the node array from here on */
+  td_dtype dt = xn->dtype;
   td_value xp = a[0];
   for (int i = 0; i < 2 && xp.k != V_ERR; i++) {
-    int axis = xn->rank - 2 + i;
+    int axis = rank - 2 + i;
     xp = pad_axis(c, &xp, axis, ax[i].pad, pv, 1, sp);
     if (xp.k != V_ERR) xp = pad_axis(c, &xp, axis, ax[i].after, pv, 0, sp);
   }
@@ -441,8 +446,8 @@ static td_value b_pool(el_ctx *c, int is_max, td_value *a, td_span sp) {
     td_value kk = el_float((double)(k[0] * k[1]), sp);
     return el_binary(c, TD_OP_DIV, &r, &kk, sp);
   }
-  td_value ch = pool_count(c, xn->dtype, &ax[0], include_pad, sp);
-  td_value cw = pool_count(c, xn->dtype, &ax[1], include_pad, sp);
+  td_value ch = pool_count(c, dt, &ax[0], include_pad, sp);
+  td_value cw = pool_count(c, dt, &ax[1], include_pad, sp);
   if (ch.k == V_ERR || cw.k == V_ERR) return el_err();
   td_dim col[2] = {ax[0].out, 1};
   ch = el_reshape(c, &ch, 2, col, sp);
