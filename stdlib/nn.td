@@ -234,3 +234,21 @@ model AvgPool2d(kernel_size, stride = [], padding = 0, ceil_mode: bool = false, 
                ceil_mode = ceil_mode, count_include_pad = count_include_pad)
   }
 }
+
+# torch.nn.ConvTranspose2d with a square kernel: `weight` [in, out / groups,
+# k, k] (PyTorch's layout) and `bias` [out], initialised as PyTorch does
+# (its fan_in is the weight's axis 1 times k * k: out / groups * k * k).
+model ConvTranspose2d(in: int, out: int, kernel_size: int, stride = 1, padding = 0, output_padding = 0,
+                      groups: int = 1, has_bias: bool = true, dilation = 1) {
+  param weight: f32[in, out / groups, kernel_size, kernel_size] = uniform(-1 / sqrt(out / groups * kernel_size * kernel_size), 1 / sqrt(out / groups * kernel_size * kernel_size))
+  param bias: f32[out] = uniform(-1 / sqrt(out / groups * kernel_size * kernel_size), 1 / sqrt(out / groups * kernel_size * kernel_size)) if has_bias
+  fn forward(x) {
+    if has_bias {
+      conv_transpose2d(x, weight, bias, stride = stride, padding = padding, output_padding = output_padding,
+                       groups = groups, dilation = dilation)
+    } else {
+      conv_transpose2d(x, weight, stride = stride, padding = padding, output_padding = output_padding,
+                       groups = groups, dilation = dilation)
+    }
+  }
+}
