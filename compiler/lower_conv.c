@@ -238,7 +238,9 @@ static int lower_conv(lw *L, const td_node *n, int x, int w) {
     int in[2] = {a_id, b_id};
     mm = a_id < 0 || b_id < 0 ? -1 : add(L, TD_IR_MATMUL, dt, 3, ms, in, 2, NULL);
   } else {
-    Og = O / G;   /* the output channels are literal with groups (the weight's, or x's for a weight gradient) */
+    if (td_dim_div(L->dst, O, G, &Og))   /* the verifier checked literal counts; a symbolic one must divide too */
+      return td_err_set(L->err, "cannot lower the convolution at line %d: groups = %lld do not divide its "
+                        "output channels", n->span.line, (long long)G);
     td_dim CgK = td_dim_mul(L->dst, Cg, KK);
     td_dim ws[4] = {1, G, Og, CgK}, cs[4] = {Nb, G, CgK, P}, ms[4] = {Nb, G, Og, P};
     a_id = reshape(L, w, 4, ws);
