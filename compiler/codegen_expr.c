@@ -644,6 +644,7 @@ typedef gcc_jit_rvalue *(*cg_opfn)(cg *c, td_dtype dt, gcc_jit_rvalue *const *a)
 #define CG_EMITTER_TD_K_RANDOM(E) NULL
 #define CG_EMITTER_TD_K_REDUCE(E) NULL
 #define CG_EMITTER_TD_K_MATMUL(E) NULL
+#define CG_EMITTER_TD_K_CONV(E) NULL
 #define CG_EMITTER_TD_K_MOVE(E) NULL
 #define CG_EMITTER_TD_K_GATHER(E) NULL
 #define CG_EMITTER_TD_K_SCAN(E) NULL

@@ -16,7 +16,10 @@
  *     (td_view) and are not evaluated at all.
  *   - An elementwise, movement or gather op joins the one kernel of S; with
  *     several kernels in S it is duplicated when cheap (a few ops, no
- *     reduction or matmul below it) and materialised otherwise.
+ *     reduction or matmul below it) and materialised otherwise.  An
+ *     elementwise op of more than a few ops joining a pointwise kernel of
+ *     8 or more times its elements (an im2col kernel reads each element
+ *     once per kernel offset) is materialised too (`amplified`).
  *   - A reduction joins the kernel of S when every path from that kernel's
  *     root down to it is elementwise (so it is read as one value per row);
  *     the kernel becomes a row kernel over the reduction's input.
@@ -535,6 +538,40 @@ static int whole(const fuser *f, int n) {
   return 0;
 }
 
+/* The ops evaluating n inline costs above the matmuls it reads (their
+ * products are materialised anyway), capped at `cap`; COST_INF when it
+ * reads a reduction (row kernels own those). */
+static int local_cost(fuser *f, int n, int cap, int depth) {
+  td_opkind k = td_ops[N(f, n)->op].kind;
+  if (k == TD_K_REDUCE) return COST_INF;
+  if (k == TD_K_LEAF || k == TD_K_MATMUL || k == TD_K_RANDOM || depth > 32) return 0;
+  int c = k == TD_K_MOVE ? 0 : 1;
+  for (int j = 0; j < N(f, n)->n_in && c <= cap; j++) {
+    int ci = local_cost(f, N(f, n)->in[j], cap - c, depth + 1);
+    if (ci >= COST_INF) return COST_INF;
+    c += ci;
+  }
+  return c;
+}
+
+/* Would joining elementwise node n to pointwise kernel k evaluate it many
+ * times per element?  When k's space has at least AMPLIFY_MIN times n's
+ * elements (an im2col kernel reads each input element once per kernel
+ * offset) and n is costlier than CHEAP_MAX (the bias, relu and max pool
+ * before a convolution), n is worth a kernel of its own. */
+#define AMPLIFY_MIN 8
+static int amplified(fuser *f, int n, int k) {
+  const kb *K = &f->kbs[k];
+  const td_node *nd = N(f, n);
+  if (K->kind != TD_KERN_POINTWISE || !tdc_is_elementwise(nd->op)) return 0;
+  int c = local_cost(f, n, CHEAP_MAX + 1, 0);
+  if (c <= CHEAP_MAX || c >= COST_INF) return 0;
+  td_dim mine = AMPLIFY_MIN, space = 1;
+  for (int i = 0; i < nd->rank; i++) mine = td_dim_mul(f->g, mine, nd->shape[i]);
+  for (int i = 0; i < K->rank; i++) space = td_dim_mul(f->g, space, K->space[i]);
+  return !TD_DIM_IS_BAD(mine) && !TD_DIM_IS_BAD(space) && td_dim_le(f->g, mine, space);
+}
+
 static int decide(fuser *f, int n) {
   int rc = decide_home(f, n);
   f->full[n] = f->home[n] >= 0 && f->kbs[f->home[n]].root == n ? 1
@@ -557,6 +594,7 @@ static int decide_home(fuser *f, int n) {
   if (ns == 0) return 0;  /* read by nobody that evaluates it */
   td_opkind kind = td_ops[nd->op].kind;
   if (is_inlinable(nd->op)) {
+    if (ns == 1 && amplified(f, n, f->scratch[0])) return new_root(f, n);
     if (ns == 1) { join(f, n, f->scratch[0]); return 0; }
     if (f->cost[n] <= CHEAP_MAX) return make_inline(f, n, ns);
     return new_root(f, n);

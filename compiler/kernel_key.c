@@ -26,6 +26,7 @@
 #include "runtime/mem.h"
 #include "runtime/strbuf.h"
 #include "compiler/plan.h"
+#include "lang/conv.h"
 
 typedef struct keyer {
   const td_plan *p;
@@ -111,6 +112,10 @@ static void inner(keyer *K, int n) {
     if (a->parts[k].text) td_sb_printf(&K->b, " %zu:%s", strlen(a->parts[k].text), a->parts[k].text);
     else td_sb_printf(&K->b, " #%d", a->parts[k].input);
   }
+  int32_t cv[TD_CONV_ATTR_INTS];
+  td_conv_attr_ints(&a->conv, cv);
+  td_sb_puts(&K->b, " conv=");
+  for (int k = 0; k < TD_CONV_ATTR_INTS; k++) td_sb_printf(&K->b, "%s%d", k ? "," : "", (int)cv[k]);
   buffer(K, n);
   td_sb_puts(&K->b, "\n");
 }

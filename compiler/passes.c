@@ -421,7 +421,7 @@ td_graph *td_pass_simplify(const td_graph *g, td_err *err) {
 
 /* ---- the pipeline -------------------------------------------------------------- */
 
-static const char *const pass_names[] = {"fold", "cse", "simplify", "dce", "legalize", NULL};
+static const char *const pass_names[] = {"fold", "cse", "simplify", "dce", "legalize", "conv", NULL};
 
 const char *const *td_pass_names(void) { return pass_names; }
 
@@ -471,6 +471,7 @@ int td_optimize(const td_graph *g, const td_opt_opts *opts, td_graph **out, td_o
   }
 #define PASS(name, fn) if (rc == 0) rc = run_pass(name, fn, &cur, opts, err)
   PASS("legalize", td_pass_legalize);  /* f16/bf16 compute in f32 (legalize.c) */
+  PASS("conv", td_pass_lower_conv);    /* convolutions as im2col matmuls (lower_conv.c) */
   PASS("fold", td_pass_fold);          /* constants first: exposes x*1, x+0 */
   PASS("cse", td_pass_cse);            /* one node per distinct value */
   PASS("simplify", td_pass_simplify);  /* algebra and movement chains */

@@ -39,6 +39,9 @@ td_graph *td_pass_simplify(const td_graph *g, td_err *err);
 /* f16/bf16 become storage-only: every op on them other than CAST is
  * rewritten to compute in f32 between CASTs (legalize.c). */
 td_graph *td_pass_legalize(const td_graph *g, td_err *err);
+/* CONV becomes an im2col matmul of primitives the code generators have
+ * (lower_conv.c); g itself when it has no CONV. */
+td_graph *td_pass_lower_conv(const td_graph *g, td_err *err);
 
 /* For passes that rebuild a graph: a new, empty graph in g's arena with
  * copies of g's symbol and dim tables (NULL when memory runs out). */

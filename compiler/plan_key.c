@@ -24,11 +24,12 @@
 #include "runtime/strbuf.h"
 #include "compiler/build_id.h"
 #include "compiler/jit_impl.h"
+#include "lang/conv.h"
 
 /* x86-64 sizes when this file was written: a structure of another size has
  * gained (or lost) a field, which the key must then cover. */
 #if defined(__x86_64__)
-_Static_assert(sizeof(td_attr) == 288 && sizeof(td_node) == 416, "td_node changed: update plan_key.c");
+_Static_assert(sizeof(td_attr) == 344 && sizeof(td_node) == 472, "td_node changed: update plan_key.c");
 _Static_assert(sizeof(td_kernel) == 464 && sizeof(td_view) == 144 && sizeof(td_kstage) == 16,
                "td_kernel changed: update plan_key.c");
 _Static_assert(sizeof(td_buffer) == 40 && sizeof(td_plan) == 112 && sizeof(td_graph) == 168,
@@ -70,6 +71,10 @@ static void node(td_strbuf *b, const td_node *n) {
     if (a->parts[k].text) str(b, a->parts[k].text);
     else td_sb_printf(b, " #%d", a->parts[k].input);
   }
+  int32_t cv[TD_CONV_ATTR_INTS];
+  td_conv_attr_ints(&a->conv, cv);
+  td_sb_puts(b, " conv=");
+  for (int k = 0; k < TD_CONV_ATTR_INTS; k++) td_sb_printf(b, "%s%d", k ? "," : "", (int)cv[k]);
   str(b, n->name);
   td_sb_puts(b, "\n");
 }

@@ -242,6 +242,7 @@ static int run_into(interp *I, const td_node *n, td_tensor *const *in, td_tensor
   case TD_K_REDUCE: return tdk_reduce(n->op, n->attr.axes, in[0], t, I->err);
   case TD_K_MATMUL: return tdk_matmul(in[0], in[1], t, I->err);
   case TD_K_GATHER: return tdk_gather(n->attr.axis, in[0], in[1], t, I->err);
+  case TD_K_CONV: return tdk_conv(&n->attr.conv, in[0], in[1], t, I->err);
   default: break;
   }
   switch (n->op) {

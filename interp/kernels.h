@@ -45,6 +45,10 @@ int tdk_reduce(td_op op, uint32_t axes, const td_tensor *in, td_tensor *out,
 /* [..., M, K] @ [..., K, N] with broadcast batch dims (f32, f64, i32, i64). */
 int tdk_matmul(const td_tensor *a, const td_tensor *b, td_tensor *out, td_err *err);
 
+/* CONV (conv.c): x [N, C, *in] with w [O, C / groups, *k] into y [N, O,
+ * *out] by the attributes a (lang/ir.h); f32 and f64. */
+int tdk_conv(const td_conv_attr *a, const td_tensor *x, const td_tensor *w, td_tensor *y, td_err *err);
+
 /* Movement: copies into out (same element count / broadcastable / ...). */
 void tdk_copy(const td_tensor *in, td_tensor *out);              /* RESHAPE */
 void tdk_permute(const int *perm, const td_tensor *in, td_tensor *out);

@@ -19,15 +19,17 @@ td_value el_apply_index(el_ctx *c, int in, const int *kind, const td_value *lo,
                         const td_value *hi, const td_value *step, td_span sp);
 
 typedef enum {
-  B_UNARY, B_BINARY, B_REDUCE, B_CAST, B_CREATE, B_OTHER, B_TRAIN, B_SCAN
+  B_UNARY, B_BINARY, B_REDUCE, B_CAST, B_CREATE, B_OTHER, B_TRAIN, B_SCAN, B_CONV
 } bkind;
+
+#define BUILTIN_MAX_PARAMS 8
 
 typedef struct builtin {
   const char *name;
   bkind kind;
   int op;               /* td_op for unary/binary/reduce, dtype for casts */
   int required;         /* number of required positional parameters */
-  const char *params[6];
+  const char *params[BUILTIN_MAX_PARAMS];
 } builtin;
 
 static const builtin table[] = {
@@ -113,6 +115,12 @@ static const builtin table[] = {
   /* loops (builtins_scan.c) */
   {"scan", B_SCAN, 0, 2, {"f", "init", "xs", "length", "reverse", "args"}},
   {"fold", B_SCAN, 1, 2, {"f", "init", "xs", "length", "reverse", "args"}},
+  /* convolution and pooling (builtins_conv.c) */
+  {"conv1d", B_CONV, 1, 2, {"x", "weight", "bias", "stride", "padding", "dilation", "groups"}},
+  {"conv2d", B_CONV, 2, 2, {"x", "weight", "bias", "stride", "padding", "dilation", "groups"}},
+  {"conv3d", B_CONV, 3, 2, {"x", "weight", "bias", "stride", "padding", "dilation", "groups"}},
+  {"max_pool2d", B_CONV, 10, 2, {"x", "kernel_size", "stride", "padding", "dilation", "ceil_mode"}},
+  {"avg_pool2d", B_CONV, 11, 2, {"x", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"}},
 };
 #define N_BUILTINS ((int)(sizeof table / sizeof table[0]))
 
@@ -133,7 +141,7 @@ int el_builtin_dtype(const td_value *v) {
 static int getargs(el_ctx *c, const builtin *b, td_value *args, const char **kw, int n,
                    td_value *out, td_span sp) {
   int np = 0;
-  while (np < 6 && b->params[np]) np++;
+  while (np < BUILTIN_MAX_PARAMS && b->params[np]) np++;
   for (int i = 0; i < np; i++) out[i] = el_none(sp);
   int pos = 0;
   for (int i = 0; i < n; i++) {
@@ -787,9 +795,9 @@ td_value el_builtin_call(el_ctx *c, int bi, td_value *args, const char **kw, int
   (void)call;
   const builtin *b = &table[bi];
   if (b->kind == B_OTHER && b->op == 14) return b_print(c, args, kw, n, sp);
-  td_value a[6];
+  td_value a[BUILTIN_MAX_PARAMS];
   if (getargs(c, b, args, kw, n, a, sp)) return el_err();
-  for (int i = 0; i < 6 && b->params[i]; i++)
+  for (int i = 0; i < BUILTIN_MAX_PARAMS && b->params[i]; i++)
     if (a[i].k == V_ERR) return el_err();
   switch (b->kind) {
   case B_UNARY: return b_unary(c, b, &a[0], sp);
@@ -808,6 +816,7 @@ td_value el_builtin_call(el_ctx *c, int bi, td_value *args, const char **kw, int
   case B_OTHER: return b_other(c, b, a, sp);
   case B_TRAIN: return el_train_builtin(c, b->op, a, sp);
   case B_SCAN: return el_scan_builtin(c, b->op, a, sp);
+  case B_CONV: return el_conv_builtin(c, b->op, a, sp);
   }
   return el_err();
 }

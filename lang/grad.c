@@ -849,6 +849,138 @@ static void r_scan(ad *A, int id, int g) {
   td_free(grads);
 }
 
+/* ---- convolution ---- */
+
+/* conv(x, w) with attributes at, at the output shape `shape`. */
+static int k_conv(ad *A, int x, int w, const td_conv_attr *ca, const td_dim *shape) {
+  if (x < 0 || w < 0) return -1;
+  td_attr at;
+  memset(&at, 0, sizeof at);
+  at.conv = *ca;
+  int in[2] = {x, w};
+  return add(A, TD_IR_CONV, N(A, x)->dtype, ca->spatial + 2, shape, in, 2, &at);
+}
+
+
+/* x reversed along its last S axes (the kernel of a transposed conv). */
+static int k_flip(ad *A, int x, int S) {
+  if (x < 0) return -1;
+  const td_node *n = N(A, x);
+  td_attr at;
+  memset(&at, 0, sizeof at);
+  int flip = 0;
+  for (int i = 0; i < n->rank; i++) {
+    at.step[i] = 1;
+    if (i >= n->rank - S && n->shape[i] != 1) {
+      at.step[i] = -1;
+      at.start[i] = n->shape[i] - 1;   /* kernel sizes are literal */
+      flip = 1;
+    }
+  }
+  if (!flip) return x;
+  td_dim s[TD_MAX_RANK];
+  memcpy(s, n->shape, sizeof s);
+  return add(A, TD_IR_SLICE, n->dtype, n->rank, s, &x, 1, &at);
+}
+
+/* y = conv(x, w), per spatial axis q = o*s + k*d - p over x dilated by L
+ * (lang/ir.h).  Both gradients are convolutions again:
+ *   dx = conv(g, flip(w) with in/out channels swapped per group), stride
+ *        L, input dilation s, dilation d, padding d(K - 1) - p: the
+ *        transposed convolution, output x's size;
+ *   dw = conv(x with batch and channels swapped, g likewise), stride d,
+ *        input dilation L, dilation s, padding p: output w's size.
+ * Groups: channel c = gi * Cg + cl of x and o = gi * Og + ol of y; the
+ * weight gradient is a grouped conv whose "batch" is cl and whose
+ * channels are (gi, n). */
+static void r_conv(ad *A, int id, int g) {
+  int x = IN(0), w = IN(1);
+  const td_node *n = N(A, id);
+  td_conv_attr ca = n->attr.conv;
+  int S = ca.spatial, r = n->rank;
+  int64_t G = ca.groups;
+  td_dim ys[TD_MAX_RANK], xs[TD_MAX_RANK], ws[TD_MAX_RANK];
+  memcpy(ys, n->shape, sizeof ys);
+  memcpy(xs, N(A, x)->shape, sizeof xs);
+  memcpy(ws, N(A, w)->shape, sizeof ws);
+  int ge = exact(A, g, r, ys);
+  td_dim Og = G == 1 ? ws[0] : ws[0] / G, Cg = ws[1];   /* O is a literal with groups */
+  if (A->active[x]) {
+    /* w [G*Og, Cg, K] -> [G, Og, Cg, K] -> [G, Cg, Og, K] -> [G*Cg, Og, K], flipped */
+    int wt;
+    if (G == 1) {
+      int perm[TD_MAX_RANK];
+      for (int i = 0; i < r; i++) perm[i] = i;
+      perm[0] = 1;
+      perm[1] = 0;
+      wt = k_permute(A, w, perm);
+    } else {
+      td_dim s5[TD_MAX_RANK], s4[TD_MAX_RANK];
+      int perm[TD_MAX_RANK];
+      s5[0] = G; s5[1] = Og; s5[2] = Cg;
+      for (int i = 0; i < S; i++) s5[3 + i] = ws[2 + i];
+      for (int i = 0; i < r + 1; i++) perm[i] = i;
+      perm[1] = 2;
+      perm[2] = 1;
+      int t = k_permute(A, k_reshape(A, w, r + 1, s5), perm);
+      s4[0] = xs[1]; s4[1] = Og;
+      for (int i = 0; i < S; i++) s4[2 + i] = ws[2 + i];
+      wt = k_reshape(A, t, r, s4);
+    }
+    wt = k_flip(A, wt, S);
+    td_conv_attr da = ca;
+    for (int i = 0; i < S; i++) {
+      da.stride[i] = ca.ldil[i];
+      da.ldil[i] = ca.stride[i];
+      da.dil[i] = ca.dil[i];
+      da.pad[i] = (int32_t)(ca.dil[i] * (ws[2 + i] - 1) - ca.pad[i]);
+    }
+    accum(A, x, k_conv(A, ge, wt, &da, xs));
+  }
+  if (A->active[w]) {
+    /* x [N, G*Cg, H] -> [N, G, Cg, H] -> [Cg, G, N, H] -> [Cg, G*N, H]
+     * g [N, G*Og, OH] -> [N, G, Og, OH] -> [G, Og, N, OH] -> [G*Og, N, OH]
+     * conv -> [Cg, G*Og, K] -> [G*Og, Cg, K] */
+    td_dim Nb = xs[0];
+    td_dim s5[TD_MAX_RANK], s4[TD_MAX_RANK];
+    int perm[TD_MAX_RANK];
+    for (int i = 0; i < r + 1; i++) perm[i] = i;
+    s5[0] = Nb; s5[1] = G; s5[2] = Cg;
+    for (int i = 0; i < S; i++) s5[3 + i] = xs[2 + i];
+    perm[0] = 2; perm[1] = 1; perm[2] = 0;
+    int xt = k_permute(A, k_reshape(A, x, r + 1, s5), perm);
+    s4[0] = Cg;
+    s4[1] = td_dim_mul(A->g, G, Nb);
+    for (int i = 0; i < S; i++) s4[2 + i] = xs[2 + i];
+    xt = k_reshape(A, xt, r, s4);
+    s5[0] = Nb; s5[1] = G; s5[2] = Og;
+    for (int i = 0; i < S; i++) s5[3 + i] = ys[2 + i];
+    perm[0] = 1; perm[1] = 2; perm[2] = 0;
+    int gt = k_permute(A, k_reshape(A, ge, r + 1, s5), perm);
+    s4[0] = ws[0];
+    s4[1] = Nb;
+    for (int i = 0; i < S; i++) s4[2 + i] = ys[2 + i];
+    gt = k_reshape(A, gt, r, s4);
+    td_conv_attr wa = ca;
+    for (int i = 0; i < S; i++) {
+      wa.stride[i] = ca.dil[i];
+      wa.dil[i] = ca.stride[i];
+      wa.ldil[i] = ca.ldil[i];
+      wa.pad[i] = ca.pad[i];
+    }
+    td_dim os[TD_MAX_RANK];
+    os[0] = Cg;
+    os[1] = ws[0];
+    for (int i = 0; i < S; i++) os[2 + i] = ws[2 + i];
+    int dw = k_conv(A, xt, gt, &wa, os);
+    int sw[TD_MAX_RANK];
+    for (int i = 0; i < r; i++) sw[i] = i;
+    sw[0] = 1;
+    sw[1] = 0;
+    accum(A, w, k_permute(A, dw, sw));
+  }
+}
+
 /* Markers: LEAF (no inputs), NONE (no derivative: passes no gradient). */
 static void r_none(ad *A, int id, int g) { (void)A; (void)id; (void)g; }
 #define LEAF r_none
@@ -872,6 +1004,7 @@ static const rule_fn rules[TD_IR_OP_COUNT] = {
   [TD_IR_SUM] = r_sum, [TD_IR_PROD] = r_prod, [TD_IR_RMAX] = r_rmaxmin, [TD_IR_RMIN] = r_rmaxmin,
   [TD_IR_ARGMAX] = NONE, [TD_IR_ARGMIN] = NONE,
   [TD_IR_MATMUL] = r_matmul,
+  [TD_IR_CONV] = r_conv,
   [TD_IR_RESHAPE] = r_reshape, [TD_IR_PERMUTE] = r_permute, [TD_IR_BROADCAST] = r_broadcast,
   [TD_IR_SLICE] = r_slice, [TD_IR_CONCAT] = r_concat, [TD_IR_GATHER] = r_gather,
   [TD_IR_PRINT] = NONE,

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "lang/ir.h"
+#include "lang/conv.h"
 
 const td_opinfo td_ops[TD_IR_OP_COUNT] = {
 #define TD_OP(e, name, kind, arity, c) {name, kind, arity, c},
@@ -613,6 +614,7 @@ static int verify_node(const td_graph *g, int id, td_err *err) {
     return verify_elementwise(g, id, err);
   case TD_K_REDUCE: return verify_reduce(g, id, err);
   case TD_K_MATMUL: return verify_matmul(g, id, err);
+  case TD_K_CONV: return td_conv_verify(g, id, err);
   case TD_K_LEAF:
     if ((n->op == TD_IR_CONST || n->op == TD_IR_DIM) && n->rank) VFAIL("must be rank 0");
     if (n->op == TD_IR_ARANGE && n->rank != 1) VFAIL("must be rank 1");
@@ -710,6 +712,7 @@ static void print_attr(const td_graph *g, const td_node *n, FILE *out) {
             n->attr.n_xs, n->attr.index ? " index" : "", n->attr.reverse ? " reverse" : "");
     break;
   case TD_IR_SCAN_OUT: fprintf(out, " %lld", (long long)n->attr.i); break;
+  case TD_IR_CONV: td_conv_print_attr(&n->attr.conv, out); break;
   case TD_IR_SLICE:
     fputs(" [", out);
     for (int i = 0; i < n->rank; i++)

@@ -32,7 +32,7 @@
 
 typedef enum td_opkind {
   TD_K_LEAF, TD_K_RANDOM, TD_K_UNARY, TD_K_BINARY, TD_K_COMPARE, TD_K_TERNARY,
-  TD_K_REDUCE, TD_K_MATMUL, TD_K_MOVE, TD_K_GATHER, TD_K_EFFECT, TD_K_SCAN
+  TD_K_REDUCE, TD_K_MATMUL, TD_K_CONV, TD_K_MOVE, TD_K_GATHER, TD_K_EFFECT, TD_K_SCAN
 } td_opkind;
 
 typedef enum td_op {
@@ -60,6 +60,23 @@ typedef struct td_print_part {
 
 /* td_init_kind, how a PARAM is initialised without weights: runtime/param_init.h */
 
+/* CONV's attributes (lang/conv.c).  Spatial axis a of the output reads
+ * the input "dilated" by ldil[a] (ldil - 1 zeros between elements: a
+ * transposed convolution's input, as gradients make them) at
+ *   q = o * stride[a] + k * dil[a] - pad[a]   (the input's element q / ldil
+ * when q >= 0, q % ldil == 0 and q / ldil < size, else zero).  pad is the
+ * padding before the first element and may be negative (a crop); the
+ * padding after it is implied by the output size. */
+#define TD_CONV_MAX_SPATIAL 3
+typedef struct td_conv_attr {
+  int32_t spatial;                       /* 1, 2 or 3 spatial axes */
+  int32_t groups;                        /* C / groups input channels per output channel */
+  int32_t stride[TD_CONV_MAX_SPATIAL];
+  int32_t dil[TD_CONV_MAX_SPATIAL];      /* kernel (rhs) dilation */
+  int32_t ldil[TD_CONV_MAX_SPATIAL];     /* input (lhs) dilation */
+  int32_t pad[TD_CONV_MAX_SPATIAL];      /* before the first element, signed */
+} td_conv_attr;
+
 typedef struct td_attr {
   int64_t i, i2;             /* CONST (ints), ARANGE start/step (ints), INPUT/PARAM slot */
   double f, f2;              /* CONST (floats), ARANGE start/step (floats) */
@@ -82,6 +99,7 @@ typedef struct td_attr {
                                 state, running statistics): saved and loaded
                                 with the weights, never differentiated by
                                 grad(f, wrt = model) */
+  td_conv_attr conv;         /* CONV */
 } td_attr;
 
 /* An update: when the call ends, PARAM node `param` holds node `value`. */

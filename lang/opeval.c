@@ -31,6 +31,7 @@
 #define DEF_TD_K_RANDOM DEF_NONE_
 #define DEF_TD_K_REDUCE DEF_NONE_
 #define DEF_TD_K_MATMUL DEF_NONE_
+#define DEF_TD_K_CONV DEF_NONE_
 #define DEF_TD_K_MOVE DEF_NONE_
 #define DEF_TD_K_GATHER DEF_NONE_
 #define DEF_TD_K_SCAN DEF_NONE_
@@ -117,6 +118,7 @@ int td_ew_check(td_op op, const td_dtype *in, int n_in, td_dtype out, td_err *er
 #define EV_TD_K_RANDOM DEF_NONE_
 #define EV_TD_K_REDUCE DEF_NONE_
 #define EV_TD_K_MATMUL DEF_NONE_
+#define EV_TD_K_CONV DEF_NONE_
 #define EV_TD_K_MOVE DEF_NONE_
 #define EV_TD_K_GATHER DEF_NONE_
 #define EV_TD_K_SCAN DEF_NONE_

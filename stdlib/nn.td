@@ -194,6 +194,47 @@ fn binary_cross_entropy_with_logits(x, target) {
   mean(maximum(x, 0.0) - x * target + log1p(exp(-abs(x))))
 }
 
+# ---- convolutional layers ----
+# (at the end of the file: random streams are keyed by their call site's
+# place in it, so what comes before must not move)
+
+# A 2-D convolution over [N, in, H, W] (or [in, H, W]), like
+# torch.nn.Conv2d with a square kernel: `weight` [out, in / groups, k, k]
+# and `bias` [out], both initialised as PyTorch's reset_parameters does
+# (kaiming_uniform with a = sqrt(5), so uniform within 1 / sqrt(fan_in),
+# fan_in = in / groups * k * k).  stride, padding and dilation take what
+# conv2d takes: an int, a list of two, or padding "same" / "valid".
+model Conv2d(in: int, out: int, kernel_size: int, stride = 1, padding = 0, dilation = 1, groups: int = 1,
+             has_bias: bool = true) {
+  param weight: f32[out, in / groups, kernel_size, kernel_size] = uniform(-1 / sqrt(in / groups * kernel_size * kernel_size), 1 / sqrt(in / groups * kernel_size * kernel_size))
+  param bias: f32[out] = uniform(-1 / sqrt(in / groups * kernel_size * kernel_size), 1 / sqrt(in / groups * kernel_size * kernel_size)) if has_bias
+  fn forward(x) {
+    if has_bias {
+      conv2d(x, weight, bias, stride = stride, padding = padding, dilation = dilation, groups = groups)
+    } else {
+      conv2d(x, weight, stride = stride, padding = padding, dilation = dilation, groups = groups)
+    }
+  }
+}
+
+# torch.nn.MaxPool2d: the first maximum of each window (stride defaults to
+# the kernel size; [] says so, as in PyTorch).
+model MaxPool2d(kernel_size, stride = [], padding = 0, dilation = 1, ceil_mode: bool = false) {
+  fn forward(x) {
+    max_pool2d(x, kernel_size, stride = stride, padding = padding,
+               dilation = dilation, ceil_mode = ceil_mode)
+  }
+}
+
+# torch.nn.AvgPool2d: the mean of each window, counting the padding unless
+# count_include_pad is false.
+model AvgPool2d(kernel_size, stride = [], padding = 0, ceil_mode: bool = false, count_include_pad: bool = true) {
+  fn forward(x) {
+    avg_pool2d(x, kernel_size, stride = stride, padding = padding,
+               ceil_mode = ceil_mode, count_include_pad = count_include_pad)
+  }
+}
+
 # ---- recurrent layers (at the end: random streams are keyed by source position,
 # so code added above dropout would change its masks) ----
 

@@ -110,7 +110,7 @@ static int promised_exact(const td_graph *g, int n, char *memo) {
   const td_node *nd = &g->nodes[n];
   int ok = 1;
   for (int k = 0; k < nd->n_in && ok; k++) ok = promised_exact(g, nd->in[k], memo);
-  if (ok && nd->op == TD_IR_MATMUL) ok = !td_dtype_is_float(nd->dtype);
+  if (ok && (nd->op == TD_IR_MATMUL || nd->op == TD_IR_CONV)) ok = !td_dtype_is_float(nd->dtype);
   if (ok && (nd->op == TD_IR_SUM || nd->op == TD_IR_PROD)) {
     const td_node *x = &g->nodes[nd->in[0]];
     int inner, n_real;

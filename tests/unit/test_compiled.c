@@ -247,6 +247,8 @@ Test(symbolic, seed_models_serve_every_batch_size) {
 
 Test(symbolic, mlp_serves_every_batch_size) { check_entries("examples/mlp.td"); }
 
+Test(symbolic, lenet_serves_every_batch_size, .timeout = 120) { check_entries("examples/lenet.td"); }
+
 Test(symbolic, transformer_serves_every_batch_and_length, .timeout = 120) {
   check_entries("examples/transformer.td");
 }
@@ -299,6 +301,32 @@ Test(kinds, symbolic_slices_reshapes_and_many_symbols) {
              "fn f(x: f32[A, B, C, D, E], w: f32[E, F]) -> f32[A, B, C, D, F] {\n"
              "  let y = exp(x) * 2.0\n"
              "  tanh(y @ w) + sum(y, axis = 4, keepdims = true)\n"
+             "}\n");
+}
+
+/* Convolutions (lowered to im2col matmuls) and pools (fused slices) on
+ * symbolic batch and image sizes, forward and backward, against eager
+ * (interp/conv.c): stride 2 works on sizes written as multiples of 2
+ * (a symbol is bound by its first bare use, here an argument hw). */
+Test(kinds, convolutions_and_pools_at_symbolic_sizes) {
+  check_text("fn c(x: f32[N, 3, H, W], w: f32[4, 3, 3, 3], b: f32[4]) -> f32[N, 4, H - 2, W - 2] { conv2d(x, w, b) }\n"
+             "fn d(x: f32[N, 4, H, W], w: f32[4, 1, 3, 3]) -> f32[N, 4, H, W] {\n"
+             "  relu(conv2d(x, w, padding = 1, groups = 4))\n"
+             "}\n"
+             "fn s(hw: f32[H, W], x: f32[N, 2, 2 * H, 2 * W], w: f32[6, 2, 3, 3]) -> f32[N, 6, H, W] {\n"
+             "  conv2d(x, w, stride = 2, padding = 1)\n"
+             "}\n"
+             "fn e(x: f32[N, 3, L], w: f32[2, 3, 2]) -> f32[N, 2, L + 1] { conv1d(x, w, padding = 1) }\n"
+             "fn p(hw: f32[H, W], x: f32[N, 3, 2 * H, 2 * W]) -> (f32[N, 3, H, W], f32[N, 3, H, W]) {\n"
+             "  (max_pool2d(x, 2), avg_pool2d(x, 2))\n"
+             "}\n"
+             "fn q(x: f32[N, 3, H, W]) -> f32[N, 3, H, W] { avg_pool2d(x, 3, stride = 1, padding = 1, "
+             "count_include_pad = false) }\n"
+             "fn l(x, w) { sum(sin(conv2d(x, w, padding = 1, groups = 2))) }\n"
+             "fn g(x: f32[N, 4, H, W], w: f32[6, 2, 3, 3]) { grad(l, argnums = [0, 1])(x, w) }\n"
+             "fn l2(x, w) { sum(sin(max_pool2d(conv2d(x, w, stride = 2, padding = 1), 2, stride = 1))) }\n"
+             "fn g2(hw: f32[H, W], x: f32[N, 2, 2 * H, 2 * W], w: f32[3, 2, 3, 3]) {\n"
+             "  grad(l2, argnums = [0, 1])(x, w)\n"
              "}\n");
 }
 

@@ -347,6 +347,54 @@ Test(grad, matmul_broadcast_batch) {
   check(2, s3, matmul(X[0], X[1]), "[3,4] @ [2,1,4,2]");
 }
 
+/* CONV of x and w with symmetric padding pad (negative: a crop) per axis. */
+static int conv(int x, int w, int S, int groups, const int *stride, const int *dil, const int *ldil,
+                const int *pad) {
+  td_node xn = G->nodes[x], wn = G->nodes[w];
+  td_attr a = noattr();
+  a.conv.spatial = S;
+  a.conv.groups = groups;
+  td_dim s[TD_MAX_RANK];
+  s[0] = xn.shape[0];
+  s[1] = wn.shape[0];
+  for (int i = 0; i < S; i++) {
+    a.conv.stride[i] = stride[i];
+    a.conv.dil[i] = dil[i];
+    a.conv.ldil[i] = ldil[i];
+    a.conv.pad[i] = pad[i];
+    int64_t hv = (xn.shape[2 + i] - 1) * ldil[i] + 1;
+    s[2 + i] = (hv + 2 * pad[i] - dil[i] * (wn.shape[2 + i] - 1) - 1) / stride[i] + 1;
+  }
+  int in[2] = {x, w};
+  return node(TD_IR_CONV, xn.dtype, S + 2, s, in, 2, &a);
+}
+
+Test(grad, conv) {
+  /* the shapes users make (groups, strides, dilation, 1-D and 3-D), and
+   * the transposed convolutions gradients make (input dilation, crops) */
+  static const struct {
+    int S, groups;
+    int64_t x[5], w[5];
+    int stride[3], dil[3], ldil[3], pad[3];
+  } cs[] = {
+    {2, 2, {2, 4, 5, 6}, {6, 2, 3, 2}, {2, 1}, {1, 2}, {1, 1}, {1, 2}},
+    {2, 1, {1, 3, 4, 5}, {2, 3, 2, 3}, {1, 2}, {2, 1}, {2, 3}, {-1, 1}},
+    {1, 2, {2, 2, 7}, {4, 1, 3}, {3}, {1}, {1}, {2}},
+    {3, 1, {1, 2, 3, 4, 3}, {2, 2, 2, 2, 2}, {1, 2, 1}, {1, 1, 2}, {1, 1, 1}, {1, 0, 1}},
+  };
+  for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+    reset();
+    int r = cs[k].S + 2;
+    spec s[2] = {{TD_F64, r, {0}, -1, 1, 0, NULL}, {TD_F64, r, {0}, -1, 1, 0, NULL}};
+    memcpy(s[0].shape, cs[k].x, sizeof cs[k].x);
+    memcpy(s[1].shape, cs[k].w, sizeof cs[k].w);
+    inputs(2, s);
+    char what[32];
+    snprintf(what, sizeof what, "conv case %zu", k);
+    check(2, s, conv(X[0], X[1], cs[k].S, cs[k].groups, cs[k].stride, cs[k].dil, cs[k].ldil, cs[k].pad), what);
+  }
+}
+
 Test(grad, movement) {
   spec s[] = {{TD_F64, 3, {2, 3, 4}, -1, 1, 0, NULL}};
   inputs(1, s);
