@@ -32,4 +32,9 @@ fn main() {
   let w3 = reshape(w, [3, 2, 2, 3, 3])
   print("conv3d", sum(sin(conv3d(x3, w3, padding = [1, 0, 1]))))
   # expect: conv3d 0.1202
+  # an unbatched input is one image; f64 computes in f64
+  print("unbatched", sum(conv2d(x[1], w, padding = "same", groups = 2)), sum(max_pool2d(x[1], 2)))
+  # expect: unbatched 1.1477 14.0569
+  print("f64", sum(sin(conv2d(f64(x), f64(w), padding = [0, 2], dilation = [2, 1], groups = 2))))
+  # expect: f64 2.0254
 }
