@@ -647,6 +647,7 @@ typedef gcc_jit_rvalue *(*cg_opfn)(cg *c, td_dtype dt, gcc_jit_rvalue *const *a)
 #define CG_EMITTER_TD_K_CONV(E) NULL
 #define CG_EMITTER_TD_K_MOVE(E) NULL
 #define CG_EMITTER_TD_K_GATHER(E) NULL
+#define CG_EMITTER_TD_K_SCAN(E) NULL
 #define CG_EMITTER_TD_K_EFFECT(E) NULL
 static const cg_opfn op_emitter[TD_IR_OP_COUNT] = {
 #define TD_OP(E, name, K, A, C) [TD_IR_##E] = CG_EMITTER_##K(E),

@@ -25,6 +25,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -94,6 +95,38 @@ const char *td_detect_march(void) {
 #else
   return "native";
 #endif
+}
+
+/* Every dynamic-loader call tdsl makes for compiled code, its own dlopen,
+ * dlsym and dlclose and libgccjit's (gcc_jit_context_compile dlopens the
+ * object it built, gcc_jit_result_release dlcloses it), is made under
+ * dl_mu.  glibc serialises dlopen and dlclose itself, but on a lock inside
+ * ld.so that ThreadSanitizer cannot see: two threads loading and freeing
+ * the same cached object (one link map, reference-counted) were reported
+ * as a race in _dl_close_worker.  With dl_mu the order is one TSan sees,
+ * at no cost worth measuring (the calls are short; an in-memory compile
+ * holds it through its compilation, which libgccjit's own mutex
+ * serialises anyway, so only cache hits of other threads wait on it). */
+static pthread_mutex_t dl_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *dl_open(const char *path) {
+  pthread_mutex_lock(&dl_mu);
+  void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  pthread_mutex_unlock(&dl_mu);
+  return dl;
+}
+
+static void *dl_sym(void *dl, const char *name) {
+  pthread_mutex_lock(&dl_mu);
+  void *p = dlsym(dl, name);
+  pthread_mutex_unlock(&dl_mu);
+  return p;
+}
+
+static void dl_close(void *dl) {
+  pthread_mutex_lock(&dl_mu);
+  dlclose(dl);
+  pthread_mutex_unlock(&dl_mu);
 }
 
 /* The largest dump or cached object read back. */
@@ -249,7 +282,7 @@ static int add_entry_symbols(td_compiled *c, gcc_jit_context *ctx, const cache_e
  * the td_dim it had: the graph's table is the key's); 0, or -1 when the
  * symbol is missing or does not describe this plan. */
 static int load_meta(td_compiled *c, void *dl) {
-  const unsigned char *m = dlsym(dl, META_SYMBOL);
+  const unsigned char *m = dl_sym(dl, META_SYMBOL);
   td_graph *g = c->p->g;
   meta_head h;
   if (!m) return -1;
@@ -304,11 +337,11 @@ static int lookup_kernels(td_compiled *c, td_err *err);
  * refused) and every kernel of the plan.  0 with c->dl and c->fns set, or
  * -1 with nothing loaded. */
 static int load_entry(td_compiled *c, const cache_entry *e, const char *path) {
-  void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  const unsigned long long *k = dl ? dlsym(dl, KEY_SYMBOL) : NULL;
+  void *dl = dl_open(path);
+  const unsigned long long *k = dl ? dl_sym(dl, KEY_SYMBOL) : NULL;
   c->dl = dl;
   if (k && k[0] == e->h && k[1] == e->h2 && load_meta(c, dl) == 0 && lookup_kernels(c, NULL) == 0) return 0;
-  if (dl) dlclose(dl);
+  if (dl) dl_close(dl);
   c->dl = NULL;
   td_free(c->fns);
   c->fns = NULL;
@@ -409,7 +442,9 @@ static int lookup_kernels(td_compiled *c, td_err *err) {
   c->fns = td_calloc((size_t)p->n_kernels + 1, sizeof *c->fns);
   if (!c->fns) return td_err_set(err, "out of memory");
   for (int k = 0; k < p->n_kernels; k++) {
+    pthread_mutex_lock(&dl_mu);   /* gcc_jit_result_get_code is a dlsym */
     void *code = c->dl ? dlsym(c->dl, p->kernels[k].name) : gcc_jit_result_get_code(c->res, p->kernels[k].name);
+    pthread_mutex_unlock(&dl_mu);
     if (!code)
       return td_err_set(err, "internal compiler error in kernel %s: no code was produced", p->kernels[k].name);
     memcpy(&c->fns[k], &code, sizeof code);
@@ -465,7 +500,12 @@ td_compiled *td_compile(const td_plan *plan, const td_compile_opts *opts, td_err
   t0 = td_now();
   if (ok && !c->fns && have_dir && store_entry(c, &ctx, &e) && !ctx)   /* the cache's compilation failed: again */
     ok = (ctx = generate(c, opt, &a2, err)) != NULL;
-  if (ok && !c->fns && !(c->res = gcc_jit_context_compile(ctx))) {
+  if (ok && !c->fns) {
+    pthread_mutex_lock(&dl_mu);
+    c->res = gcc_jit_context_compile(ctx);
+    pthread_mutex_unlock(&dl_mu);
+  }
+  if (ok && !c->fns && !c->res) {
     const char *m = gcc_jit_context_get_first_error(ctx);
     td_err_set(err, "internal compiler error in the kernels of %s: %s", plan->g->name, m ? m : "compilation failed");
     ok = 0;
@@ -484,8 +524,12 @@ td_compiled *td_compile(const td_plan *plan, const td_compile_opts *opts, td_err
 
 void td_compiled_free(td_compiled *c) {
   if (!c) return;
-  if (c->res) gcc_jit_result_release(c->res);
-  if (c->dl) dlclose(c->dl);
+  if (c->res || c->dl) {
+    pthread_mutex_lock(&dl_mu);
+    if (c->res) gcc_jit_result_release(c->res);
+    if (c->dl) dlclose(c->dl);
+    pthread_mutex_unlock(&dl_mu);
+  }
   td_free(c->fns);
   td_free(c->info);
   td_free(c->dims);

@@ -106,6 +106,8 @@ static void inner(keyer *K, int n) {
   for (int i = 0; i < TD_MAX_RANK; i++) td_sb_printf(&K->b, "%lld/%lld,", (long long)a->start[i], (long long)a->step[i]);
   td_sb_printf(&K->b, " init=%d,%a,%a buffer=%d parts=%d", (int)a->init, a->init_a, a->init_b, a->buffer,
                a->n_parts);
+  td_sb_printf(&K->b, " scan=%d,%d,%d,%d,%d", a->n_carry, a->n_xs, a->index, a->reverse,   /* see plan_key.c */
+               a->body ? a->body->n_nodes : -1);
   for (int k = 0; k < a->n_parts; k++) {
     if (a->parts[k].text) td_sb_printf(&K->b, " %zu:%s", strlen(a->parts[k].text), a->parts[k].text);
     else td_sb_printf(&K->b, " #%d", a->parts[k].input);

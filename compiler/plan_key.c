@@ -29,10 +29,10 @@
 /* x86-64 sizes when this file was written: a structure of another size has
  * gained (or lost) a field, which the key must then cover. */
 #if defined(__x86_64__)
-_Static_assert(sizeof(td_attr) == 320 && sizeof(td_node) == 448, "td_node changed: update plan_key.c");
+_Static_assert(sizeof(td_attr) == 344 && sizeof(td_node) == 472, "td_node changed: update plan_key.c");
 _Static_assert(sizeof(td_kernel) == 464 && sizeof(td_view) == 144 && sizeof(td_kstage) == 16,
                "td_kernel changed: update plan_key.c");
-_Static_assert(sizeof(td_buffer) == 40 && sizeof(td_plan) == 112 && sizeof(td_graph) == 160,
+_Static_assert(sizeof(td_buffer) == 40 && sizeof(td_plan) == 112 && sizeof(td_graph) == 168,
                "td_plan or td_graph changed: update plan_key.c");
 #endif
 
@@ -64,6 +64,9 @@ static void node(td_strbuf *b, const td_node *n) {
   dims(b, "start", a->start, TD_MAX_RANK);
   dims(b, "step", a->step, TD_MAX_RANK);
   td_sb_printf(b, " init=%d,%a,%a buffer=%d parts=%d", (int)a->init, a->init_a, a->init_b, a->buffer, a->n_parts);
+  /* a SCAN's body is not in the key: no plan holds a SCAN yet (td_lower
+   * refuses them); its counts are, so that one cannot go unnoticed */
+  td_sb_printf(b, " scan=%d,%d,%d,%d,%d", a->n_carry, a->n_xs, a->index, a->reverse, a->body ? a->body->n_nodes : -1);
   for (int k = 0; k < a->n_parts; k++) {
     if (a->parts[k].text) str(b, a->parts[k].text);
     else td_sb_printf(b, " #%d", a->parts[k].input);

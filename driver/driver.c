@@ -76,7 +76,25 @@ static void dump_pass(void *ud, const char *pass, const td_graph *g) {
   td_graph_print(g, o->diags, o->dump);
 }
 
+/* A SCAN runs in the interpreter only, so far: the compilers refuse it
+ * with where it is and what runs it. */
+static int refuse_scan(const td_graph *g, const td_drive_opts *o, td_err *err) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    if (g->nodes[i].op != TD_IR_SCAN) continue;
+    td_span sp = g->nodes[i].span;
+    const td_source *s = o && o->diags ? td_diags_source(o->diags, sp.file) : NULL;
+    char where[600];
+    if (s) snprintf(where, sizeof where, "%s:%d:%d", s->path, sp.line, sp.col);
+    else snprintf(where, sizeof where, "line %d, column %d", sp.line, sp.col);
+    return td_err_set(err, "entry '%s' uses scan (%s), which only the interpreter runs so far: run it with "
+                      "`tdsl run` without --compiled or --device; the CPU and CUDA compilers and `tdsl build` "
+                      "do not compile scan yet", g->name, where);
+  }
+  return 0;
+}
+
 td_plan *td_lower(const td_graph *g, const td_drive_opts *o, td_opt_stats *st, td_err *err) {
+  if (refuse_scan(g, o, err)) return NULL;
   unsigned dumps = o && o->dump ? o->dumps : 0;
   td_opt_opts oo = {dump_pass, (void *)o, dumps & TD_DUMP_PASSES};
   td_graph *opt;

@@ -137,6 +137,7 @@ TDK_VECTORIZE
 #define EW_TD_K_CONV EW_NONE_
 #define EW_TD_K_MOVE EW_NONE_
 #define EW_TD_K_GATHER EW_NONE_
+#define EW_TD_K_SCAN EW_NONE_
 #define EW_TD_K_EFFECT EW_NONE_
 
 /* First expansion: one row kernel ew_<E>_<S> per op E and dtype S. */

@@ -63,6 +63,14 @@ typedef struct interp {
   int *last_use;        /* last node reading each node; -1 when none */
   char *keep;           /* node is a graph output */
   td_err *err;
+  /* inside a SCAN's body: the step of each enclosing scan, outermost first
+   * (traces, errors and random streams name them); symvals are the
+   * outermost graph's, not owned */
+  int64_t steps[16];
+  int n_steps;
+  int shared_symvals;
+  td_span inner_span;   /* a failure inside a body: the body node's span */
+  int inner_failed;
 } interp;
 
 /* Evaluates the node's shape; sizes must come out non-negative. */
@@ -128,6 +136,7 @@ static int run_creation(interp *I, const td_node *n, td_tensor *const *in, td_te
   default: {
     uint64_t call = I->o->call_index;
     uint64_t stream = call ? td_hash_mix(a->stream, call) : a->stream;
+    for (int s = 0; s < I->n_steps; s++) stream = td_hash_mix(stream, (uint64_t)I->steps[s] + 1);   /* a scan's step */
     uint64_t seed = a->seed;
     if (n->n_in) {
       const td_tensor *k = in[0];
@@ -309,8 +318,15 @@ static int gather_inputs(interp *I, const td_node *n, td_tensor **in) {
   return 0;
 }
 
+static int run_scan(interp *I, int id);
+
 static int run_node(interp *I, int id) {
   const td_node *n = &I->g->nodes[id];
+  if (n->op == TD_IR_SCAN) return run_scan(I, id);
+  if (n->op == TD_IR_SCAN_OUT) {   /* its SCAN made its value */
+    if (!I->vals[id]) return td_err_set(I->err, "op 'scan_out': its scan made no value");
+    return 0;
+  }
   td_tensor *stack_in[4], **in = stack_in;
   if (n->n_in > 4 && !(in = td_malloc((size_t)n->n_in * sizeof *in)))
     return td_err_set(I->err, "out of memory");
@@ -346,8 +362,13 @@ static void span_loc(const td_diags *d, td_span sp, char *buf, size_t n) {
 }
 
 static void trace_node(interp *I, const td_node *n, const td_tensor *t) {
-  char line[768], loc[256], shp[256];
-  span_loc(I->o->diags, n->span, loc, sizeof loc);
+  char line[768], loc[320], shp[256];
+  span_loc(I->o->diags, n->span, loc, sizeof loc - 64);
+  for (int s = 0; s < I->n_steps; s++) {   /* inside a scan: "file:line:col [step 3]" */
+    size_t l = strlen(loc);
+    snprintf(loc + l, sizeof loc - l, s ? ",%lld" : " [step %lld", (long long)I->steps[s]);
+    if (s == I->n_steps - 1) snprintf(loc + strlen(loc), sizeof loc - strlen(loc), "]");
+  }
   if (!t) {
     snprintf(line, sizeof line, "%s  %s\n", loc, td_ops[n->op].name);
   } else {
@@ -434,7 +455,7 @@ static void state_free(interp *I) {
   if (I->vals)
     for (int i = 0; i < I->g->n_nodes; i++) td_tensor_release(I->vals[i]);
   td_free(I->vals);
-  td_free(I->symvals);
+  if (!I->shared_symvals) td_free(I->symvals);
   td_free(I->last_use);
   td_free(I->keep);
 }
@@ -476,6 +497,109 @@ static int collect_outputs(interp *I, td_tensor ***outputs) {
   return 0;
 }
 
+/* ---- scan ------------------------------------------------------------------ */
+
+/* Runs body b once, as step t of a scan of P: its inputs ins, its outputs
+ * into *outs (owned by the caller). */
+static int run_body(interp *P, const td_graph *b, td_tensor *const *ins, int64_t t, td_tensor ***outs) {
+  interp B = {.g = b, .inputs = ins, .o = P->o, .err = P->err};
+  if (P->n_steps >= (int)(sizeof B.steps / sizeof B.steps[0]))
+    return td_err_set(P->err, "scans nest more than %d deep", (int)(sizeof B.steps / sizeof B.steps[0]));
+  memcpy(B.steps, P->steps, sizeof B.steps);
+  B.steps[P->n_steps] = t;
+  B.n_steps = P->n_steps + 1;
+  int bad = -1;
+  int rc = state_init(&B, b, P->err);
+  if (rc == 0) {
+    td_free(B.symvals);
+    B.symvals = P->symvals;
+    B.shared_symvals = 1;
+    rc = run_all(&B, &bad);
+  }
+  if (rc == 0) rc = collect_outputs(&B, outs);
+  if (rc < 0 && !P->inner_failed) {
+    if (B.inner_failed) P->inner_span = B.inner_span;
+    else if (bad >= 0) P->inner_span = b->nodes[bad].span;
+    P->inner_failed = B.inner_failed || bad >= 0;
+  }
+  state_free(&B);
+  return rc;
+}
+
+/* A SCAN (ops.def): the body once per step, the carries passed from step to
+ * step, each sequence's slice t copied out for step t and each per-step
+ * value copied into row t of its stacked output; then the outputs become
+ * the values of the SCAN_OUTs that follow. */
+static int run_scan(interp *I, int id) {
+  const td_node *n = &I->g->nodes[id];
+  const td_attr *a = &n->attr;
+  const td_graph *b = a->body;
+  int nc = a->n_carry, nx = a->n_xs, nb = b->n_inputs, no = b->n_outputs;
+  int64_t T = td_dim_eval(I->g, a->dim, I->symvals);
+  if (T < 0) return td_err_set(I->err, "scan: the number of steps evaluates to %lld", (long long)T);
+  for (int j = 0; j < n->n_in; j++)
+    if (!I->vals[n->in[j]]) return td_err_set(I->err, "op 'scan': input %d has no value", j);
+  td_tensor **carry = td_calloc((size_t)nc + 1, sizeof *carry), **ys = td_calloc((size_t)(no - nc) + 1, sizeof *ys);
+  td_tensor **bin = td_calloc((size_t)nb + 1, sizeof *bin);
+  int rc = carry && ys && bin ? 0 : td_err_set(I->err, "out of memory");
+  for (int k = 0; rc == 0 && k < nc; k++) carry[k] = td_tensor_retain(I->vals[n->in[k]]);
+  for (int k = 0; rc == 0 && k < no - nc; k++)
+    if (!(ys[k] = new_out(I, &I->g->nodes[id + 1 + nc + k]))) rc = -1;
+  int x0 = nc, idx = a->index ? nc + nx : -1, c0 = nc + nx + (a->index ? 1 : 0);
+  for (int k = c0; rc == 0 && k < nb; k++) bin[k] = I->vals[n->in[k - (a->index ? 1 : 0)]];   /* captures */
+  for (int s = 0; rc == 0 && s < T; s++) {
+    int64_t t = a->reverse ? T - 1 - s : s;
+    for (int k = 0; k < nc; k++) bin[k] = carry[k];
+    for (int k = 0; rc == 0 && k < nx; k++) {   /* slice t of sequence k, fresh (the body may keep it) */
+      const td_tensor *xs = I->vals[n->in[nc + k]];
+      if (!(bin[x0 + k] = td_tensor_new(xs->dtype, xs->rank - 1, xs->shape + 1, I->err))) { rc = -1; break; }
+      size_t bytes = (size_t)bin[x0 + k]->numel * td_dtype_size(xs->dtype);
+      if (bytes) memcpy(bin[x0 + k]->data, (const char *)xs->data + (size_t)t * bytes, bytes);
+    }
+    if (rc == 0 && idx >= 0) {
+      if (!(bin[idx] = td_tensor_new(TD_I64, 0, NULL, I->err))) rc = -1;
+      else ((int64_t *)bin[idx]->data)[0] = t;
+    }
+    td_tensor **outs = NULL;
+    if (rc == 0) rc = run_body(I, b, bin, t, &outs);
+    if (rc < 0) {
+      char m[sizeof I->err->msg];
+      snprintf(m, sizeof m, "%s", I->err->msg);
+      td_err_set(I->err, "%s, at step %lld of the scan", m, (long long)t);
+    }
+    for (int k = x0; k < c0; k++) {
+      td_tensor_release(bin[k]);
+      bin[k] = NULL;
+    }
+    if (rc < 0) break;
+    for (int k = 0; k < nc; k++) {
+      td_tensor_release(carry[k]);
+      carry[k] = outs[k];
+    }
+    for (int k = 0; k < no - nc; k++) {
+      td_tensor *y = outs[nc + k];
+      size_t bytes = (size_t)y->numel * td_dtype_size(y->dtype);
+      if (rc == 0 && (y->dtype != ys[k]->dtype || y->numel * T != ys[k]->numel))
+        rc = td_err_set(I->err, "scan: the value of step %lld does not fit its stacked output", (long long)t);
+      if (bytes && rc == 0) memcpy((char *)ys[k]->data + (size_t)t * bytes, y->data, bytes);
+      td_tensor_release(y);
+    }
+    td_free(outs);
+  }
+  for (int k = 0; k < nc; k++) {
+    if (rc == 0) I->vals[id + 1 + k] = carry[k];
+    else td_tensor_release(carry[k]);
+  }
+  for (int k = 0; k < no - nc; k++) {
+    if (rc == 0) I->vals[id + 1 + nc + k] = ys[k];
+    else td_tensor_release(ys[k]);
+  }
+  td_free(carry);
+  td_free(ys);
+  td_free(bin);
+  return rc;
+}
+
 int td_interp_run(const td_graph *g, td_tensor *const *inputs, td_tensor *const *params,
                   const td_run_opts *opts, td_tensor ***outputs, td_err *err,
                   td_span *err_span) {
@@ -492,7 +616,7 @@ int td_interp_run(const td_graph *g, td_tensor *const *inputs, td_tensor *const 
   if (rc == 0) rc = td_checks_run_graph(g, I.symvals, I.err, err_span);
   if (rc == 0) rc = run_all(&I, &bad);
   if (rc == 0) rc = collect_outputs(&I, outputs);
-  if (rc < 0 && bad >= 0 && err_span) *err_span = g->nodes[bad].span;
+  if (rc < 0 && bad >= 0 && err_span) *err_span = I.inner_failed ? I.inner_span : g->nodes[bad].span;
   state_free(&I);
   return rc;
 }

@@ -19,7 +19,7 @@ td_value el_apply_index(el_ctx *c, int in, const int *kind, const td_value *lo,
                         const td_value *hi, const td_value *step, td_span sp);
 
 typedef enum {
-  B_UNARY, B_BINARY, B_REDUCE, B_CAST, B_CREATE, B_OTHER, B_TRAIN, B_CONV
+  B_UNARY, B_BINARY, B_REDUCE, B_CAST, B_CREATE, B_OTHER, B_TRAIN, B_SCAN, B_CONV
 } bkind;
 
 #define BUILTIN_MAX_PARAMS 8
@@ -112,6 +112,9 @@ static const builtin table[] = {
   {"buffer", B_TRAIN, 4, 1, {"shape", "value", "dtype"}},
   {"len", B_TRAIN, 5, 1, {"x"}},
   {"assign", B_TRAIN, 6, 2, {"p", "value"}},
+  /* loops (builtins_scan.c) */
+  {"scan", B_SCAN, 0, 2, {"f", "init", "xs", "length", "reverse", "args"}},
+  {"fold", B_SCAN, 1, 2, {"f", "init", "xs", "length", "reverse", "args"}},
   /* convolution and pooling (builtins_conv.c) */
   {"conv1d", B_CONV, 1, 2, {"x", "weight", "bias", "stride", "padding", "dilation", "groups"}},
   {"conv2d", B_CONV, 2, 2, {"x", "weight", "bias", "stride", "padding", "dilation", "groups"}},
@@ -815,6 +818,7 @@ td_value el_builtin_call(el_ctx *c, int bi, td_value *args, const char **kw, int
   case B_CREATE: return b_create(c, b, a, sp);
   case B_OTHER: return b_other(c, b, a, sp);
   case B_TRAIN: return el_train_builtin(c, b->op, a, sp);
+  case B_SCAN: return el_scan_builtin(c, b->op, a, sp);
   case B_CONV: return el_conv_builtin(c, b->op, a, sp);
   }
   return el_err();

@@ -30,24 +30,12 @@ enum { GF_VALUE = 1, GF_AUX = 2 };
 
 /* ---- a model's parameters ---- */
 
-typedef struct plist {
-  int *ids;
-  int n, cap;
-} plist;
+typedef el_ints plist;
 
 static int plist_add(el_ctx *c, plist *l, int id) {
   for (int i = 0; i < l->n; i++)
     if (l->ids[i] == id) return 0;  /* a sub-model reachable twice */
-  if (l->n == l->cap) {
-    int cap = l->cap ? 2 * l->cap : 16;
-    int *ni = td_arena_alloc(c->arena, (size_t)cap * sizeof *ni);
-    if (!ni) return -1;
-    if (l->n) memcpy(ni, l->ids, (size_t)l->n * sizeof *ni);
-    l->ids = ni;
-    l->cap = cap;
-  }
-  l->ids[l->n++] = id;
-  return 0;
+  return el_ints_push(c, l, id);
 }
 
 static int collect_value(el_ctx *c, const td_value *v, plist *l, int depth);

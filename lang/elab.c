@@ -184,6 +184,19 @@ td_value *el_lookup(el_scope *s, const char *name) {
   return NULL;
 }
 
+int el_ints_push(el_ctx *c, el_ints *l, int id) {
+  if (l->n == l->cap) {
+    int cap = l->cap ? 2 * l->cap : 16;
+    int *ni = td_arena_alloc(c->arena, (size_t)cap * sizeof *ni);
+    if (!ni) return -1;
+    if (l->n) memcpy(ni, l->ids, (size_t)l->n * sizeof *ni);
+    l->ids = ni;
+    l->cap = cap;
+  }
+  l->ids[l->n++] = id;
+  return 0;
+}
+
 /* ---- "did you mean" ---- */
 
 static int edit_distance(const char *a, const char *b) {
@@ -434,9 +447,99 @@ static void let_tuple(el_ctx *c, el_scope *s, const td_ast *st, td_value v) {
   for (int i = 0; i < st->n; i++) el_bind(c, s, st->list[i]->name, v.items[i]);
 }
 
-/* A compile-time range for `for`/comprehensions; teaching errors otherwise. */
+/* The names a for loop's body carries from one iteration to the next: the
+ * assignments (at any depth of its blocks) to names of the enclosing scope
+ * s, at most max of them, each once. */
+static int carried_names(const td_ast *b, el_scope *s, const char **names, int n, int max) {
+  if (!b) return n;
+  if (b->kind == TD_A_ASSIGN && el_lookup(s, b->name)) {
+    for (int i = 0; i < n; i++)
+      if (!strcmp(names[i], b->name)) return n;
+    if (n < max) names[n++] = b->name;
+    return n;
+  }
+  if (b->kind == TD_A_BLOCK || b->kind == TD_A_IF || b->kind == TD_A_FOR) {
+    for (int i = 0; b->kind == TD_A_BLOCK && i < b->n; i++) n = carried_names(b->list[i], s, names, n, max);
+    if (b->kind != TD_A_BLOCK) {
+      n = carried_names(b->b, s, names, n, max);
+      n = carried_names(b->c, s, names, n, max);
+    }
+  }
+  return n;
+}
+
+/* Does expression e read any of names[0..n)? */
+static int mentions(const td_ast *e, const char **names, int n) {
+  if (!e) return 0;
+  if (e->kind == TD_A_NAME)
+    for (int i = 0; i < n; i++)
+      if (!strcmp(e->name, names[i])) return 1;
+  if (mentions(e->a, names, n) || mentions(e->b, names, n) || mentions(e->c, names, n)) return 1;
+  for (int i = 0; i < e->n; i++)
+    if (mentions(e->list[i], names, n)) return 1;
+  return 0;
+}
+
+/* Is every assignment to a carried name in b an accumulation, x = x + e or
+ * x = x - e with e reading no carried name (a sum over the steps: it
+ * vectorises)? */
+static int only_sums(const td_ast *b, const char **names, int n) {
+  if (!b) return 1;
+  if (b->kind == TD_A_ASSIGN) {
+    const td_ast *v = b->b;
+    int carried = 0;
+    for (int i = 0; i < n; i++) carried |= !strcmp(b->name, names[i]);
+    if (!carried) return 1;
+    if (!v || v->kind != TD_A_BINARY || (v->op != TD_OP_ADD && v->op != TD_OP_SUB)) return 0;
+    const td_ast *self = v->a, *term = v->b;
+    if (v->op == TD_OP_ADD && term && term->kind == TD_A_NAME && !strcmp(term->name, b->name)) {
+      self = v->b;
+      term = v->a;
+    }
+    return self && self->kind == TD_A_NAME && !strcmp(self->name, b->name) && !mentions(term, names, n);
+  }
+  if (b->kind == TD_A_BLOCK)
+    for (int i = 0; i < b->n; i++)
+      if (!only_sums(b->list[i], names, n)) return 0;
+  if (b->kind == TD_A_IF || b->kind == TD_A_FOR) return only_sums(b->b, names, n) && only_sums(b->c, names, n);
+  return 1;
+}
+
+/* Help for a loop of N steps (N bound at call time) that carries values
+ * from step to step: the loop written as a fold, which stays one loop in
+ * the graph for every N.  -1 (no help given) when the body carries nothing
+ * or only sums terms that do not depend on what it carries. */
+static int help_recurrence(el_ctx *c, el_scope *s, td_diag *g, const td_ast *st, const char *count) {
+  const char *names[8];
+  int n = carried_names(st->b, s, names, 0, 8);
+  if (!n || only_sums(st->b, names, n)) return -1;   /* nothing carried, or a sum: vectorise */
+  const char *text = td_span_text(c->diags, st->b->span);   /* the block, with or without its braces */
+  int len = (int)strlen(text);
+  if (len && text[0] == '{') { text++; len--; }
+  if (len && text[len - 1] == '}') len--;
+  while (len && (*text == ' ' || *text == '\n' || *text == '\t')) { text++; len--; }
+  while (len && (text[len - 1] == ' ' || text[len - 1] == '\n' || text[len - 1] == '\t' || text[len - 1] == ';')) len--;
+  if (!len) return -1;
+  td_strbuf carry = {0}, unpack = {0};
+  for (int i = 0; i < n; i++) td_sb_printf(&carry, "%s%s", i ? ", " : "", names[i]);
+  if (!carry.s) return -1;
+  const char *cv = n == 1 ? carry.s : td_arena_printf(c->arena, "(%s)", carry.s);
+  if (n > 1) td_sb_printf(&unpack, " let %s = carry;", cv);
+  const char *open = text - 1;
+  td_diag_help(c->diags, g, "the loop carries %s from step to step (a recurrence): a scan runs it as one loop "
+               "in the graph, for every %s:\n  fn step(%s, %s) {%s %.*s; %s }\n  %s%s = fold(step, %s, length = %s)\n"
+               "(step is a top-level fn; pass the other values it reads with args = (...))",
+               carry.s, count, n == 1 ? carry.s : "carry", st->name, unpack.s ? unpack.s : "", len, open + 1, cv,
+               n == 1 ? "" : "let ", cv, cv, count);
+  td_free(carry.s);
+  td_free(unpack.s);
+  return 0;
+}
+
+/* A compile-time range for `for`/comprehensions (st: the for statement, or
+ * NULL); teaching errors otherwise. */
 static int eval_range(el_ctx *c, el_scope *s, const td_ast *it, int64_t *lo, int64_t *hi,
-                      td_value **items, int *n_items) {
+                      td_value **items, int *n_items, const td_ast *st) {
   *items = NULL;
   if (it->kind == TD_A_RANGE) {
     td_value a = el_eval(c, s, it->a), b = el_eval(c, s, it->b);
@@ -447,8 +550,9 @@ static int eval_range(el_ctx *c, el_scope *s, const td_ast *it, int64_t *lo, int
       td_diag *g = td_error(c->diags, bad->span, "this loop runs %s times, and %s is bound at call time: "
                             "a loop whose trip count depends on runtime values cannot be unrolled into one graph",
                             sym_name(c, bad->dim), sym_name(c, bad->dim));
-      td_diag_help(c->diags, g, "vectorise: operate on the whole axis at once (reductions, matmul, "
-                   "broadcasting), or make the count a model parameter");
+      if (!st || help_recurrence(c, s, g, st, sym_name(c, bad->dim)))
+        td_diag_help(c->diags, g, "vectorise: operate on the whole axis at once (reductions, matmul, "
+                     "broadcasting), or make the count a model parameter");
     } else if (bad->k == V_TENSOR) {
       td_diag *g = td_error(c->diags, bad->span, "a loop bound is a tensor: tensors never leave the graph, "
                             "so a loop over runtime values cannot be unrolled into one graph");
@@ -478,7 +582,7 @@ static void exec_for(el_ctx *c, el_scope *s, const td_ast *st) {
   int64_t lo = 0, hi = 0;
   td_value *items;
   int n_items = 0;
-  if (eval_range(c, s, st->a, &lo, &hi, &items, &n_items)) return;
+  if (eval_range(c, s, st->a, &lo, &hi, &items, &n_items, st)) return;
   int64_t count = items ? n_items : (hi > lo ? hi - lo : 0);
   if (count > MAX_UNROLL) {
     td_diag *g = td_error(c->diags, st->a->span, "this loop unrolls %lld times (at most %d)", (long long)count, MAX_UNROLL);
@@ -1062,7 +1166,7 @@ static td_value eval_listcomp(el_ctx *c, el_scope *s, const td_ast *e) {
   int64_t lo = 0, hi = 0;
   td_value *items;
   int n_items = 0;
-  if (eval_range(c, s, e->b, &lo, &hi, &items, &n_items)) return el_err();
+  if (eval_range(c, s, e->b, &lo, &hi, &items, &n_items, NULL)) return el_err();
   int64_t count = items ? n_items : (hi > lo ? hi - lo : 0);
   if (count > MAX_UNROLL) { td_error(c->diags, e->b->span, "this comprehension has %lld elements (at most %d)", (long long)count, MAX_UNROLL); return el_err(); }
   td_value v = el_none(e->span);

@@ -128,6 +128,13 @@ el_scope *el_scope_new(el_ctx *c, el_scope *parent);
 int el_bind(el_ctx *c, el_scope *s, const char *name, td_value v);
 td_value *el_lookup(el_scope *s, const char *name);
 
+/* A growing list of node ids in the arena; el_ints_push: 0, or -1 on OOM. */
+typedef struct el_ints {
+  int *ids;
+  int n, cap;
+} el_ints;
+int el_ints_push(el_ctx *c, el_ints *l, int id);
+
 /* ---- the graph (shapes.c) ---- */
 /* double -> int64 saturating (NaN -> 0), like the runtime's casts. */
 int64_t el_f2i(double f);
@@ -183,6 +190,9 @@ td_value el_train_builtin(el_ctx *c, int which, td_value *a, td_span sp);
 td_value el_conv_builtin(el_ctx *c, int which, td_value *a, td_span sp);
 /* Calls a V_GRADFN: evaluates f, then appends its gradient. */
 td_value el_call_gradfn(el_ctx *c, const td_value *gf, td_value *args, const char **kw, int n, td_span sp);
+/* ---- loops (builtins_scan.c) ---- */
+/* scan (0) and fold (1), with f, init, xs, length, reverse in a[]. */
+td_value el_scan_builtin(el_ctx *c, int which, td_value *a, td_span sp);
 /* dtype named by a cast builtin value (f32 ...), or -1. */
 int el_builtin_dtype(const td_value *v);
 

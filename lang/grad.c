@@ -622,6 +622,233 @@ static void r_gather(ad *A, int id, int g) {
   accum(A, x, k_reshape(A, k_matmul(A, oh, g3), xr, xs));
 }
 
+/* ---- scan ----
+ *
+ * The adjoint of a SCAN is a second SCAN that runs the steps backwards.  Its
+ * carries are the adjoints of the float carries and an accumulator per
+ * float capture; its sequences are each step's input carries, the
+ * forward's sequences and the adjoints of the float per-step values; its
+ * body is the forward body followed by that body's own reverse sweep (this
+ * file, called on the body: so a scan in a body works, and grad of grad).
+ * The input carries of every step come from a copy of the forward SCAN
+ * that also returns them stacked (the forward is run twice: the cost of
+ * keeping the carries without changing the SCAN the program already has);
+ * the memory is T times the carries, as JAX's scan stores them. */
+
+/* Appends body src to dst: src's input k reads in_map[k] (a node of dst);
+ * map[] gets each src node's id in dst.  -1 when memory runs out. */
+static int inline_body(td_graph *dst, const td_graph *src, const int *in_map, int *map) {
+  int cap = 8, *in = td_malloc((size_t)cap * sizeof *in);
+  if (!in) return -1;
+  for (int i = 0; i < src->n_nodes; i++) {
+    const td_node *x = &src->nodes[i];
+    if (x->op == TD_IR_INPUT) {
+      map[i] = in_map[x->attr.i];
+      continue;
+    }
+    if (x->n_in > cap) {
+      int *ni = td_realloc(in, (size_t)x->n_in * sizeof *in);
+      if (!ni) { td_free(in); return -1; }
+      in = ni;
+      cap = x->n_in;
+    }
+    for (int j = 0; j < x->n_in; j++) in[j] = map[x->in[j]];
+    if ((map[i] = td_graph_add(dst, x->op, x->dtype, x->rank, x->shape, in, x->n_in, &x->attr, x->span)) < 0) {
+      td_free(in);
+      return -1;
+    }
+    dst->nodes[map[i]].name = x->name;
+  }
+  td_free(in);
+  return 0;
+}
+
+/* An INPUT of body b at the next slot, of x's type. */
+static int body_input(td_graph *b, const td_node *x, int rank_drop) {
+  td_attr at;
+  memset(&at, 0, sizeof at);
+  at.i = b->n_inputs;
+  return td_graph_add(b, TD_IR_INPUT, x->dtype, x->rank - rank_drop, x->shape + rank_drop, NULL, 0, &at, x->span);
+}
+
+/* A SCAN of body b in A's graph with its SCAN_OUTs (each output's type from
+ * b); the first one's id, or -1. */
+static int emit_scan(ad *A, const td_attr *like, const td_graph *b, int n_carry, int n_xs, int reverse,
+                     const int *in, int n_in) {
+  td_attr at = *like;
+  at.body = b;
+  at.n_carry = n_carry;
+  at.n_xs = n_xs;
+  at.reverse = reverse;
+  int s = add(A, TD_IR_SCAN, TD_BOOL, 0, NULL, in, n_in, &at);
+  if (s < 0) return -1;
+  for (int k = 0; k < b->n_outputs; k++) {
+    const td_node *o = &b->nodes[b->outputs[k]];
+    td_dim shp[TD_MAX_RANK];
+    int rank = o->rank;
+    if (k < n_carry) {
+      memcpy(shp, o->shape, sizeof shp);
+    } else {
+      shp[0] = like->dim;
+      memcpy(shp + 1, o->shape, (size_t)rank++ * sizeof shp[0]);
+    }
+    td_attr oa;
+    memset(&oa, 0, sizeof oa);
+    oa.i = k;
+    if (add(A, TD_IR_SCAN_OUT, o->dtype, rank, shp, &s, 1, &oa) < 0) return -1;
+  }
+  return s + 1;
+}
+
+static void r_scan(ad *A, int id, int g) {
+  (void)g;
+  const td_node *S = N(A, id);
+  const td_attr sa = S->attr;
+  const td_graph *f = sa.body;
+  int nc = sa.n_carry, nx = sa.n_xs, ni = sa.index ? 1 : 0, ncap = S->n_in - nc - nx, ny = f->n_outputs - nc;
+  td_arena *ar = A->g->arena;
+  td_graph *root = td_graph_root(A->g);
+  int n_all = S->n_in + f->n_outputs + 8;
+  int *fc = td_malloc((size_t)n_all * 4 * sizeof *fc), *fy = fc + n_all, *fcap = fy + n_all, *tmp = fcap + n_all;
+  int *map = td_malloc((size_t)(f->n_nodes + 1) * sizeof *map);
+  int *in_map = td_malloc((size_t)(f->n_inputs + 1) * sizeof *in_map);
+  int *sin = td_malloc((size_t)(2 * S->n_in + f->n_outputs + 1) * sizeof *sin);
+  int *wrt = td_malloc((size_t)(S->n_in + 1) * sizeof *wrt), *grads = td_malloc((size_t)(S->n_in + 1) * sizeof *grads);
+  td_graph *b2 = td_graph_new(ar, f->name), *bb = td_graph_new(ar, f->name);
+  int n_fc = 0, n_fy = 0, n_fcap = 0;
+  if (!fc || !map || !in_map || !sin || !wrt || !grads || !b2 || !bb) goto oom;
+  b2->parent = bb->parent = root;
+  for (int k = 0; k < nc; k++)
+    if (td_dtype_is_float(N(A, S->in[k])->dtype)) fc[n_fc++] = k;
+  for (int k = 0; k < ny; k++)
+    if (td_dtype_is_float(f->nodes[f->outputs[nc + k]].dtype)) fy[n_fy++] = k;
+  for (int k = 0; k < ncap; k++)
+    if (td_dtype_is_float(N(A, S->in[nc + nx + k])->dtype)) fcap[n_fcap++] = k;
+
+  /* the forward again, with every step's input carries stacked after its outputs */
+  for (int k = 0; k < f->n_inputs; k++)
+    if ((in_map[k] = body_input(b2, &f->nodes[f->inputs[k]], 0)) < 0) goto oom;
+  if (inline_body(b2, f, in_map, map)) goto oom;
+  for (int k = 0; k < f->n_outputs; k++)
+    if (td_graph_add_output(b2, map[f->outputs[k]])) goto oom;
+  for (int k = 0; k < nc; k++)
+    if (td_graph_add_output(b2, in_map[k])) goto oom;
+  int o2 = emit_scan(A, &sa, b2, nc, nx, sa.reverse, S->in, S->n_in);
+  if (o2 < 0) goto oom;
+  int cst = o2 + f->n_outputs;   /* the stacked input carries: cst + k */
+
+  /* the backward body: carries dc (float carries), dcap (float captures);
+   * sequences: the input carries, the forward's sequences, dy (float
+   * per-step values); the step index; the captures */
+  int p_dc = 0, p_dcap = n_fc, p_c = p_dcap + n_fcap, p_x = p_c + nc, p_dy = p_x + nx, p_i = p_dy + n_fy,
+      p_cap = p_i + ni;
+  for (int k = 0; k < n_fc; k++)
+    if ((tmp[p_dc + k] = body_input(bb, N(A, S->in[fc[k]]), 0)) < 0) goto oom;
+  for (int k = 0; k < n_fcap; k++)
+    if ((tmp[p_dcap + k] = body_input(bb, N(A, S->in[nc + nx + fcap[k]]), 0)) < 0) goto oom;
+  for (int k = 0; k < nc; k++)
+    if ((tmp[p_c + k] = body_input(bb, N(A, cst + k), 1)) < 0) goto oom;
+  for (int k = 0; k < nx; k++)
+    if ((tmp[p_x + k] = body_input(bb, N(A, S->in[nc + k]), 1)) < 0) goto oom;
+  for (int k = 0; k < n_fy; k++)
+    if ((tmp[p_dy + k] = body_input(bb, N(A, o2 + nc + fy[k]), 1)) < 0) goto oom;
+  if (ni && (tmp[p_i] = body_input(bb, &f->nodes[f->inputs[nc + nx]], 0)) < 0) goto oom;
+  for (int k = 0; k < ncap; k++)
+    if ((tmp[p_cap + k] = body_input(bb, N(A, S->in[nc + nx + k]), 0)) < 0) goto oom;
+  for (int k = 0; k < nc; k++) in_map[k] = tmp[p_c + k];
+  for (int k = 0; k < nx; k++) in_map[nc + k] = tmp[p_x + k];
+  if (ni) in_map[nc + nx] = tmp[p_i];
+  for (int k = 0; k < ncap; k++) in_map[nc + nx + ni + k] = tmp[p_cap + k];
+  if (inline_body(bb, f, in_map, map)) goto oom;
+  {
+    /* L = sum over the float outputs of sum(output * its adjoint): its
+     * gradient is the body's vector-Jacobian product */
+    ad B = {.g = bb, .d = A->d, .sp = A->sp, .hint = A->hint};
+    int L = -1;
+    td_dtype ldt = TD_F32;
+    for (int k = 0; k < n_fc + n_fy; k++) {
+      int o = map[f->outputs[k < n_fc ? fc[k] : nc + fy[k - n_fc]]];
+      int cot = k < n_fc ? tmp[p_dc + k] : tmp[p_dy + k - n_fc];
+      const td_node *on = &bb->nodes[o];
+      uint32_t all = on->rank ? (1u << on->rank) - 1 : 0;
+      int t = k_reshape(&B, k_sum(&B, k_bin(&B, TD_IR_MUL, o, cot), all), 0, NULL);
+      if (L < 0) ldt = on->dtype;
+      else t = k_cast(&B, t, ldt);
+      L = L < 0 ? t : k_bin(&B, TD_IR_ADD, L, t);
+    }
+    if (B.oom) goto oom;
+    int nw = 0;
+    for (int k = 0; k < n_fc; k++) wrt[nw++] = tmp[p_c + fc[k]];
+    int fx0 = nw;
+    for (int k = 0; k < nx; k++)
+      if (td_dtype_is_float(bb->nodes[tmp[p_x + k]].dtype)) wrt[nw++] = tmp[p_x + k];
+    int fcap0 = nw;
+    for (int k = 0; k < n_fcap; k++) wrt[nw++] = tmp[p_cap + fcap[k]];
+    if (L < 0) {
+      for (int k = 0; k < nw; k++) {
+        const td_node *w = &bb->nodes[wrt[k]];
+        td_dim s[TD_MAX_RANK];
+        memcpy(s, w->shape, sizeof s);
+        grads[k] = k_zeros(&B, w->dtype, w->rank, s);
+      }
+    } else if (td_grad(bb, A->d, A->sp, L, -1, wrt, nw, grads)) {
+      goto oom;   /* reported (or out of memory): the sweep stops */
+    }
+    if (B.oom) goto oom;
+    for (int k = 0; k < n_fc; k++)
+      if (td_graph_add_output(bb, grads[k])) goto oom;
+    for (int k = 0; k < n_fcap; k++) {
+      int acc = k_bin(&B, TD_IR_ADD, tmp[p_dcap + k], grads[fcap0 + k]);
+      if (acc < 0 || td_graph_add_output(bb, acc)) goto oom;
+    }
+    for (int k = fx0; k < fcap0; k++)
+      if (td_graph_add_output(bb, grads[k])) goto oom;
+    /* the backward SCAN's inputs, in its body's order */
+    int n = 0;
+    for (int k = 0; k < n_fc; k++) {
+      const td_node *c0 = N(A, S->in[fc[k]]);
+      td_dim s[TD_MAX_RANK];
+      memcpy(s, c0->shape, sizeof s);
+      int a = A->adj[id + 1 + fc[k]];
+      sin[n++] = a >= 0 ? exact(A, a, c0->rank, s) : k_zeros(A, c0->dtype, c0->rank, s);
+    }
+    for (int k = 0; k < n_fcap; k++) {
+      const td_node *c0 = N(A, S->in[nc + nx + fcap[k]]);
+      td_dim s[TD_MAX_RANK];
+      memcpy(s, c0->shape, sizeof s);
+      sin[n++] = k_zeros(A, c0->dtype, c0->rank, s);
+    }
+    for (int k = 0; k < nc; k++) sin[n++] = cst + k;
+    for (int k = 0; k < nx; k++) sin[n++] = S->in[nc + k];
+    for (int k = 0; k < n_fy; k++) {
+      const td_node *y = N(A, id + 1 + nc + fy[k]);
+      td_dim s[TD_MAX_RANK];
+      memcpy(s, y->shape, sizeof s);
+      int a = A->adj[id + 1 + nc + fy[k]];
+      sin[n++] = a >= 0 ? exact(A, a, y->rank, s) : k_zeros(A, y->dtype, y->rank, s);
+    }
+    for (int k = 0; k < ncap; k++) sin[n++] = S->in[nc + nx + k];
+    if (A->oom) goto oom;
+    int ob = emit_scan(A, &sa, bb, n_fc + n_fcap, nc + nx + n_fy, !sa.reverse, sin, n);
+    if (ob < 0) goto oom;
+    for (int k = 0; k < n_fc; k++) accum(A, S->in[fc[k]], ob + k);
+    for (int k = 0; k < n_fcap; k++) accum(A, S->in[nc + nx + fcap[k]], ob + n_fc + k);
+    int d = ob + n_fc + n_fcap;
+    for (int k = 0; k < nx; k++)
+      if (td_dtype_is_float(N(A, S->in[nc + k])->dtype)) accum(A, S->in[nc + k], d++);
+  }
+  if (0) {
+  oom:
+    A->oom = 1;
+  }
+  td_free(fc);
+  td_free(map);
+  td_free(in_map);
+  td_free(sin);
+  td_free(wrt);
+  td_free(grads);
+}
+
 /* ---- convolution ---- */
 
 /* conv(x, w) with attributes at, at the output shape `shape`. */
@@ -787,6 +1014,7 @@ static const rule_fn rules[TD_IR_OP_COUNT] = {
   [TD_IR_RESHAPE] = r_reshape, [TD_IR_PERMUTE] = r_permute, [TD_IR_BROADCAST] = r_broadcast,
   [TD_IR_SLICE] = r_slice, [TD_IR_CONCAT] = r_concat, [TD_IR_GATHER] = r_gather,
   [TD_IR_PRINT] = NONE,
+  [TD_IR_SCAN] = r_scan, [TD_IR_SCAN_OUT] = NONE,   /* a SCAN_OUT's adjoint is read by its SCAN's rule */
 };
 
 int td_grad_has_rule(td_op op) { return (unsigned)op < TD_IR_OP_COUNT && rules[op] != NULL; }
@@ -824,7 +1052,8 @@ int td_grad(td_graph *g, td_diags *d, td_span where, int y, int seed, const int 
     if (wrt[i] >= 0 && wrt[i] < n0 && td_dtype_is_float(g->nodes[wrt[i]].dtype)) dep[wrt[i]] = 1;
   for (int i = 0; i < n0; i++) {
     A.adj[i] = -1;
-    if (!td_dtype_is_float(g->nodes[i].dtype)) continue;
+    /* a SCAN has no value, but its outputs depend on its inputs through it */
+    if (!td_dtype_is_float(g->nodes[i].dtype) && g->nodes[i].op != TD_IR_SCAN) continue;
     for (int k = 0; !dep[i] && k < g->nodes[i].n_in; k++) dep[i] = dep[g->nodes[i].in[k]];
   }
   /* active: depends on a wrt node, and y depends on it */
@@ -837,6 +1066,16 @@ int td_grad(td_graph *g, td_diags *d, td_span where, int y, int seed, const int 
   int rc = 0;
   if (A.active[y]) A.adj[y] = seed >= 0 ? seed : k_const(&A, yn->dtype, 1);
   for (int i = y; i >= 0 && !A.oom; i--) {
+    if (g->nodes[i].op == TD_IR_SCAN && A.active[i]) {   /* runs when one of its outputs has an adjoint */
+      int any = 0;
+      for (int k = 0; k < g->nodes[i].attr.body->n_outputs && i + 1 + k < n0; k++) any |= A.adj[i + 1 + k] >= 0;
+      if (any) {
+        A.sp = g->nodes[i].span;
+        A.hint = td_arena_printf(g->arena, "grad(scan)");
+        r_scan(&A, i, -1);
+      }
+      continue;
+    }
     if (!A.active[i] || A.adj[i] < 0 || !td_dtype_is_float(g->nodes[i].dtype)) continue;
     td_op op = g->nodes[i].op;
     if (!rules[op]) {

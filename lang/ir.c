@@ -27,6 +27,11 @@ td_graph *td_graph_new(td_arena *a, const char *name) {
   return g;
 }
 
+td_graph *td_graph_root(const td_graph *g) {
+  while (g && g->parent) g = g->parent;
+  return (td_graph *)g;
+}
+
 /* ---- polynomials ---- */
 
 /* The monomial order: by degree, then by the sorted symbol lists.  It is a
@@ -126,6 +131,7 @@ static td_dim intern(td_graph *g, const td_poly *p) {
 }
 
 td_dim td_dim_intern(td_graph *g, const td_poly *p) {
+  g = td_graph_root(g);
   if (p->n < 0 || p->n > TD_POLY_MAX) return TD_DIM_BAD;
   for (int i = 0; i < p->n; i++) {
     if (p->t[i].n < 0 || p->t[i].n > TD_MONO_MAX || p->t[i].coef == 0) return TD_DIM_BAD;
@@ -142,6 +148,7 @@ static td_dim intern_buf(td_graph *g, pbuf *b) {
 }
 
 int td_sym_new(td_graph *g, const char *name) {
+  g = td_graph_root(g);
   if (g->n_syms == g->cap_syms) {
     int cap = g->cap_syms ? 2 * g->cap_syms : 8;
     const char **s = td_arena_alloc(g->arena, (size_t)cap * sizeof *s);
@@ -155,6 +162,7 @@ int td_sym_new(td_graph *g, const char *name) {
 }
 
 td_dim td_dim_sym(td_graph *g, int sym) {
+  g = td_graph_root(g);
   if (sym < 0) return TD_DIM_BAD;
   td_mono m = {.coef = 1, .n = 1, .sym = {sym}};
   td_poly p = {1, &m};
@@ -162,6 +170,7 @@ td_dim td_dim_sym(td_graph *g, int sym) {
 }
 
 td_dim td_dim_const(td_graph *g, int64_t v) {
+  g = td_graph_root(g);
   if (v >= 0) return v;
   td_mono m = {.coef = v, .n = 0};
   td_poly p = {1, &m};
@@ -197,12 +206,14 @@ static td_dim add_scaled(td_graph *g, td_dim a, td_dim b, int64_t s) {
 }
 
 td_dim td_dim_add(td_graph *g, td_dim a, td_dim b) {
+  g = td_graph_root(g);
   td_dim r;
   if (TD_DIM_IS_CONST(a) && TD_DIM_IS_CONST(b)) return __builtin_add_overflow(a, b, &r) ? TD_DIM_BAD : r;
   return add_scaled(g, a, b, 1);
 }
 
 td_dim td_dim_sub(td_graph *g, td_dim a, td_dim b) {
+  g = td_graph_root(g);
   if (TD_DIM_IS_CONST(a) && TD_DIM_IS_CONST(b) && a >= b) return a - b;
   return add_scaled(g, a, b, -1);
 }
@@ -237,6 +248,7 @@ static void canon(pbuf *r) {
 }
 
 td_dim td_dim_mul(td_graph *g, td_dim a, td_dim b) {
+  g = td_graph_root(g);
   if (TD_DIM_IS_BAD(a) || TD_DIM_IS_BAD(b)) return TD_DIM_BAD;
   td_dim c;
   if (TD_DIM_IS_CONST(a) && TD_DIM_IS_CONST(b)) return __builtin_mul_overflow(a, b, &c) ? TD_DIM_BAD : c;
@@ -289,6 +301,7 @@ static int poly_div(const td_poly *a, const td_poly *b, pbuf *s) {
 }
 
 int td_dim_div(td_graph *g, td_dim a, td_dim b, td_dim *out) {
+  g = td_graph_root(g);
   if (b == 0) return -1;
   if (TD_DIM_IS_BAD(a) || TD_DIM_IS_BAD(b)) { *out = TD_DIM_BAD; return 0; }
   if (TD_DIM_IS_CONST(a) && TD_DIM_IS_CONST(b)) {
@@ -316,6 +329,7 @@ static int64_t ceil_div_i(int64_t c, uint64_t m) {
 }
 
 int td_dim_ceil_div(td_graph *g, td_dim a, uint64_t m, td_dim *out) {
+  g = td_graph_root(g);
   if (m == 0 || m > (uint64_t)1 << 63) return -1;
   if (TD_DIM_IS_BAD(a)) { *out = TD_DIM_BAD; return 0; }
   td_mono sa;
@@ -339,6 +353,7 @@ int td_dim_ceil_div(td_graph *g, td_dim a, uint64_t m, td_dim *out) {
 }
 
 td_sizes td_graph_sizes(const td_graph *g) {
+  g = td_graph_root(g);
   td_sizes s = {g->syms, g->n_syms, g->dims};
   return s;
 }
@@ -355,12 +370,14 @@ int64_t td_dim_eval(const td_graph *g, td_dim d, const int64_t *symvals) {
 }
 
 char *td_dim_str(const td_graph *g, td_dim d, char *buf, size_t n) {
+  g = td_graph_root(g);
   td_sizes s = td_graph_sizes(g);
   return td_sizes_dim_str(&s, d, buf, n);
 }
 
 char *td_type_str(const td_graph *g, td_dtype dt, int rank, const td_dim *shape,
                   char *buf, size_t n) {
+  g = td_graph_root(g);
   td_sizes s = td_graph_sizes(g);
   return td_sizes_type_str(&s, dt, rank, shape, buf, n);
 }
@@ -513,6 +530,64 @@ static int verify_matmul(const td_graph *g, int id, td_err *err) {
   return 0;
 }
 
+static int same_type(const td_node *a, const td_node *b) {
+  return a->dtype == b->dtype && a->rank == b->rank &&
+         (!a->rank || !memcmp(a->shape, b->shape, (size_t)a->rank * sizeof a->shape[0]));
+}
+
+/* A SCAN (ops.def): its inputs against its body's INPUTs, its SCAN_OUTs
+ * right after it against the body's outputs, and the body itself. */
+static int verify_scan(const td_graph *g, int id, td_err *err) {
+  const td_node *n = &g->nodes[id];
+  const td_attr *a = &n->attr;
+  const td_graph *b = a->body;
+  /* the body's sizes are this graph's: the same outermost graph, or a copy
+   * of it that shares its polynomials (the REPL's pruned graph) */
+  const td_graph *rb = b ? td_graph_root(b) : NULL, *rg = td_graph_root(g);
+  if (!b || !(rb == rg || (rb->dims == rg->dims && rb->syms == rg->syms && rb->n_dims <= rg->n_dims)))
+    VFAIL("has no body of this graph's sizes");
+  if (a->n_carry < 0 || a->n_xs < 0 || a->n_carry + a->n_xs > n->n_in) VFAIL("bad carry and sequence counts");
+  if (TD_DIM_IS_BAD(a->dim)) VFAIL("bad trip count");
+  int n_idx = a->index ? 1 : 0;
+  if (b->n_inputs != n->n_in + n_idx) VFAIL("has %d inputs, its body %d", n->n_in, b->n_inputs);
+  if (b->n_outputs < a->n_carry) VFAIL("its body returns %d values for %d carries", b->n_outputs, a->n_carry);
+  if (b->n_updates) VFAIL("its body updates parameters");
+  for (int k = 0; k < b->n_inputs; k++) {
+    const td_node *bi = &b->nodes[b->inputs[k]];
+    if (bi->attr.i != k) VFAIL("body input %d has slot %lld", k, (long long)bi->attr.i);
+    if (a->index && k == a->n_carry + a->n_xs) {
+      if (bi->dtype != TD_I64 || bi->rank) VFAIL("the body's step index is not an i64[]");
+      continue;
+    }
+    const td_node *x = &g->nodes[n->in[k > a->n_carry + a->n_xs ? k - n_idx : k]];
+    if (k >= a->n_carry && k < a->n_carry + a->n_xs) {   /* a sequence: one slice per step */
+      if (x->rank < 1 || x->shape[0] != a->dim || x->dtype != bi->dtype || bi->rank != x->rank - 1 ||
+          (bi->rank && memcmp(bi->shape, x->shape + 1, (size_t)bi->rank * sizeof bi->shape[0])))
+        VFAIL("sequence %d does not match its slice in the body", k - a->n_carry);
+    } else if (!same_type(x, bi)) {
+      VFAIL("input %d does not have the type of the body's input", k);
+    }
+  }
+  for (int k = 0; k < a->n_carry; k++)
+    if (!same_type(&b->nodes[b->outputs[k]], &g->nodes[n->in[k]])) VFAIL("carry %d changes its type in the body", k);
+  for (int k = 0; k < b->n_outputs; k++) {
+    int o = id + 1 + k;
+    if (o >= g->n_nodes || g->nodes[o].op != TD_IR_SCAN_OUT || g->nodes[o].in[0] != id || g->nodes[o].attr.i != k)
+      VFAIL("is not followed by its output %d", k);
+    const td_node *bo = &b->nodes[b->outputs[k]], *so = &g->nodes[o];
+    if (k < a->n_carry ? !same_type(bo, so)
+                       : so->dtype != bo->dtype || so->rank != bo->rank + 1 || so->shape[0] != a->dim ||
+                             (bo->rank && memcmp(so->shape + 1, bo->shape, (size_t)bo->rank * sizeof bo->shape[0])))
+      VFAIL("output %d does not have the type of its body's value", k);
+  }
+  if (td_graph_verify(b, err)) {
+    char m[sizeof err->msg];
+    snprintf(m, sizeof m, "%s", err->msg);
+    return td_err_set(err, "%s (in the body of the scan %%%d)", m, id);
+  }
+  return 0;
+}
+
 static int verify_node(const td_graph *g, int id, td_err *err) {
   const td_node *n = &g->nodes[id];
   if ((unsigned)n->op >= TD_IR_OP_COUNT) { td_err_set(err, "IR verify: node %%%d: bad op", id); return -1; }
@@ -521,14 +596,19 @@ static int verify_node(const td_graph *g, int id, td_err *err) {
   if (arity >= 0 && n->n_in != arity) VFAIL("has %d inputs, expected %d", n->n_in, arity);
   for (int k = 0; k < n->n_in; k++)
     if (n->in[k] < 0 || n->in[k] >= id) VFAIL("input %d refers to %%%d", k, n->in[k]);
+  int nd = td_graph_root(g)->n_dims;
   for (int i = 0; i < n->rank; i++) {
     td_dim d = n->shape[i], s = n->op == TD_IR_SLICE ? n->attr.start[i] : 0;
     if (TD_DIM_IS_BAD(d) || TD_DIM_IS_BAD(s)) VFAIL("size arithmetic overflowed in dimension %d", i);
-    if ((!TD_DIM_IS_CONST(d) && (-d - 1) >= g->n_dims) || (!TD_DIM_IS_CONST(s) && (-s - 1) >= g->n_dims))
+    if ((!TD_DIM_IS_CONST(d) && (-d - 1) >= nd) || (!TD_DIM_IS_CONST(s) && (-s - 1) >= nd))
       VFAIL("bad dim");
   }
-  if (n->op == TD_IR_DIM && (TD_DIM_IS_BAD(n->attr.dim) || (!TD_DIM_IS_CONST(n->attr.dim) && -n->attr.dim - 1 >= g->n_dims)))
+  if ((n->op == TD_IR_DIM || n->op == TD_IR_SCAN) &&
+      (TD_DIM_IS_BAD(n->attr.dim) || (!TD_DIM_IS_CONST(n->attr.dim) && -n->attr.dim - 1 >= nd)))
     VFAIL("bad dim");
+  if (n->op != TD_IR_SCAN_OUT)
+    for (int k = 0; k < n->n_in; k++)
+      if (g->nodes[n->in[k]].op == TD_IR_SCAN) VFAIL("reads the scan %%%d itself, not one of its outputs", n->in[k]);
   switch (td_ops[n->op].kind) {
   case TD_K_UNARY: case TD_K_BINARY: case TD_K_COMPARE: case TD_K_TERNARY:
     return verify_elementwise(g, id, err);
@@ -569,6 +649,12 @@ static int verify_node(const td_graph *g, int id, td_err *err) {
     if (n->rank != x->rank - 1 + ix->rank) VFAIL("bad output rank");
     return 0;
   }
+  case TD_K_SCAN:
+    if (n->op == TD_IR_SCAN) return verify_scan(g, id, err);
+    if (g->nodes[n->in[0]].op != TD_IR_SCAN) VFAIL("does not read a scan");
+    if (n->attr.i < 0 || n->attr.i >= g->nodes[n->in[0]].attr.body->n_outputs || n->in[0] + 1 + n->attr.i != id)
+      VFAIL("is not output %lld right after its scan", (long long)n->attr.i);
+    return 0;   /* its type: verify_scan */
   default: return 0;
   }
 }
@@ -621,6 +707,11 @@ static void print_attr(const td_graph *g, const td_node *n, FILE *out) {
     fputs("]", out);
     break;
   case TD_IR_CONCAT: case TD_IR_GATHER: fprintf(out, " axis=%d", n->attr.axis); break;
+  case TD_IR_SCAN:
+    fprintf(out, " steps=%s carries=%d sequences=%d%s%s", td_dim_str(g, n->attr.dim, b, sizeof b), n->attr.n_carry,
+            n->attr.n_xs, n->attr.index ? " index" : "", n->attr.reverse ? " reverse" : "");
+    break;
+  case TD_IR_SCAN_OUT: fprintf(out, " %lld", (long long)n->attr.i); break;
   case TD_IR_CONV: td_conv_print_attr(&n->attr.conv, out); break;
   case TD_IR_SLICE:
     fputs(" [", out);
@@ -640,27 +731,38 @@ static void print_attr(const td_graph *g, const td_node *n, FILE *out) {
   }
 }
 
-void td_graph_print(const td_graph *g, const td_diags *d, FILE *out) {
-  fprintf(out, "graph %s(", g->name);
+/* g at indentation depth (a SCAN's body is printed under it, one level in,
+ * as "body(%inputs) { ... }"; its node numbers are its own). */
+static void print_graph(const td_graph *g, const td_diags *d, FILE *out, int depth) {
+  int w = 2 * depth;
+  if (depth) fprintf(out, "body(");
+  else fprintf(out, "graph %s(", g->name);
   for (int i = 0; i < g->n_inputs; i++) fprintf(out, "%s%%%d", i ? ", " : "", g->inputs[i]);
   fprintf(out, ") {\n");
   for (int id = 0; id < g->n_nodes; id++) {
     const td_node *n = &g->nodes[id];
     char t[256];
-    if (n->op == TD_IR_PRINT) fprintf(out, "  print");
-    else fprintf(out, "  %%%d = %s %s", id, td_ops[n->op].name, td_type_str(g, n->dtype, n->rank, n->shape, t, sizeof t));
+    if (n->op == TD_IR_PRINT) fprintf(out, "%*s  print", w, "");
+    else if (n->op == TD_IR_SCAN) fprintf(out, "%*s  %%%d = scan", w, "", id);
+    else fprintf(out, "%*s  %%%d = %s %s", w, "", id, td_ops[n->op].name, td_type_str(g, n->dtype, n->rank, n->shape, t, sizeof t));
     for (int k = 0; k < n->n_in; k++) fprintf(out, "%s %%%d", k ? "," : "", n->in[k]);
     print_attr(g, n, out);
     const td_source *s = d ? td_diags_source(d, n->span.file) : NULL;
     if (s) fprintf(out, "  # %s:%d:%d", s->path, n->span.line, n->span.col);
     fputc('\n', out);
+    if (n->op == TD_IR_SCAN && n->attr.body) {
+      fprintf(out, "%*s    ", w, "");
+      print_graph(n->attr.body, d, out, depth + 2);
+    }
   }
   for (int i = 0; i < g->n_updates; i++) {
     const td_node *pn = &g->nodes[g->updates[i].param];
-    fprintf(out, "  update %%%d \"%s\" = %%%d\n", g->updates[i].param, pn->name ? pn->name : "",
+    fprintf(out, "%*s  update %%%d \"%s\" = %%%d\n", w, "", g->updates[i].param, pn->name ? pn->name : "",
             g->updates[i].value);
   }
-  fprintf(out, "  return");
+  fprintf(out, "%*s  return", w, "");
   for (int i = 0; i < g->n_outputs; i++) fprintf(out, "%s %%%d", i ? "," : "", g->outputs[i]);
-  fprintf(out, "\n}\n");
+  fprintf(out, "\n%*s}\n", w, "");
 }
+
+void td_graph_print(const td_graph *g, const td_diags *d, FILE *out) { print_graph(g, d, out, 0); }

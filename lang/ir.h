@@ -32,7 +32,7 @@
 
 typedef enum td_opkind {
   TD_K_LEAF, TD_K_RANDOM, TD_K_UNARY, TD_K_BINARY, TD_K_COMPARE, TD_K_TERNARY,
-  TD_K_REDUCE, TD_K_MATMUL, TD_K_CONV, TD_K_MOVE, TD_K_GATHER, TD_K_EFFECT
+  TD_K_REDUCE, TD_K_MATMUL, TD_K_CONV, TD_K_MOVE, TD_K_GATHER, TD_K_EFFECT, TD_K_SCAN
 } td_opkind;
 
 typedef enum td_op {
@@ -91,6 +91,10 @@ typedef struct td_attr {
   int n_parts;
   td_init_kind init;         /* PARAM: initialiser ... */
   double init_a, init_b;     /* ... its arguments (lo/hi, mean/std, value) */
+  const struct td_graph *body; /* SCAN: the loop body; with attr.dim (the
+                                trip count), n_carry, n_xs, index, reverse */
+  int n_carry, n_xs;         /* SCAN: carries, sequences (see ops.def) */
+  int index, reverse;        /* SCAN: the body reads the step index; last step first */
   int buffer;                /* PARAM: 1 = non-trainable state (optimizer
                                 state, running statistics): saved and loaded
                                 with the weights, never differentiated by
@@ -144,9 +148,15 @@ typedef struct td_graph {
                                 written, carried through the passes */
   int n_checks;
   int has_checks;            /* checks derived (else a backend derives them) */
+  /* A SCAN's body: the graph it belongs to.  A body has no symbols and no
+   * polynomials of its own: every function of this header that reads or
+   * makes sizes works on the outermost graph's (td_graph_root). */
+  struct td_graph *parent;
 } td_graph;
 
 td_graph *td_graph_new(td_arena *a, const char *name);
+/* g, or the outermost graph a SCAN body belongs to: the owner of its sizes. */
+td_graph *td_graph_root(const td_graph *g);
 
 /* ---- dims ---- */
 int td_sym_new(td_graph *g, const char *name);           /* new symbol id */

@@ -34,6 +34,7 @@
 #define DEF_TD_K_CONV DEF_NONE_
 #define DEF_TD_K_MOVE DEF_NONE_
 #define DEF_TD_K_GATHER DEF_NONE_
+#define DEF_TD_K_SCAN DEF_NONE_
 #define DEF_TD_K_EFFECT DEF_NONE_
 static const unsigned char ew_defined[TD_IR_OP_COUNT][TD_DTYPE_COUNT] = {
 #define TD_OP(e, name, kind, arity, c) DEF_KIND_(kind, e, c)
@@ -120,6 +121,7 @@ int td_ew_check(td_op op, const td_dtype *in, int n_in, td_dtype out, td_err *er
 #define EV_TD_K_CONV DEF_NONE_
 #define EV_TD_K_MOVE DEF_NONE_
 #define EV_TD_K_GATHER DEF_NONE_
+#define EV_TD_K_SCAN DEF_NONE_
 #define EV_TD_K_EFFECT DEF_NONE_
 
 /* CAST: the (from, to) pair's case of casts.def. */

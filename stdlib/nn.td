@@ -235,6 +235,72 @@ model AvgPool2d(kernel_size, stride = [], padding = 0, ceil_mode: bool = false, 
   }
 }
 
+# ---- recurrent layers (at the end: random streams are keyed by source position,
+# so code added above dropout would change its masks) ----
+
+# Recurrent layers, like torch.nn.LSTM and torch.nn.GRU with one layer:
+# the same gate order, state_dict names (weight_ih_l0 [G*hidden, in],
+# weight_hh_l0 [G*hidden, hidden], bias_ih_l0, bias_hh_l0) and
+# initialisation (uniform(-1/sqrt(hidden), 1/sqrt(hidden)) for every
+# weight), so PyTorch checkpoints load.  The input is [T, B, in] (or
+# [B, T, in] with batch_first), T and B symbolic: the steps are one scan,
+# whatever T is.  The input projection of every step is one matmul before
+# the loop; each step adds h @ weight_hh_l0.T.
+#   LSTM: forward(x) -> (output [T, B, hidden], (h_n, c_n)), h_n and c_n
+#         [1, B, hidden] as PyTorch's; run(x, h0, c0) starts from a state
+#         ([B, hidden] each).  Gates i, f, g, o.
+#   GRU:  forward(x) -> (output, h_n); run(x, h0).  Gates r, z, n.
+model LSTM(in: int, hidden: int, batch_first: bool = false) {
+  param weight_ih_l0: f32[4 * hidden, in] = uniform(-1 / sqrt(hidden), 1 / sqrt(hidden))
+  param weight_hh_l0: f32[4 * hidden, hidden] = uniform(-1 / sqrt(hidden), 1 / sqrt(hidden))
+  param bias_ih_l0: f32[4 * hidden] = uniform(-1 / sqrt(hidden), 1 / sqrt(hidden))
+  param bias_hh_l0: f32[4 * hidden] = uniform(-1 / sqrt(hidden), 1 / sqrt(hidden))
+  fn step(state, xw) {
+    let (h, c) = state
+    let gates = split(xw + h @ weight_hh_l0.T + bias_hh_l0, 4, axis = -1)
+    let c2 = sigmoid(gates[1]) * c + sigmoid(gates[0]) * tanh(gates[2])
+    let h2 = sigmoid(gates[3]) * tanh(c2)
+    ((h2, c2), h2)
+  }
+  fn run(x, h0, c0) {
+    let xt = if batch_first { transpose(x, 0, 1) } else { x }
+    let (state, ys) = scan(step, (h0, c0), xt @ weight_ih_l0.T + bias_ih_l0)
+    let (h, c) = state
+    (if batch_first { transpose(ys, 0, 1) } else { ys }, (unsqueeze(h, 0), unsqueeze(c, 0)))
+  }
+  fn forward(x) {
+    let b = if batch_first { x.shape[0] } else { x.shape[1] }
+    run(x, zeros([b, hidden]), zeros([b, hidden]))
+  }
+}
+
+model GRU(in: int, hidden: int, batch_first: bool = false) {
+  param weight_ih_l0: f32[3 * hidden, in] = uniform(-1 / sqrt(hidden), 1 / sqrt(hidden))
+  param weight_hh_l0: f32[3 * hidden, hidden] = uniform(-1 / sqrt(hidden), 1 / sqrt(hidden))
+  param bias_ih_l0: f32[3 * hidden] = uniform(-1 / sqrt(hidden), 1 / sqrt(hidden))
+  param bias_hh_l0: f32[3 * hidden] = uniform(-1 / sqrt(hidden), 1 / sqrt(hidden))
+  fn step(h, xw) {
+    let xg = split(xw, 3, axis = -1)
+    let hg = split(h @ weight_hh_l0.T + bias_hh_l0, 3, axis = -1)
+    let r = sigmoid(xg[0] + hg[0])
+    let z = sigmoid(xg[1] + hg[1])
+    let n = tanh(xg[2] + r * hg[2])
+    let h2 = (1.0 - z) * n + z * h
+    (h2, h2)
+  }
+  fn run(x, h0) {
+    let xt = if batch_first { transpose(x, 0, 1) } else { x }
+    let (h, ys) = scan(step, h0, xt @ weight_ih_l0.T + bias_ih_l0)
+    (if batch_first { transpose(ys, 0, 1) } else { ys }, unsqueeze(h, 0))
+  }
+  fn forward(x) {
+    let b = if batch_first { x.shape[0] } else { x.shape[1] }
+    run(x, zeros([b, hidden]))
+  }
+}
+
+# ---- more convolutional layers (appended last, for the same reason) ----
+
 # torch.nn.ConvTranspose2d with a square kernel: `weight` [in, out / groups,
 # k, k] (PyTorch's layout) and `bias` [out], initialised as PyTorch does
 # (its fan_in is the weight's axis 1 times k * k: out / groups * k * k).

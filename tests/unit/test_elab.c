@@ -535,6 +535,19 @@ Test(elab, runtime_loops_are_teaching_errors) {
   want_help(want_diag("while loop", 5, 3), "vectorise");
 }
 
+Test(elab, a_recurrence_loop_is_shown_as_a_scan) {
+  const char *src =
+      "fn f(x: f32[N]) {\n"
+      "  let y = x\n"
+      "  for i in 0..N { y = tanh(y * 2.0) + i }\n"
+      "  y\n"
+      "}\n";
+  cr_expect_eq(check_errors(src), 1, "%s", all_msgs());
+  want_help(want_diag("N is bound at call time", 3, 15),
+            "the loop carries y from step to step (a recurrence): a scan runs it as one loop in the graph, for "
+            "every N:\n  fn step(y, i) { y = tanh(y * 2.0) + i; y }\n  y = fold(step, y, length = N)");
+}
+
 Test(elab, branch_on_symbolic_size) {
   const char *src =
       "fn f(x: f32[N, 16]) {\n"

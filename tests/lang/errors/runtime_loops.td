@@ -16,5 +16,6 @@ model Bad {
   }
 }
 # help: x + sum(arange(5))
+# help: the loop carries out from step to step (a recurrence): a scan runs it as one loop in the graph, for every N: fn step(out, i) { out = out * 2.0; out } out = fold(step, out, length = N)
 # help: vectorise: operate on the whole axis at once
 # help: or loop a compile-time number of times: for i in 0..n { ... }
