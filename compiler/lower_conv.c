@@ -82,6 +82,16 @@ static int concat2(lw *L, int a, int b, int axis) {
   return add(L, TD_IR_CONCAT, N(L, a)->dtype, N(L, a)->rank, s, in, 2, &at);
 }
 
+/* x through a one-part concat (a copy in memory for the fuser). */
+static int copy_of(lw *L, int x) {
+  td_attr at;
+  memset(&at, 0, sizeof at);
+  const td_node *n = N(L, x);
+  td_dim s[TD_MAX_RANK];
+  memcpy(s, n->shape, sizeof s);
+  return add(L, TD_IR_CONCAT, n->dtype, n->rank, s, &x, 1, &at);
+}
+
 /* x[start :: step] (len elements) along each axis i < rank. */
 static int slice(lw *L, int x, const td_dim *start, const int64_t *step, const td_dim *len) {
   if (x < 0) return -1;
@@ -204,7 +214,16 @@ static int lower_conv(lw *L, const td_node *n, int x, int w) {
     return td_err_set(L->err, "cannot lower the convolution at line %d: %s kernel offsets and output "
                       "positions (at most %d of one of them, known when compiling)", n->span.line,
                       TD_DIM_IS_CONST(parts) ? "too many" : "symbolic numbers of", LOWER_MAX_PARTS);
-  int xp = padded_input(L, n, x, k, base);
+  /* A computed weight (the flipped, transposed ones of transposed and
+   * gradient convolutions) is copied by a one-part concat, which ends the
+   * fuser's view chains there: a movement chain shared by two matmuls'
+   * operands was made the view of one and the base buffer of the other,
+   * which the plan verifier rejects (fuse.c setup_operand; seen with
+   * conv_transpose2d's gradient).  Weights are small; the copy is one
+   * pointwise kernel. */
+  td_op wop = N(L, w)->op;
+  if (wop != TD_IR_PARAM && wop != TD_IR_INPUT) w = copy_of(L, w);
+  int xp = w < 0 ? -1 : padded_input(L, n, x, k, base);
   int col = xp < 0 ? -1 : col_matrix(L, n, xp, base, k, by_out, parts, KK, P);
   if (col < 0) return -1;
   td_dim Nb = n->shape[0], O = n->shape[1], C = N(L, x)->shape[1];
@@ -219,7 +238,9 @@ static int lower_conv(lw *L, const td_node *n, int x, int w) {
     int in[2] = {a_id, b_id};
     mm = a_id < 0 || b_id < 0 ? -1 : add(L, TD_IR_MATMUL, dt, 3, ms, in, 2, NULL);
   } else {
-    Og = O / G;   /* the output channels are literal with groups (the weight's, or x's for a weight gradient) */
+    if (td_dim_div(L->dst, O, G, &Og))   /* the verifier checked literal counts; a symbolic one must divide too */
+      return td_err_set(L->err, "cannot lower the convolution at line %d: groups = %lld do not divide its "
+                        "output channels", n->span.line, (long long)G);
     td_dim CgK = td_dim_mul(L->dst, Cg, KK);
     td_dim ws[4] = {1, G, Og, CgK}, cs[4] = {Nb, G, CgK, P}, ms[4] = {Nb, G, Og, P};
     a_id = reshape(L, w, 4, ws);

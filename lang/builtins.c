@@ -119,6 +119,9 @@ static const builtin table[] = {
   {"conv1d", B_CONV, 1, 2, {"x", "weight", "bias", "stride", "padding", "dilation", "groups"}},
   {"conv2d", B_CONV, 2, 2, {"x", "weight", "bias", "stride", "padding", "dilation", "groups"}},
   {"conv3d", B_CONV, 3, 2, {"x", "weight", "bias", "stride", "padding", "dilation", "groups"}},
+  {"conv_transpose1d", B_CONV, 4, 2, {"x", "weight", "bias", "stride", "padding", "output_padding", "groups", "dilation"}},
+  {"conv_transpose2d", B_CONV, 5, 2, {"x", "weight", "bias", "stride", "padding", "output_padding", "groups", "dilation"}},
+  {"conv_transpose3d", B_CONV, 6, 2, {"x", "weight", "bias", "stride", "padding", "output_padding", "groups", "dilation"}},
   {"max_pool2d", B_CONV, 10, 2, {"x", "kernel_size", "stride", "padding", "dilation", "ceil_mode"}},
   {"avg_pool2d", B_CONV, 11, 2, {"x", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"}},
 };

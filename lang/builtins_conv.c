@@ -161,6 +161,34 @@ static int conv_padding(el_ctx *c, const td_value *v, int S, const char *fn, con
   return 0;
 }
 
+/* x [C, ...] as [1, C, ...]. */
+static td_value with_batch_axis(el_ctx *c, const td_value *x, td_span sp) {
+  const td_node *xn = el_node(c, x);
+  td_dim s[TD_MAX_RANK];
+  s[0] = 1;
+  memcpy(s + 1, xn->shape, (size_t)xn->rank * sizeof *s);
+  return el_reshape(c, x, xn->rank + 1, s, sp);
+}
+
+/* y [N, O, *out] + bias [O] (broadcast as [O, 1, ...]). */
+static td_value add_bias(el_ctx *c, const char *fn, const td_value *y, const td_value *bias, int S, td_span sp) {
+  if (want_float(c, bias, fn, "bias")) return el_err();
+  const td_node *yn = el_node(c, y), *bn = el_node(c, bias);
+  td_dim O = yn->shape[1];
+  if (bn->rank != 1 || bn->shape[0] != O || bn->dtype != yn->dtype) {
+    char d[64], t[256];
+    td_diag *g = td_error(c->diags, bias->span, "%s's bias must be %s[%s] (one per output channel), found %s", fn,
+                          td_dtype_name(yn->dtype), td_dim_str(c->g, O, d, sizeof d), tstr(c, bn, t, sizeof t));
+    td_diag_help(c->diags, g, "leave the bias out for none");
+    return el_err();
+  }
+  td_dim bs[TD_MAX_RANK];
+  bs[0] = O;
+  for (int i = 0; i < S; i++) bs[1 + i] = 1;
+  td_value b = el_reshape(c, bias, S + 1, bs, sp);
+  return b.k == V_ERR ? b : el_binary(c, TD_OP_ADD, y, &b, sp);
+}
+
 /* conv{S}d(x, w, bias, stride, padding, dilation, groups). */
 static td_value b_conv(el_ctx *c, int S, td_value *a, td_span sp) {
   static const char *const names[] = {"conv1d", "conv2d", "conv3d"};
@@ -188,11 +216,7 @@ static td_value b_conv(el_ctx *c, int S, td_value *a, td_span sp) {
     return el_err();
   }
   if (unbatched) {
-    td_dim s[TD_MAX_RANK];
-    s[0] = 1;
-    memcpy(s + 1, xn->shape, (size_t)xn->rank * sizeof *s);
-    x = el_reshape(c, &a[0], xn->rank + 1, s, sp);
-    if (x.k == V_ERR) return x;
+    if ((x = with_batch_axis(c, &a[0], sp)).k == V_ERR) return x;
     xn = el_node(c, &x);   /* both again: a new node may move the node array */
     wn = el_node(c, &a[1]);
   }
@@ -233,25 +257,123 @@ static td_value b_conv(el_ctx *c, int S, td_value *a, td_span sp) {
   int id = el_emit(c, TD_IR_CONV, dt, S + 2, shape, in, 2, &at, sp);
   if (id < 0) return el_err();
   td_value y = el_tensor(id, sp);
-  if (a[2].k != V_NONE) {   /* bias [O], added as [O, 1, ...] */
-    if (want_float(c, &a[2], fn, "bias")) return el_err();
-    const td_node *bn = el_node(c, &a[2]);
-    if (bn->rank != 1 || bn->shape[0] != shape[1] || bn->dtype != dt) {
-      char d[64];
-      td_diag *g = td_error(c->diags, a[2].span, "%s's bias must be %s[%s] (one per output channel), found %s", fn,
-                            td_dtype_name(dt), td_dim_str(c->g, shape[1], d, sizeof d), tstr(c, bn, t1, sizeof t1));
-      td_diag_help(c->diags, g, "leave the bias out for none");
+  if (a[2].k != V_NONE) y = add_bias(c, fn, &y, &a[2], S, sp);
+  if (y.k == V_ERR) return y;
+  if (!unbatched) return y;
+  return el_reshape(c, &y, S + 1, el_node(c, &y)->shape + 1, sp);
+}
+
+/* w [Cin, Cout / groups, *k] (PyTorch's transposed layout) as the weight
+ * of the equivalent convolution: [Cout, Cin / groups, *k], flipped along
+ * every spatial axis.  Per group gi: w[gi, ci, co] -> [gi, co, ci]. */
+static td_value transposed_weight(el_ctx *c, const td_value *wv, int S, int64_t groups, td_span sp) {
+  const td_node *wn = el_node(c, wv);
+  int r = S + 2;
+  td_dim cin = wn->shape[0], cog = wn->shape[1], s5[TD_MAX_RANK], s4[TD_MAX_RANK];
+  int64_t cig = cin / groups;
+  td_dtype dt = wn->dtype;
+  s5[0] = groups;
+  s5[1] = cig;
+  s5[2] = cog;
+  s4[0] = td_dim_mul(c->g, cog, groups);
+  s4[1] = cig;
+  for (int i = 0; i < S; i++) s5[3 + i] = s4[2 + i] = wn->shape[2 + i];
+  int perm[TD_MAX_RANK];
+  for (int i = 0; i <= r; i++) perm[i] = i;
+  perm[1] = 2;
+  perm[2] = 1;
+  td_value t = el_reshape(c, wv, r + 1, s5, sp);
+  if (t.k != V_ERR) t = el_permute(c, &t, perm, sp);
+  if (t.k != V_ERR) t = el_reshape(c, &t, r, s4, sp);
+  if (t.k == V_ERR) return t;
+  td_attr at;
+  memset(&at, 0, sizeof at);
+  for (int i = 0; i < r; i++) {
+    at.step[i] = i < 2 ? 1 : -1;
+    at.start[i] = i < 2 ? 0 : s4[i] - 1;   /* literal kernel sizes */
+  }
+  int id = el_emit(c, TD_IR_SLICE, dt, r, s4, &t.node, 1, &at, sp);
+  return id < 0 ? el_err() : el_tensor(id, sp);
+}
+
+/* conv_transpose{S}d(x, w, bias, stride, padding, output_padding, groups,
+ * dilation): the gradient of conv{S}d with respect to its input, as
+ * PyTorch's: one CONV over x dilated by the stride (lang/ir.h's ldil). */
+static td_value b_conv_transpose(el_ctx *c, int S, td_value *a, td_span sp) {
+  static const char *const names[] = {"conv_transpose1d", "conv_transpose2d", "conv_transpose3d"};
+  const char *fn = names[S - 1];
+  if (want_float(c, &a[0], fn, "input") || want_float(c, &a[1], fn, "weight")) return el_err();
+  td_value x = a[0];
+  const td_node *xn = el_node(c, &x), *wn = el_node(c, &a[1]);
+  char t1[256], t2[256];
+  int unbatched = xn->rank == S + 1;
+  if ((xn->rank != S + 2 && !unbatched) || wn->rank != S + 2 || xn->dtype != wn->dtype) {
+    td_diag *g = td_error(c->diags, sp, "%s needs an input [N, C_in, ...] (or [C_in, ...]) and a weight [C_in, "
+                          "C_out / groups, kernel...] of rank %d and one dtype, found %s and %s", fn, S + 2,
+                          tstr(c, xn, t1, sizeof t1), tstr(c, wn, t2, sizeof t2));
+    td_diag_help(c->diags, g, "the weight of a transposed convolution is PyTorch's: in_channels first");
+    return el_err();
+  }
+  if (unbatched) {
+    if ((x = with_batch_axis(c, &a[0], sp)).k == V_ERR) return x;
+    xn = el_node(c, &x);   /* both again: a new node may move the node array */
+    wn = el_node(c, &a[1]);
+  }
+  int64_t groups, stride[3], pad[3], opad[3], dil[3];
+  if (int_list(c, &a[6], 1, 1, 1, fn, "groups", &groups) || int_list(c, &a[3], S, 1, 1, fn, "stride", stride) ||
+      int_list(c, &a[4], S, 0, 0, fn, "padding", pad) || int_list(c, &a[5], S, 0, 0, fn, "output_padding", opad) ||
+      int_list(c, &a[7], S, 1, 1, fn, "dilation", dil))
+    return el_err();
+  td_dim cin = wn->shape[0], cout = td_dim_mul(c->g, wn->shape[1], groups);
+  if (!TD_DIM_IS_CONST(cin) || cin % groups || xn->shape[1] != cin) {
+    char d[64];
+    td_diag *g = td_error(c->diags, sp, "%s: the input %s has %s channels, but the weight %s takes %lld%s", fn,
+                          tstr(c, xn, t1, sizeof t1), td_dim_str(c->g, xn->shape[1], d, sizeof d),
+                          tstr(c, wn, t2, sizeof t2), (long long)cin,
+                          TD_DIM_IS_CONST(cin) && cin % groups ? ", which groups does not divide" : "");
+    td_diag_help(c->diags, g, "the weight is [in_channels, out_channels / groups, kernel...]: its axis 0 is the "
+                 "input's channels");
+    return el_err();
+  }
+  td_dtype dt = xn->dtype;
+  td_dim shape[TD_MAX_RANK];
+  shape[0] = xn->shape[0];
+  shape[1] = cout;
+  td_attr at;
+  memset(&at, 0, sizeof at);
+  at.conv.spatial = S;
+  at.conv.groups = (int32_t)groups;
+  for (int i = 0; i < S; i++) {
+    int64_t k = wn->shape[2 + i], span = dil[i] * (k - 1);
+    if (!TD_DIM_IS_CONST(k) || opad[i] >= (stride[i] > dil[i] ? stride[i] : dil[i])) {
+      td_diag *g = td_error(c->diags, sp, "%s: along the %s, output_padding %lld must be smaller than the stride "
+                            "or the dilation", fn, axis_names[S - 1][i], (long long)opad[i]);
+      td_diag_help(c->diags, g, "as in PyTorch: output_padding only picks among the sizes a stride makes");
       return el_err();
     }
-    td_dim bs[TD_MAX_RANK];
-    bs[0] = shape[1];
-    for (int i = 0; i < S; i++) bs[1 + i] = 1;
-    td_value b = el_reshape(c, &a[2], S + 1, bs, sp);
-    if (b.k == V_ERR) return b;
-    y = el_binary(c, TD_OP_ADD, &y, &b, sp);
-    if (y.k == V_ERR) return y;
+    /* (size - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1 */
+    shape[2 + i] = td_dim_add(c->g, td_dim_mul(c->g, td_dim_sub(c->g, xn->shape[2 + i], 1), stride[i]),
+                              td_dim_const(c->g, span - 2 * pad[i] + opad[i] + 1));
+    int64_t v;
+    if (td_dim_const_value(c->g, shape[2 + i], &v) && v < 1) {
+      td_diag *g = td_error(c->diags, sp, "%s: the output %s would be %lld; padding %lld crops more than the "
+                            "convolution makes", fn, axis_names[S - 1][i], (long long)v, (long long)pad[i]);
+      td_diag_help(c->diags, g, "use less padding");
+      return el_err();
+    }
+    at.conv.stride[i] = 1;
+    at.conv.ldil[i] = (int32_t)stride[i];
+    at.conv.dil[i] = (int32_t)dil[i];
+    at.conv.pad[i] = (int32_t)(span - pad[i]);
   }
-  if (!unbatched) return y;
+  td_value wt = transposed_weight(c, &a[1], S, groups, sp);
+  if (wt.k == V_ERR) return wt;
+  int in[2] = {x.node, wt.node};
+  int id = el_emit(c, TD_IR_CONV, dt, S + 2, shape, in, 2, &at, sp);
+  if (id < 0) return el_err();
+  td_value y = el_tensor(id, sp);
+  if (a[2].k != V_NONE) y = add_bias(c, fn, &y, &a[2], S, sp);
+  if (y.k == V_ERR || !unbatched) return y;
   return el_reshape(c, &y, S + 1, el_node(c, &y)->shape + 1, sp);
 }
 
@@ -459,6 +581,7 @@ static td_value b_pool(el_ctx *c, int is_max, td_value *a, td_span sp) {
 td_value el_conv_builtin(el_ctx *c, int which, td_value *a, td_span sp) {
   switch (which) {
   case 1: case 2: case 3: return b_conv(c, which, a, sp);
+  case 4: case 5: case 6: return b_conv_transpose(c, which - 3, a, sp);
   case 10: return b_pool(c, 1, a, sp);
   case 11: return b_pool(c, 0, a, sp);
   }

@@ -185,7 +185,8 @@ td_value el_builtin_call(el_ctx *c, int bi, td_value *args, const char **kwnames
 /* grad (0), value_and_grad (1), params (2), state_like (3), buffer (4),
  * with the table's arguments matched into a[]. */
 td_value el_train_builtin(el_ctx *c, int which, td_value *a, td_span sp);
-/* conv1d, conv2d, conv3d (which = 1, 2, 3), max_pool2d (10), avg_pool2d (11) (builtins_conv.c) */
+/* conv1d, conv2d, conv3d (which = 1, 2, 3), conv_transpose1d/2d/3d (4, 5, 6), max_pool2d (10),
+ * avg_pool2d (11) (builtins_conv.c) */
 td_value el_conv_builtin(el_ctx *c, int which, td_value *a, td_span sp);
 /* Calls a V_GRADFN: evaluates f, then appends its gradient. */
 td_value el_call_gradfn(el_ctx *c, const td_value *gf, td_value *args, const char **kw, int n, td_span sp);

@@ -904,7 +904,13 @@ static void r_conv(ad *A, int id, int g) {
   memcpy(xs, N(A, x)->shape, sizeof xs);
   memcpy(ws, N(A, w)->shape, sizeof ws);
   int ge = exact(A, g, r, ys);
-  td_dim Og = G == 1 ? ws[0] : ws[0] / G, Cg = ws[1];   /* O is a literal with groups */
+  td_dim Og = ws[0], Cg = ws[1];
+  if (G > 1 && td_dim_div(A->g, ws[0], G, &Og)) {   /* literal weights are checked; a symbolic count must divide */
+    td_error(A->d, A->sp, "no gradient for this convolution: groups = %lld do not divide its output channels "
+             "for every size", (long long)G);
+    A->oom = 1;
+    return;
+  }
   if (A->active[x]) {
     /* w [G*Og, Cg, K] -> [G, Og, Cg, K] -> [G, Cg, Og, K] -> [G*Cg, Og, K], flipped */
     int wt;

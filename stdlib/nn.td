@@ -298,3 +298,23 @@ model GRU(in: int, hidden: int, batch_first: bool = false) {
     run(x, zeros([b, hidden]))
   }
 }
+
+# ---- more convolutional layers (appended last, for the same reason) ----
+
+# torch.nn.ConvTranspose2d with a square kernel: `weight` [in, out / groups,
+# k, k] (PyTorch's layout) and `bias` [out], initialised as PyTorch does
+# (its fan_in is the weight's axis 1 times k * k: out / groups * k * k).
+model ConvTranspose2d(in: int, out: int, kernel_size: int, stride = 1, padding = 0, output_padding = 0,
+                      groups: int = 1, has_bias: bool = true, dilation = 1) {
+  param weight: f32[in, out / groups, kernel_size, kernel_size] = uniform(-1 / sqrt(out / groups * kernel_size * kernel_size), 1 / sqrt(out / groups * kernel_size * kernel_size))
+  param bias: f32[out] = uniform(-1 / sqrt(out / groups * kernel_size * kernel_size), 1 / sqrt(out / groups * kernel_size * kernel_size)) if has_bias
+  fn forward(x) {
+    if has_bias {
+      conv_transpose2d(x, weight, bias, stride = stride, padding = padding, output_padding = output_padding,
+                       groups = groups, dilation = dilation)
+    } else {
+      conv_transpose2d(x, weight, stride = stride, padding = padding, output_padding = output_padding,
+                       groups = groups, dilation = dilation)
+    }
+  }
+}

@@ -1,5 +1,5 @@
 #!/bin/sh
-# conv_refs.sh - conv1d, conv2d, max_pool2d and avg_pool2d against PyTorch,
+# conv_refs.sh - conv1d, conv2d, conv_transpose2d and the pools against PyTorch,
 # forward and backward, eager and compiled.
 #
 # tests/data/conv_ref/make_refs.py (run by hand with Debian's PyTorch) wrote,
@@ -23,7 +23,7 @@ for p in "${PYTHON:-}" /usr/bin/python3 python3; do
 done
 cases="conv_basic conv_stride_pad conv_dilation conv_groups conv_depthwise conv_asym conv_same_even conv_1x1
 conv1d maxpool_2 maxpool_ceil maxpool_dilation maxpool_ties avgpool_2 avgpool_ceil_pad avgpool_ceil_nopad avgpool_rect
-maxpool_ceil_edge avgpool_ceil_edge lenet"
+maxpool_ceil_edge avgpool_ceil_edge convt_stride convt_groups_dilation lenet"
 total=0
 for c in $cases; do total=$((total + 2)); done
 echo "1..$total"

@@ -266,6 +266,35 @@ model AvgpoolCeilEdgeGrad {
   fn grads(r: f32[1, 2, 3, 4]) { value_and_grad(loss, wrt = net, has_aux = true)(r) }
 }
 
+model ConvtStride {
+  param x: f32[2, 4, 5, 6] = normal(0, 1)
+  param w: f32[4, 3, 3, 3] = normal(0, 1)
+  param b: f32[3] = normal(0, 1)
+  fn forward(r) {
+    let y = conv_transpose2d(x, w, b, stride = 2, padding = 1, output_padding = 1)
+    (sum(y * r), y)
+  }
+}
+model ConvtStrideGrad {
+  net = ConvtStride()
+  fn loss(r) { net(r) }
+  fn grads(r: f32[2, 3, 10, 12]) { value_and_grad(loss, wrt = net, has_aux = true)(r) }
+}
+
+model ConvtGroupsDilation {
+  param x: f32[1, 4, 4, 5] = normal(0, 1)
+  param w: f32[4, 2, 3, 2] = normal(0, 1)
+  fn forward(r) {
+    let y = conv_transpose2d(x, w, stride = [2, 1], padding = [1, 3], groups = 2, dilation = [1, 2])
+    (sum(y * r), y)
+  }
+}
+model ConvtGroupsDilationGrad {
+  net = ConvtGroupsDilation()
+  fn loss(r) { net(r) }
+  fn grads(r: f32[1, 4, 7, 1]) { value_and_grad(loss, wrt = net, has_aux = true)(r) }
+}
+
 model LeNet {
   conv1 = nn.Conv2d(1, 6, 5, padding = 2)
   conv2 = nn.Conv2d(6, 16, 5)

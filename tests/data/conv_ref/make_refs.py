@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """make_refs.py - PyTorch references for tests/conv_refs.sh: conv1d, conv2d,
-max_pool2d and avg_pool2d, forward and backward.
+conv_transpose2d, max_pool2d and avg_pool2d, forward and backward.
 
 Each case is one call of torch.nn.functional on f32 tensors drawn here
 (x, the weight w, the bias b) and a cotangent r; the loss is sum(y * r),
@@ -67,7 +67,19 @@ CASES = [
      lambda x: F.max_pool2d(x, 2, padding=1, ceil_mode=True)),
     ("avgpool_ceil_edge", (1, 2, 5, 7), None, False, "2, padding = 1, ceil_mode = true",
      lambda x: F.avg_pool2d(x, 2, padding=1, ceil_mode=True)),
+    # transposed convolutions: the weight is [in, out / groups, k...]
+    ("convt_stride", (2, 4, 5, 6), (4, 3, 3, 3), True, "stride = 2, padding = 1, output_padding = 1",
+     lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1)),
+    ("convt_groups_dilation", (1, 4, 4, 5), (4, 2, 3, 2), False,
+     "stride = [2, 1], padding = [1, 3], groups = 2, dilation = [1, 2]",
+     lambda x, w, b: F.conv_transpose2d(x, w, None, stride=(2, 1), padding=(1, 3), groups=2, dilation=(1, 2))),
 ]
+
+
+def bias_size(name, ws):
+    """The output channels: the weight's axis 0, or 1 for a transposed
+    convolution (the cases with a bias have groups = 1)."""
+    return ws[1] if name.startswith("convt") else ws[0]
 
 
 def fmt_shape(s):
@@ -84,8 +96,8 @@ def model_of(name, xs, ws, bias, args, ys):
     else:
         lines.append(f"  param w: {fmt_shape(ws)} = normal(0, 1)")
         if bias:
-            lines.append(f"  param b: f32[{ws[0]}] = normal(0, 1)")
-        op = "conv1d" if len(xs) == 3 else "conv2d"
+            lines.append(f"  param b: f32[{bias_size(name, ws)}] = normal(0, 1)")
+        op = "conv_transpose2d" if name.startswith("convt") else "conv1d" if len(xs) == 3 else "conv2d"
         call = f"{op}(x, w" + (", b" if bias else "") + (", " + args if args else "") + ")"
     lines.append(f"  fn forward(r) {{")
     lines.append(f"    let y = {call}")
@@ -164,7 +176,7 @@ def main():
         if ws is not None:
             w["net.w"] = rng.uniform(-0.5, 0.5, ws).astype(np.float32)
             if bias:
-                w["net.b"] = rng.uniform(-0.5, 0.5, ws[:1]).astype(np.float32)
+                w["net.b"] = rng.uniform(-0.5, 0.5, (bias_size(name, ws),)).astype(np.float32)
         t = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in w.items()}
         args_t = [t["net.x"]] if ws is None else [t["net.x"], t["net.w"], t.get("net.b")]
         y = fn(*args_t)

@@ -14,7 +14,11 @@ fn f(x: f32[N, 3, 28, 28], w: f32[6, 1, 5, 5], v: f32[6, 3, 5, 5], s: f32[N, 3, 
   let p = max_pool2d(x, 2, padding = 2)         # error: max_pool2d: padding 2 is more than half the kernel's height 2
   let q = avg_pool2d(s, 2)                      # error: avg_pool2d: the output height floor((H + 0 - 2) / 2) + 1 is not a polynomial
   let r = max_pool2d(i64(x), 2)                 # error: max_pool2d() computes on f32 or f64 tensors; its input is i64
+  let t = conv_transpose2d(x, v)                # error: conv_transpose2d: the input f32[N, 3, 28, 28] has 3 channels, but the weight f32[6, 3, 5, 5] takes 6
+  let u = conv_transpose2d(x, v[:3], stride = 2, output_padding = 2)  # error: output_padding 2 must be smaller than the stride or the dilation
+  let z = conv_transpose2d(x, v[:3], padding = 20)  # error: conv_transpose2d: the output height would be -8
   x
 }
 # help: the weight is [out_channels, in_channels, kernel...]: make its axis 1 3
+# help: the weight is [in_channels, out_channels / groups, kernel...]
 # help: with stride 2 the input's symbolic height must be a multiple of 2

@@ -1,4 +1,5 @@
-# conv1d, conv2d, conv3d, the pools and their gradients on fixed inputs.
+# conv1d, conv2d, conv3d, conv_transpose2d, the pools and their gradients on
+# fixed inputs.
 # The expected values are PyTorch's (torch.nn.functional in float64 on the
 # same inputs); every mode runs this file, and the CUDA tests compile and
 # emulate its kernels (the transposed and weight-gradient convolutions
@@ -8,6 +9,7 @@ fn ploss(x) {
   sum(sin(max_pool2d(x, 3, stride = 2, padding = 1, ceil_mode = true))) +
     sum(cos(avg_pool2d(x, 2, padding = 1, count_include_pad = false)))
 }
+fn tloss(x, w) { sum(sin(conv_transpose2d(x, w, stride = 2, padding = 1, output_padding = 1))) }
 fn main() {
   let x = sin(reshape(f32(arange(2 * 4 * 7 * 6)), [2, 4, 7, 6]))
   let w = cos(reshape(f32(arange(6 * 2 * 3 * 3)), [6, 2, 3, 3])) / 4.0
@@ -37,4 +39,7 @@ fn main() {
   # expect: unbatched 1.1477 14.0569
   print("f64", sum(sin(conv2d(f64(x), f64(w), padding = [0, 2], dilation = [2, 1], groups = 2))))
   # expect: f64 2.0254
+  let (tx, tw) = grad(tloss, argnums = [0, 1])(x, w[:4])
+  print("conv_transpose2d", tloss(x, w[:4]), sum(tx * tx), sum(tw * tw))
+  # expect: conv_transpose2d -0.1389 6.0285 1548.4083
 }
