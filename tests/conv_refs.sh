@@ -14,31 +14,15 @@
 # Environment: TDSL_SRCDIR, TDSL_BUILDDIR.
 srcdir=${TDSL_SRCDIR:-.}
 builddir=${TDSL_BUILDDIR:-.}
-tdsl="$builddir/tdsl"
 ref="$srcdir/tests/data/conv_ref"
+. "$srcdir/tests/ref_common.sh"
 
-py=
-for p in "${PYTHON:-}" /usr/bin/python3 python3; do
-  if [ -n "$p" ] && "$p" -c "import numpy" 2>/dev/null; then py=$p; break; fi
-done
 cases="conv_basic conv_stride_pad conv_dilation conv_groups conv_depthwise conv_asym conv_same_even conv_1x1
 conv1d maxpool_2 maxpool_ceil maxpool_dilation maxpool_ties avgpool_2 avgpool_ceil_pad avgpool_ceil_nopad avgpool_rect
 maxpool_ceil_edge avgpool_ceil_edge convt_stride convt_groups_dilation lenet"
 total=0
 for c in $cases; do total=$((total + 2)); done
-echo "1..$total"
-if [ -z "$py" ]; then
-  i=1
-  while [ $i -le $total ]; do
-    echo "ok $i - conv references # SKIP no python3 with numpy (apt-get install python3-numpy)"
-    i=$((i + 1))
-  done
-  exit 0
-fi
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/tdsl-conv.XXXXXX") || exit 1
-trap 'rm -rf "$work"' EXIT
-export TDSL_CACHE_DIR="$work/cache"
+ref_start "$total" "conv references" conv
 
 # compare CASE: out0.npy (loss), out1.npy (y), then the gradients
 # (tests/compare_refs.py)

@@ -11,22 +11,9 @@
 # (skipped, saying why, without it).  Environment: TDSL_SRCDIR, TDSL_BUILDDIR.
 srcdir=${TDSL_SRCDIR:-.}
 builddir=${TDSL_BUILDDIR:-.}
-tdsl="$builddir/tdsl"
 ref="$srcdir/tests/data/grad_ref"
-
-py=
-for p in "${PYTHON:-}" /usr/bin/python3 python3; do
-  if [ -n "$p" ] && "$p" -c "import numpy" 2>/dev/null; then py=$p; break; fi
-done
-if [ -z "$py" ]; then
-  echo "1..1"
-  echo "ok 1 - grad models # SKIP no python3 with numpy (apt-get install python3-numpy)"
-  exit 0
-fi
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/tdsl-grad.XXXXXX") || exit 1
-trap 'rm -rf "$work"' EXIT
-export TDSL_CACHE_DIR="$work/cache"
+. "$srcdir/tests/ref_common.sh"
+ref_start 4 "grad models" grad
 
 # compare MODEL: outputs out0.npy (loss) .. outN.npy against the reference
 # (tests/compare_refs.py)
@@ -36,7 +23,6 @@ compare() {
 
 n=0
 failed=0
-echo "1..4"
 for model in mlp block; do
   case $model in
     mlp) entry=MLPGrad.grads; ins="--in x=$ref/mlp_x.npy --in y=$ref/mlp_y.npy"; nw=6 ;;

@@ -12,24 +12,10 @@
 # safetensors.  Needs python3 with numpy (skipped, saying why, without).
 srcdir=${TDSL_SRCDIR:-.}
 builddir=${TDSL_BUILDDIR:-.}
-tdsl="$builddir/tdsl"
 ref="$srcdir/tests/data/optim_ref"
 configs="sgd sgd_momentum sgd_nesterov adam adamw adamw_cosine sgd_steplr sgd_clip"
-
-py=
-for p in "${PYTHON:-}" /usr/bin/python3 python3; do
-  if [ -n "$p" ] && "$p" -c "import numpy" 2>/dev/null; then py=$p; break; fi
-done
-echo "1..16"
-if [ -z "$py" ]; then
-  i=1
-  while [ $i -le 16 ]; do echo "ok $i - optimizer steps # SKIP no python3 with numpy (apt-get install python3-numpy)"; i=$((i + 1)); done
-  exit 0
-fi
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/tdsl-optim.XXXXXX") || exit 1
-trap 'rm -rf "$work"' EXIT
-export TDSL_CACHE_DIR="$work/cache"
+. "$srcdir/tests/ref_common.sh"
+ref_start 16 "optimizer steps" optim
 
 n=0
 failed=0

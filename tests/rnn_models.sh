@@ -11,22 +11,9 @@
 # Environment: TDSL_SRCDIR, TDSL_BUILDDIR.
 srcdir=${TDSL_SRCDIR:-.}
 builddir=${TDSL_BUILDDIR:-.}
-tdsl="$builddir/tdsl"
 ref="$srcdir/tests/data/rnn_ref"
-
-py=
-for p in "${PYTHON:-}" /usr/bin/python3 python3; do
-  if [ -n "$p" ] && "$p" -c "import numpy" 2>/dev/null; then py=$p; break; fi
-done
-if [ -z "$py" ]; then
-  echo "1..1"
-  echo "ok 1 - rnn models # SKIP no python3 with numpy (apt-get install python3-numpy)"
-  exit 0
-fi
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/tdsl-rnn.XXXXXX") || exit 1
-trap 'rm -rf "$work"' EXIT
-export TDSL_CACHE_DIR="$work/cache"
+. "$srcdir/tests/ref_common.sh"
+ref_start 4 "rnn models" rnn
 
 # compare MODEL NAMES...: out0.npy.. against the reference's NAMES
 # (grad.* names are gradients, compared relative to their largest value)
@@ -57,7 +44,6 @@ PY
 w="grad.rnn.weight_ih_l0 grad.rnn.weight_hh_l0 grad.rnn.bias_ih_l0 grad.rnn.bias_hh_l0"
 n=0
 failed=0
-echo "1..4"
 for model in lstm gru; do
   case $model in
     lstm) m=LSTMRef; fwd="output h_n c_n" ;;

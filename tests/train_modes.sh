@@ -9,19 +9,8 @@
 # (skipped, saying why, without).  Environment: TDSL_SRCDIR, TDSL_BUILDDIR.
 srcdir=${TDSL_SRCDIR:-.}
 builddir=${TDSL_BUILDDIR:-.}
-tdsl="$builddir/tdsl"
-py=
-for p in "${PYTHON:-}" /usr/bin/python3 python3; do
-  if [ -n "$p" ] && "$p" -c "import numpy" 2>/dev/null; then py=$p; break; fi
-done
-echo "1..1"
-if [ -z "$py" ]; then
-  echo "ok 1 - eager and compiled training agree # SKIP no python3 with numpy (apt-get install python3-numpy)"
-  exit 0
-fi
-work=$(mktemp -d "${TMPDIR:-/tmp}/tdsl-trainmodes.XXXXXX") || exit 1
-trap 'rm -rf "$work"' EXIT
-export TDSL_CACHE_DIR="$work/cache"
+. "$srcdir/tests/ref_common.sh"
+ref_start 1 "eager and compiled training agree" trainmodes
 cat > "$work/m.td" <<'TD'
 import nn
 import optim
