@@ -509,6 +509,27 @@ static gcc_jit_rvalue *float_mod(cg *c, td_dtype dt, gcc_jit_rvalue *a, gcc_jit_
   return cg_select(c, cmp(c, GCC_JIT_COMPARISON_NE, r, zero), r1, fcall(c, "copysign", dt, zero, b), t);
 }
 
+/* Python's float // with runtime/scalar.h's operations (td_floordiv_f32):
+ * (a - fmod(a, b)) / b, one lower where fmod's sign is not b's, rounded
+ * to the nearest integer; a zero quotient takes the sign of a / b, and
+ * b == 0 gives a / b. */
+static gcc_jit_rvalue *float_floordiv(cg *c, td_dtype dt, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  gcc_jit_type *t = c->vt[dt];
+  gcc_jit_rvalue *zero = cg_const(c, dt, 0, 0), *one = cg_const(c, dt, 1, 1);
+  gcc_jit_rvalue *m = keep(c, fcall(c, "fmod", dt, a, b), t);
+  gcc_jit_rvalue *q = bin(c, GCC_JIT_BINARY_OP_DIVIDE, t, bin(c, GCC_JIT_BINARY_OP_MINUS, t, a, m), b);
+  gcc_jit_rvalue *adj = land(c, cmp(c, GCC_JIT_COMPARISON_NE, m, zero),
+                             cmp(c, GCC_JIT_COMPARISON_NE, cmp(c, GCC_JIT_COMPARISON_LT, b, zero),
+                                 cmp(c, GCC_JIT_COMPARISON_LT, m, zero)));
+  q = keep(c, cg_select(c, adj, bin(c, GCC_JIT_BINARY_OP_MINUS, t, q, one), q, t), t);
+  gcc_jit_rvalue *f = keep(c, fcall(c, "floor", dt, q, NULL), t);
+  gcc_jit_rvalue *up = cmp(c, GCC_JIT_COMPARISON_GT, bin(c, GCC_JIT_BINARY_OP_MINUS, t, q, f), cg_const(c, dt, 0.5, 0));
+  gcc_jit_rvalue *r = cg_select(c, up, bin(c, GCC_JIT_BINARY_OP_PLUS, t, f, one), f, t);
+  gcc_jit_rvalue *ab = keep(c, bin(c, GCC_JIT_BINARY_OP_DIVIDE, t, a, b), t);
+  r = cg_select(c, cmp(c, GCC_JIT_COMPARISON_EQ, q, zero), fcall(c, "copysign", dt, zero, ab), r, t);
+  return cg_select(c, cmp(c, GCC_JIT_COMPARISON_EQ, b, zero), ab, r, t);
+}
+
 int64_t tdc_pow_i64(int64_t a, int64_t b) { return td_pow_i64(a, b); }
 int32_t tdc_pow_i32(int32_t a, int32_t b) { return td_pow_i32(a, b); }
 
@@ -613,6 +634,7 @@ OP(SUB) { return bin(c, GCC_JIT_BINARY_OP_MINUS, T, a[0], a[1]); }
 OP(MUL) { return bin(c, GCC_JIT_BINARY_OP_MULT, T, a[0], a[1]); }
 OP(DIV) { return FL ? bin(c, GCC_JIT_BINARY_OP_DIVIDE, T, a[0], a[1]) : int_divmod(c, 0, dt, a[0], a[1]); }
 OP(MOD) { return FL ? float_mod(c, dt, a[0], a[1]) : int_divmod(c, 1, dt, a[0], a[1]); }
+OP(FLOORDIV) { return FL ? float_floordiv(c, dt, a[0], a[1]) : int_divmod(c, 0, dt, a[0], a[1]); }
 OP(POW) { return FL ? float_pow(c, dt, a[0], a[1]) : int_pow(c, dt, a[0], a[1]); }
 OP(MIN) { return minmax(c, 0, dt, a[0], a[1]); }
 OP(MAX) { return minmax(c, 1, dt, a[0], a[1]); }

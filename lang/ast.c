@@ -42,7 +42,7 @@ const char *td_binop_str(int op) {
       [TD_OP_MOD] = "%",   [TD_OP_POW] = "**", [TD_OP_MATMUL] = "@", [TD_OP_EQ] = "==",
       [TD_OP_NE] = "!=",   [TD_OP_LT] = "<",   [TD_OP_LE] = "<=",   [TD_OP_GT] = ">",
       [TD_OP_GE] = ">=",   [TD_OP_AND] = "and", [TD_OP_OR] = "or",  [TD_OP_NEG] = "-",
-      [TD_OP_NOT] = "not", [TD_OP_POS] = "+",
+      [TD_OP_NOT] = "not", [TD_OP_POS] = "+",  [TD_OP_FLOORDIV] = "//",
   };
   if (op < 0 || op >= (int)(sizeof names / sizeof names[0])) return "?";
   return names[op];

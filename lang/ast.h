@@ -75,7 +75,8 @@ typedef enum td_binop {
   TD_OP_MATMUL,
   TD_OP_EQ, TD_OP_NE, TD_OP_LT, TD_OP_LE, TD_OP_GT, TD_OP_GE,
   TD_OP_AND, TD_OP_OR,
-  TD_OP_NEG, TD_OP_NOT, TD_OP_POS
+  TD_OP_NEG, TD_OP_NOT, TD_OP_POS,
+  TD_OP_FLOORDIV   /* `//`, binary */
 } td_binop;
 
 typedef struct td_ast td_ast;

@@ -65,6 +65,8 @@ static const builtin table[] = {
   {"argmin", B_REDUCE, TD_IR_ARGMIN, 1, {"x", "axis", "keepdims"}},
   {"mean", B_REDUCE, -1, 1, {"x", "axis", "keepdims"}},
   {"logsumexp", B_REDUCE, -2, 1, {"x", "axis", "keepdims"}},
+  {"var", B_REDUCE, -3, 1, {"x", "axis", "keepdims", "correction"}},
+  {"std", B_REDUCE, -4, 1, {"x", "axis", "keepdims", "correction"}},
   /* casts */
   {"f32", B_CAST, TD_F32, 1, {"x"}},
   {"f64", B_CAST, TD_F64, 1, {"x"}},
@@ -104,6 +106,7 @@ static const builtin table[] = {
   {"uniform", B_OTHER, 15, 2, {"lo", "hi"}},
   {"normal", B_OTHER, 16, 2, {"mean", "std"}},
   {"error", B_OTHER, 17, 1, {"message"}},
+  {"tensor", B_OTHER, 18, 1, {"data", "dtype"}},
   /* training (builtins_grad.c) */
   {"grad", B_TRAIN, 0, 1, {"f", "wrt", "argnums", "has_aux"}},
   {"value_and_grad", B_TRAIN, 1, 1, {"f", "wrt", "argnums", "has_aux"}},
@@ -267,6 +270,33 @@ static td_value reduced_count(el_ctx *c, const td_node *n, uint32_t mask, td_spa
   return el_size(c, cnt, sp);
 }
 
+/* var and std (torch.var / torch.std with correction): two passes, the
+ * mean, then the squared deviations from it summed and divided by
+ * count - correction (0 or less gives inf or NaN, as PyTorch); std is
+ * the square root.  x is f32 or f64; half: the dtype to round to at the
+ * end (else TD_F32, meaning none). */
+static td_value var_std(el_ctx *c, int is_std, const td_value *x, uint32_t mask, int keep,
+                        const td_value *corr, td_dtype half, td_span sp) {
+  td_value k = corr->k == V_NONE ? el_int(1, sp) : *corr;
+  if (k.k != V_INT && k.k != V_FLOAT) {
+    td_diag *g = td_error(c->diags, corr->span, "correction must be a number, found %s", el_kind_name(corr));
+    td_diag_help(c->diags, g, "correction = 1 divides by n - 1 (the default, unbiased), correction = 0 by n");
+    return el_err();
+  }
+  td_value cnt = reduced_count(c, el_node(c, x), mask, sp);
+  td_value s = el_reduce(c, TD_IR_SUM, x, mask, 1, sp);
+  if (s.k == V_ERR) return el_err();
+  td_value m = el_binary(c, TD_OP_DIV, &s, &cnt, sp);
+  td_value d = m.k == V_ERR ? m : el_binary(c, TD_OP_SUB, x, &m, sp);
+  td_value d2 = d.k == V_ERR ? d : el_binary(c, TD_OP_MUL, &d, &d, sp);
+  td_value ss = d2.k == V_ERR ? d2 : el_reduce(c, TD_IR_SUM, &d2, mask, keep, sp);
+  td_value den = el_binary(c, TD_OP_SUB, &cnt, &k, sp);
+  if (den.k == V_SIZE) den = el_cast(c, &den, el_node(c, x)->dtype, sp);   /* a symbolic count */
+  td_value v = ss.k == V_ERR || den.k == V_ERR ? el_err() : el_binary(c, TD_OP_DIV, &ss, &den, sp);
+  if (is_std && v.k != V_ERR) v = el_unary_op(c, TD_IR_SQRT, &v, sp);
+  return half != TD_F32 && v.k != V_ERR ? el_cast(c, &v, half, sp) : v;
+}
+
 static td_value b_reduce(el_ctx *c, const builtin *b, td_value *a, td_span sp) {
   td_value *x = &a[0];
   /* Python-style max(a, b) on compile-time numbers */
@@ -308,6 +338,7 @@ static td_value b_reduce(el_ctx *c, const builtin *b, td_value *a, td_span sp) {
     td_value q = el_binary(c, TD_OP_DIV, &s, &cnt, sp);
     return half && q.k != V_ERR ? el_cast(c, &q, t, sp) : q;
   }
+  if (b->op == -3 || b->op == -4) return var_std(c, b->op == -4, &xf, mask, keep, &a[3], half ? t : TD_F32, sp);
   /* logsumexp = m + log(sum(exp(x - m))), m = max (0 where infinite) */
   td_value m = el_reduce(c, TD_IR_RMAX, &xf, mask, 1, sp);
   if (m.k == V_ERR) return el_err();
@@ -346,7 +377,10 @@ static td_value b_cast(el_ctx *c, const builtin *b, td_value *a, td_span sp) {
     return el_cast(c, x, b->op == -2 ? TD_F32 : (td_dtype)b->op, sp);
   }
   if (x->k != V_INT && x->k != V_FLOAT && x->k != V_BOOL) {
-    td_error(c->diags, sp, "%s() needs a number or a tensor, found %s", b->name, el_kind_name(x));
+    td_diag *g = td_error(c->diags, sp, "%s() needs a number or a tensor, found %s", b->name, el_kind_name(x));
+    if ((x->k == V_LIST || x->k == V_TUPLE) && b->op >= 0)
+      td_diag_help(c->diags, g, "for a tensor of these numbers write tensor(%s, dtype = %s)",
+                   td_span_text(c->diags, x->span), b->name);
     return el_err();
   }
   double v = x->k == V_FLOAT ? x->f : (double)x->i;
@@ -600,6 +634,97 @@ static td_value b_stack(el_ctx *c, td_value *a, td_span sp) {
   return el_concat(c, xs, a[0].n, axis, sp);
 }
 
+/* ---- tensor literals ---- */
+
+#define RAGGED_HELP "every row of a tensor literal has the same length, e.g. tensor([[1, 2], [3, 4]])"
+
+/* The literal's nesting: its shape (from the first item at each depth)
+ * and its kind (2 when a float appears, 1 for ints only, 0 for bools
+ * only, -1 before the first number, which fixes the rank).  v is at
+ * depth `depth`; -1 after a diagnostic naming the ragged or misplaced
+ * item. */
+static int literal_shape(el_ctx *c, const td_value *v, int depth, int *rank, td_dim *shape, int *kind) {
+  int is_list = v->k == V_LIST || v->k == V_TUPLE;
+  if (depth == *rank && is_list && *kind < 0) {   /* the first path sets the shape */
+    if (*rank == TD_MAX_RANK) { td_error(c->diags, v->span, "a tensor literal has at most %d dimensions", TD_MAX_RANK); return -1; }
+    shape[(*rank)++] = v->n;
+  } else if (depth < *rank && !is_list) {
+    td_diag *g = td_error(c->diags, v->span, "ragged tensor literal: expected a list of %lld items here, found %s",
+                          (long long)shape[depth], el_kind_name(v));
+    td_diag_help(c->diags, g, RAGGED_HELP);
+    return -1;
+  }
+  if (!is_list) {
+    if (v->k != V_INT && v->k != V_FLOAT && v->k != V_BOOL) {
+      td_diag *g = td_error(c->diags, v->span, "tensor() takes numbers and lists of numbers, found %s", el_kind_name(v));
+      td_diag_help(c->diags, g, v->k == V_TENSOR ? "to combine tensors use stack([...]) or concat([...])"
+                   : RAGGED_HELP);
+      return -1;
+    }
+    int k = v->k == V_FLOAT ? 2 : v->k == V_INT;
+    if (k > *kind) *kind = k;
+    return 0;
+  }
+  if (depth >= *rank) {
+    td_diag *g = td_error(c->diags, v->span, "ragged tensor literal: expected a number here, found a list");
+    td_diag_help(c->diags, g, RAGGED_HELP);
+    return -1;
+  }
+  if (v->n != shape[depth]) {
+    td_diag *g = td_error(c->diags, v->span, "ragged tensor literal: this list has %d item%s, the first at its depth has %lld",
+                          v->n, v->n == 1 ? "" : "s", (long long)shape[depth]);
+    td_diag_help(c->diags, g, RAGGED_HELP);
+    return -1;
+  }
+  for (int i = 0; i < v->n; i++)
+    if (literal_shape(c, &v->items[i], depth + 1, rank, shape, kind)) return -1;
+  return 0;
+}
+
+/* The numbers of a well-formed literal, in C order, into out[*n...). */
+static void literal_items(const td_value *v, td_value *out, int *n) {
+  if (v->k != V_LIST && v->k != V_TUPLE) { out[(*n)++] = *v; return; }
+  for (int i = 0; i < v->n; i++) literal_items(&v->items[i], out, n);
+}
+
+/* tensor([[1, 2], [3, 4]], dtype = ...): torch.tensor.  The default dtype
+ * is bool for bools only, i64 for ints, f32 once a float appears (as
+ * PyTorch).  The graph holds one constant per number, concatenated. */
+static td_value b_tensor(el_ctx *c, td_value *a, td_span sp) {
+  int rank = 0, kind = -1;
+  td_dim shape[TD_MAX_RANK];
+  if (literal_shape(c, &a[0], 0, &rank, shape, &kind)) return el_err();
+  td_dtype dt;
+  if (opt_dtype(c, &a[1], kind == 1 ? TD_I64 : kind == 0 ? TD_BOOL : TD_F32, &dt)) return el_err();
+  int64_t total = 1;
+  for (int i = 0; i < rank; i++) total *= shape[i];
+  if (rank == 0) {   /* tensor(3.5): a rank-0 tensor */
+    int k = el_as_tensor(c, &a[0], dt, sp);
+    return k < 0 ? el_err() : el_tensor(k, sp);
+  }
+  if (total == 0) {
+    td_value z = el_float(0, sp);
+    int k = el_as_tensor(c, &z, dt, sp);
+    if (k < 0) return el_err();
+    td_value zt = el_tensor(k, sp);
+    return el_broadcast_to(c, &zt, rank, shape, sp);
+  }
+  td_value *nums = td_arena_alloc(c->arena, (size_t)total * sizeof *nums);
+  if (!nums) { td_error(c->diags, sp, "out of memory"); return el_err(); }
+  int n = 0;
+  literal_items(&a[0], nums, &n);
+  td_dim one = 1;
+  for (int i = 0; i < n; i++) {
+    int k = el_as_tensor(c, &nums[i], dt, nums[i].span);
+    if (k < 0) return el_err();
+    td_value t = el_tensor(k, nums[i].span);
+    nums[i] = el_reshape(c, &t, 1, &one, nums[i].span);
+    if (nums[i].k == V_ERR) return el_err();
+  }
+  td_value flat = el_concat(c, nums, n, 0, sp);
+  return flat.k == V_ERR || rank == 1 ? flat : el_reshape(c, &flat, rank, shape, sp);
+}
+
 static td_value b_split(el_ctx *c, td_value *a, td_span sp) {
   if (want_tensor(c, &a[0], "split")) return el_err();
   const td_node *n = el_node(c, &a[0]);
@@ -761,6 +886,7 @@ static td_value b_other(el_ctx *c, const builtin *b, td_value *a, td_span sp) {
   }
   case 6: return b_stack(c, a, sp);
   case 7: return b_split(c, a, sp);
+  case 18: return b_tensor(c, a, sp);
   case 8: {
     int rank;
     td_dim shape[TD_MAX_RANK];

@@ -24,6 +24,7 @@
 #include <string.h>
 #include "lang/elab_impl.h"
 #include "runtime/philox.h"
+#include "runtime/scalar.h"
 #include "runtime/strbuf.h"
 
 #define MAX_DEPTH 200
@@ -303,7 +304,7 @@ static int is_num(const td_value *v) { return v->k == V_INT || v->k == V_FLOAT |
 static double num_f(const td_value *v) { return v->k == V_FLOAT ? v->f : (double)v->i; }
 
 static td_value const_arith(el_ctx *c, int op, const td_value *a, const td_value *b, td_span sp) {
-  /* symbolic sizes: + - * and exact / */
+  /* symbolic sizes: + - * and exact / or // */
   if (a->k == V_SIZE || b->k == V_SIZE) {
     td_dim da, db;
     if ((a->k != V_SIZE && a->k != V_INT) || (b->k != V_SIZE && b->k != V_INT)) {
@@ -318,7 +319,7 @@ static td_value const_arith(el_ctx *c, int op, const td_value *a, const td_value
     case TD_OP_ADD: r = td_dim_add(c->g, da, db); break;
     case TD_OP_SUB: r = td_dim_sub(c->g, da, db); break;
     case TD_OP_MUL: r = td_dim_mul(c->g, da, db); break;
-    case TD_OP_DIV: inexact = td_dim_div(c->g, da, db, &r) != 0; break;
+    case TD_OP_DIV: case TD_OP_FLOORDIV: inexact = td_dim_div(c->g, da, db, &r) != 0; break;
     default: arith = 0; break;
     }
     if (arith && (TD_DIM_IS_BAD(r) || TD_DIM_IS_BAD(da) || TD_DIM_IS_BAD(db))) {
@@ -332,12 +333,12 @@ static td_value const_arith(el_ctx *c, int op, const td_value *a, const td_value
     }
     switch (op) {
     case TD_OP_ADD: case TD_OP_SUB: case TD_OP_MUL: return el_size(c, r, sp);
-    case TD_OP_DIV:
+    case TD_OP_DIV: case TD_OP_FLOORDIV:
       if (!inexact) return el_size(c, r, sp);
       {
         char s1[64], s2[64];
-        td_diag *g = td_error(c->diags, sp, "%s / %s is not a whole size for every value of the symbols",
-                              td_dim_str(c->g, da, s1, sizeof s1), td_dim_str(c->g, db, s2, sizeof s2));
+        td_diag *g = td_error(c->diags, sp, "%s %s %s is not a whole size for every value of the symbols",
+                              td_dim_str(c->g, da, s1, sizeof s1), td_binop_str(op), td_dim_str(c->g, db, s2, sizeof s2));
         td_diag_help(c->diags, g, "sizes must stay integers; restructure the shape so the division is exact");
       }
       return el_err();
@@ -388,6 +389,11 @@ static td_value const_arith(el_ctx *c, int op, const td_value *a, const td_value
     if (!fl && j != 0 && !(i == INT64_MIN && j == -1) && i % j == 0) return el_int(i / j, sp);
     if (y == 0) { td_error(c->diags, sp, "division by zero in a compile-time expression"); return el_err(); }
     return el_float(x / y, sp);
+  case TD_OP_FLOORDIV:
+    if (y == 0) { td_error(c->diags, sp, "division by zero in a compile-time expression"); return el_err(); }
+    if (fl) return el_float(td_floordiv_f64(x, y), sp);
+    if (i == INT64_MIN && j == -1) return int_overflow(c, op, i, j, sp);
+    return el_int(td_floordiv_i64(i, j), sp);
   case TD_OP_MOD:
     if (fl) {
       if (y == 0) { td_error(c->diags, sp, "modulo by zero"); return el_err(); }
@@ -505,11 +511,14 @@ static int only_sums(const td_ast *b, const char **names, int n) {
   return 1;
 }
 
-/* Help for a loop of N steps (N bound at call time) that carries values
- * from step to step: the loop written as a fold, which stays one loop in
- * the graph for every N.  -1 (no help given) when the body carries nothing
- * or only sums terms that do not depend on what it carries. */
-static int help_recurrence(el_ctx *c, el_scope *s, td_diag *g, const td_ast *st, const char *count) {
+/* Help for a loop that carries values from step to step: the loop written
+ * as a fold, which stays one loop in the graph for every trip count.  The
+ * loop runs count times (a size bound at call time, or a number too large
+ * to unroll), or over the rows of the tensor whose source is xs (count
+ * NULL).  -1 (no help given) when the body carries nothing or only sums
+ * terms that do not depend on what it carries. */
+static int help_recurrence(el_ctx *c, el_scope *s, td_diag *g, const td_ast *st, const char *count,
+                           const char *xs) {
   const char *names[8];
   int n = carried_names(st->b, s, names, 0, 8);
   if (!n || only_sums(st->b, names, n)) return -1;   /* nothing carried, or a sum: vectorise */
@@ -526,11 +535,21 @@ static int help_recurrence(el_ctx *c, el_scope *s, td_diag *g, const td_ast *st,
   const char *cv = n == 1 ? carry.s : td_arena_printf(c->arena, "(%s)", carry.s);
   if (n > 1) td_sb_printf(&unpack, " let %s = carry;", cv);
   const char *open = text - 1;
+  int literal = count && count[0] >= '0' && count[0] <= '9';
+  const char *every = !count ? td_arena_printf(c->arena, "for every length of %s", xs)
+                      : literal ? td_arena_printf(c->arena, "compiled once, not %s times", count)
+                                : td_arena_printf(c->arena, "for every %s", count);
+  const char *source = count ? td_arena_printf(c->arena, "length = %s", count) : xs;
+  if (!every || !source) {
+    td_free(carry.s);
+    td_free(unpack.s);
+    return -1;
+  }
   td_diag_help(c->diags, g, "the loop carries %s from step to step (a recurrence): a scan runs it as one loop "
-               "in the graph, for every %s:\n  fn step(%s, %s) {%s %.*s; %s }\n  %s%s = fold(step, %s, length = %s)\n"
+               "in the graph, %s:\n  fn step(%s, %s) {%s %.*s; %s }\n  %s%s = fold(step, %s, %s)\n"
                "(step is a top-level fn; pass the other values it reads with args = (...))",
-               carry.s, count, n == 1 ? carry.s : "carry", st->name, unpack.s ? unpack.s : "", len, open + 1, cv,
-               n == 1 ? "" : "let ", cv, cv, count);
+               carry.s, every, n == 1 ? carry.s : "carry", st->name, unpack.s ? unpack.s : "", len, open + 1, cv,
+               n == 1 ? "" : "let ", cv, cv, source);
   td_free(carry.s);
   td_free(unpack.s);
   return 0;
@@ -550,7 +569,7 @@ static int eval_range(el_ctx *c, el_scope *s, const td_ast *it, int64_t *lo, int
       td_diag *g = td_error(c->diags, bad->span, "this loop runs %s times, and %s is bound at call time: "
                             "a loop whose trip count depends on runtime values cannot be unrolled into one graph",
                             sym_name(c, bad->dim), sym_name(c, bad->dim));
-      if (!st || help_recurrence(c, s, g, st, sym_name(c, bad->dim)))
+      if (!st || help_recurrence(c, s, g, st, sym_name(c, bad->dim), NULL))
         td_diag_help(c->diags, g, "vectorise: operate on the whole axis at once (reductions, matmul, "
                      "broadcasting), or make the count a model parameter");
     } else if (bad->k == V_TENSOR) {
@@ -569,8 +588,12 @@ static int eval_range(el_ctx *c, el_scope *s, const td_ast *it, int64_t *lo, int
     const char *src = td_span_text(c->diags, it->span);
     td_diag *g = td_error(c->diags, it->span, "a loop over the values of a tensor: its values are known only when "
                           "the graph runs, so the loop cannot be unrolled into one graph");
-    td_diag_help(c->diags, g, "vectorise: apply the operation to the whole tensor at once,\n"
-                 "e.g. instead of adding each i in %s to x, write x + sum(%s)", src, src);
+    const char *names[8];
+    int n = st ? carried_names(st->b, s, names, 0, 8) : 0;
+    if (!st || help_recurrence(c, s, g, st, NULL, src))
+      td_diag_help(c->diags, g, "vectorise: apply the operation to the whole tensor at once,\n"
+                   "e.g. instead of adding each %s of %s in turn, write %s + sum(%s%s)",
+                   st ? st->name : "row", src, n ? names[0] : "x", src, el_node(c, &v)->rank > 1 ? ", axis = 0" : "");
     return -1;
   }
   td_diag *g = td_error(c->diags, it->span, "cannot loop over %s", el_kind_name(&v));
@@ -586,7 +609,9 @@ static void exec_for(el_ctx *c, el_scope *s, const td_ast *st) {
   int64_t count = items ? n_items : (hi > lo ? hi - lo : 0);
   if (count > MAX_UNROLL) {
     td_diag *g = td_error(c->diags, st->a->span, "this loop unrolls %lld times (at most %d)", (long long)count, MAX_UNROLL);
-    td_diag_help(c->diags, g, "a for loop is unrolled into the graph; vectorise the body instead");
+    const char *n = td_arena_printf(c->arena, "%lld", (long long)count);
+    if (items || lo != 0 || !n || help_recurrence(c, s, g, st, n, NULL))
+      td_diag_help(c->diags, g, "a for loop is unrolled into the graph; vectorise the body instead");
     return;
   }
   for (int64_t i = 0; i < count && !c->ret; i++) {

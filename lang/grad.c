@@ -1003,7 +1003,7 @@ static const rule_fn rules[TD_IR_OP_COUNT] = {
   [TD_IR_FLOOR] = NONE, [TD_IR_CEIL] = NONE, [TD_IR_ROUND] = NONE, [TD_IR_NOT] = NONE,
   [TD_IR_CAST] = r_cast,
   [TD_IR_ADD] = r_add, [TD_IR_SUB] = r_sub, [TD_IR_MUL] = r_mul, [TD_IR_DIV] = r_div,
-  [TD_IR_MOD] = r_mod, [TD_IR_POW] = r_pow, [TD_IR_MIN] = r_min, [TD_IR_MAX] = r_max,
+  [TD_IR_MOD] = r_mod, [TD_IR_FLOORDIV] = NONE, [TD_IR_POW] = r_pow, [TD_IR_MIN] = r_min, [TD_IR_MAX] = r_max,
   [TD_IR_LT] = NONE, [TD_IR_LE] = NONE, [TD_IR_GT] = NONE, [TD_IR_GE] = NONE,
   [TD_IR_EQ] = NONE, [TD_IR_NE] = NONE, [TD_IR_AND] = NONE, [TD_IR_OR] = NONE,
   [TD_IR_WHERE] = r_where,

@@ -237,6 +237,20 @@ static int model_is_entry(const td_ast *m) {
   return 1;
 }
 
+/* Appends name (NULL: out of memory) to *out (n used, *cap allocated). */
+static int push_entry(td_program *p, const char ***out, int *n, int *cap, const char *name) {
+  if (!name) return -1;
+  if (*n == *cap) {
+    const char **no = td_arena_alloc(p->arena, (size_t)*cap * 2 * sizeof *no);
+    if (!no) return -1;
+    memcpy(no, *out, (size_t)*n * sizeof *no);
+    *out = no;
+    *cap *= 2;
+  }
+  (*out)[(*n)++] = name;
+  return 0;
+}
+
 int td_program_entries(td_program *p, const char ***names) {
   int n = 0, cap = 16;
   const char **out = td_arena_alloc(p->arena, (size_t)cap * sizeof *out);
@@ -246,27 +260,19 @@ int td_program_entries(td_program *p, const char ***names) {
   if (!out) return td_diags_oom(p->diags, none), 0;
   for (int i = 0; i < p->main->ast->n; i++) {
     const td_ast *it = p->main->ast->list[i];
-    const char *add[64];
-    int na = 0;
-    if (it->kind == TD_A_FN && !strcmp(it->name, "main") && it->n == 0) add[na++] = "main";
-    else if (it->kind == TD_A_FN && fn_is_entry(it)) add[na++] = it->name;
+    int bad = 0;
+    if (it->kind == TD_A_FN && !strcmp(it->name, "main") && it->n == 0)
+      bad = push_entry(p, &out, &n, &cap, "main");
+    else if (it->kind == TD_A_FN && fn_is_entry(it))
+      bad = push_entry(p, &out, &n, &cap, it->name);
     else if (it->kind == TD_A_MODEL && model_is_entry(it) && it->a)
-      for (int k = 0; k < it->a->n && na < 64; k++) {
+      for (int k = 0; k < it->a->n && !bad; k++) {
         const td_ast *m = it->a->list[k];
-        if (m->kind == TD_A_FN && fn_is_entry(m) &&
-            !(add[na++] = td_arena_printf(p->arena, "%s.%s", it->name, m->name)))
-          return td_diags_oom(p->diags, none), n;
+        if (m->kind == TD_A_FN && fn_is_entry(m))
+          bad = push_entry(p, &out, &n, &cap, td_arena_printf(p->arena, "%s.%s", it->name, m->name));
       }
-    for (int k = 0; k < na; k++) {
-      if (n + 1 >= cap) {
-        const char **no = td_arena_alloc(p->arena, (size_t)cap * 2 * sizeof *no);
-        if (!no) return td_diags_oom(p->diags, none), n;
-        memcpy(no, out, (size_t)n * sizeof *no);
-        *names = out = no;
-        cap *= 2;
-      }
-      out[n++] = add[k];
-    }
+    *names = out;
+    if (bad) return td_diags_oom(p->diags, none), n;
   }
   return n;
 }

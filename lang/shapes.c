@@ -180,6 +180,7 @@ static td_op binop_ir(int op) {
   case TD_OP_MUL: return TD_IR_MUL;
   case TD_OP_DIV: return TD_IR_DIV;
   case TD_OP_MOD: return TD_IR_MOD;
+  case TD_OP_FLOORDIV: return TD_IR_FLOORDIV;
   case TD_OP_POW: return TD_IR_POW;
   case TD_OP_EQ: return TD_IR_EQ;
   case TD_OP_NE: return TD_IR_NE;
@@ -525,10 +526,36 @@ td_value el_matmul(el_ctx *c, const td_value *a, const td_value *b, td_span sp) 
 
 /* ---- concat ---- */
 
+/* A CONCAT node has at most this many inputs; more are concatenated in a
+ * tree of CONCATs (the sums of sizes were checked before, so none
+ * overflows). */
+#define CONCAT_FANIN 64
+
+/* CONCAT of the nodes ids[0..n) along ax (already cast to t, of rank
+ * rank, equal but for ax): the node, or -1. */
+static int concat_tree(el_ctx *c, td_dtype t, int rank, int ax, int *ids, int n, td_span sp) {
+  if (n == 1) return ids[0];
+  while (n > CONCAT_FANIN) {
+    int m = 0;
+    for (int i = 0; i < n; i += CONCAT_FANIN, m++) {
+      ids[m] = concat_tree(c, t, rank, ax, ids + i, n - i < CONCAT_FANIN ? n - i : CONCAT_FANIN, sp);
+      if (ids[m] < 0) return -1;
+    }
+    n = m;
+  }
+  td_dim shape[TD_MAX_RANK];
+  memcpy(shape, c->g->nodes[ids[0]].shape, sizeof shape);
+  for (int i = 1; i < n; i++) shape[ax] = td_dim_add(c->g, shape[ax], c->g->nodes[ids[i]].shape[ax]);
+  td_attr at;
+  memset(&at, 0, sizeof at);
+  at.axis = ax;
+  return n == 1 ? ids[0] : el_emit(c, TD_IR_CONCAT, t, rank, shape, ids, n, &at, sp);
+}
+
 td_value el_concat(el_ctx *c, const td_value *xs, int n, int axis, td_span sp) {
   if (n == 0) { td_error(c->diags, sp, "concat needs at least one tensor"); return el_err(); }
-  int ids[64];
-  if (n > 64) { td_error(c->diags, sp, "concat of more than 64 tensors"); return el_err(); }
+  int *ids = td_arena_alloc(c->arena, (size_t)n * sizeof *ids);
+  if (!ids) { td_error(c->diags, sp, "out of memory"); return el_err(); }
   td_dtype t = TD_BOOL;
   for (int i = 0; i < n; i++) {
     if (xs[i].k == V_ERR) return el_err();
@@ -568,10 +595,7 @@ td_value el_concat(el_ctx *c, const td_value *xs, int n, int axis, td_span sp) {
     if (ids[i] < 0) return el_err();
   }
   if (n == 1) return el_tensor(ids[0], sp);
-  td_attr at;
-  memset(&at, 0, sizeof at);
-  at.axis = ax;
-  return tensor_or_err(el_emit(c, TD_IR_CONCAT, t, rank, shape, ids, n, &at, sp), sp);
+  return tensor_or_err(concat_tree(c, t, rank, ax, ids, n, sp), sp);
 }
 
 /* ---- indexing ---- */

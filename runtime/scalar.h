@@ -18,6 +18,14 @@
  *            x / 0 == 0 and MIN / -1 == MIN (wraps) instead of trapping.
  *   td_mod   the result takes the sign of the divisor (Python's %), for
  *            ints and floats; ints: x % 0 == 0.  Floats: x % 0 is NaN.
+ *   td_floordiv  Python's // (numpy's floor_divide).  Ints: td_div.
+ *            Floats: the quotient of a - fmod(a, b) by b, lowered by one
+ *            where fmod's sign is not b's, then rounded to the nearest
+ *            integer (it is one already up to the division's rounding),
+ *            which is exact where floor(a / b) is not (1 // 0.1 is 9, as
+ *            1 - 0.1 * 9 > 0, while 1 / 0.1 rounds to 10); a zero quotient
+ *            takes the sign of a / b; x // 0 is a / 0 (inf or NaN); an
+ *            infinite a gives NaN (fmod of inf), as numpy does.
  *   td_pow   floats: pow.  Ints: exact power with wrap-around; a negative
  *            exponent gives 1 for a == 1, +-1 for a == -1 and 0 otherwise.
  *   td_min / td_max  propagate NaN (either operand NaN -> NaN).
@@ -258,6 +266,20 @@ TD_SCALAR_FN double td_mod_f64(double a, double b) {
   return r;
 }
 
+/* Python's float // (see td_floordiv above); one formula for both widths. */
+#define TD_FLOORDIV_F_(T, S, FMOD, FLOOR, COPYSIGN)                               \
+  TD_SCALAR_FN T td_floordiv_##S(T a, T b) {                                      \
+    if (b == 0) return a / b;                                                     \
+    T m = FMOD(a, b), q = (a - m) / b;                                            \
+    if (m != 0 && ((b < 0) != (m < 0))) q -= 1;                                   \
+    if (q == 0) return COPYSIGN((T)0, a / b);                                     \
+    T f = FLOOR(q);                                                               \
+    return q - f > (T)0.5 ? f + 1 : f;                                            \
+  }
+TD_FLOORDIV_F_(float, f32, fmodf, floorf, copysignf)
+TD_FLOORDIV_F_(double, f64, fmod, floor, copysign)
+#undef TD_FLOORDIV_F_
+
 /* ---- float -> int conversion (CAST): truncate toward zero, saturate out
  * of range, NaN -> 0 (a plain C cast is undefined there) ---- */
 TD_SCALAR_FN int32_t td_f2i32(double x) {
@@ -292,6 +314,7 @@ TD_SCALAR_FN int64_t td_f2i64(double x) {
     T q = a / b;                                                                  \
     return (a % b != 0 && ((a < 0) != (b < 0))) ? (T)(q - 1) : q;                 \
   }                                                                               \
+  TD_SCALAR_FN T td_floordiv_##S(T a, T b) { return td_div_##S(a, b); }         \
   TD_SCALAR_FN T td_mod_##S(T a, T b) {                                           \
     if (b == 0 || b == -1) return 0;                                              \
     T r = a % b;                                                                  \
@@ -343,6 +366,7 @@ TD_SCALAR_INT_(int64_t, uint64_t, i64)
 #define td_mul(a, b) TD_GEN_FI2_(td_mul, a, b)
 #define td_div(a, b) TD_GEN_FI2_(td_div, a, b)
 #define td_mod(a, b) TD_GEN_FI2_(td_mod, a, b)
+#define td_floordiv(a, b) TD_GEN_FI2_(td_floordiv, a, b)
 #define td_pow(a, b) TD_GEN_FI2_(td_pow, a, b)
 #define td_min(a, b) TD_GEN_FI2_(td_min, a, b)
 #define td_max(a, b) TD_GEN_FI2_(td_max, a, b)
@@ -362,7 +386,7 @@ TD_OVL_F_(td_sigmoid) TD_OVL_F_(td_silu) TD_OVL_F_(td_gelu)
 TD_OVL_FI_(td_neg) TD_OVL_FI_(td_abs) TD_OVL_FI_(td_relu) TD_OVL_FI_(td_floor) TD_OVL_FI_(td_ceil)
 TD_OVL_FI_(td_round)
 TD_OVL_FI2_(td_add) TD_OVL_FI2_(td_sub) TD_OVL_FI2_(td_mul)
-TD_OVL_FI2_(td_div) TD_OVL_FI2_(td_mod) TD_OVL_FI2_(td_pow) TD_OVL_FI2_(td_min)
+TD_OVL_FI2_(td_div) TD_OVL_FI2_(td_mod) TD_OVL_FI2_(td_floordiv) TD_OVL_FI2_(td_pow) TD_OVL_FI2_(td_min)
 TD_OVL_FI2_(td_max)
 #endif
 

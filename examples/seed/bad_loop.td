@@ -10,4 +10,4 @@ model BadLoop {
     out
   }
 }
-# help: x + sum(arange(5))
+# help: out + sum(arange(5))

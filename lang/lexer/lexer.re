@@ -394,6 +394,7 @@ static int scan(td_lexer *lx, TDYYSTYPE *val, td_span *loc) {
     "'" [^'\n\x00]* "'" { SPAN(); return single_quoted(lx, tok, YYCURSOR, val, *loc); }
 
     "**"               { TOK(TDT_POW); }
+    "//"               { TOK(TDT_FLOORDIV); }
     "=="               { TOK(TDT_EQ); }
     "!="               { TOK(TDT_NE); }
     "<="               { TOK(TDT_LE); }

@@ -98,7 +98,7 @@ static td_ast *finish_block(td_parser *tp, td_ast *b, td_ast *last, td_span sp);
        FOR "'for'" IN "'in'" IF "'if'" ELSE "'else'" WHILE "'while'"
        RETURN "'return'" AND "'and'" OR "'or'" NOT "'not'"
        TRUE "'true'" FALSE "'false'"
-%token POW "'**'" EQ "'=='" NE "'!='" LE "'<='" GE "'>='"
+%token POW "'**'" FLOORDIV "'//'" EQ "'=='" NE "'!='" LE "'<='" GE "'>='"
        DOTDOT "'..'" ELLIPSIS "'...'" ARROW "'->'"
 /* Selects the REPL grammar: td_parse_repl pushes it first; the lexer never
  * produces it. */
@@ -117,7 +117,7 @@ static td_ast *finish_block(td_parser *tp, td_ast *b, td_ast *last, td_span sp);
 %precedence NOT
 %nonassoc EQ NE '<' LE '>' GE
 %left '+' '-'
-%left '*' '/' '%' '@'
+%left '*' '/' FLOORDIV '%' '@'
 %precedence UMINUS
 %right POW
 
@@ -324,6 +324,7 @@ expr
   | expr '-' expr       { BIN($$, TD_OP_SUB, $1, $3, @$); }
   | expr '*' expr       { BIN($$, TD_OP_MUL, $1, $3, @$); }
   | expr '/' expr       { BIN($$, TD_OP_DIV, $1, $3, @$); }
+  | expr FLOORDIV expr  { BIN($$, TD_OP_FLOORDIV, $1, $3, @$); }
   | expr '%' expr       { BIN($$, TD_OP_MOD, $1, $3, @$); }
   | expr '@' expr       { BIN($$, TD_OP_MATMUL, $1, $3, @$); }
   | '-' expr %prec UMINUS
@@ -561,7 +562,7 @@ static const int expr_starts[] = {TDT_IDENT, TDT_IN, TDT_INT, TDT_FLOAT, TDT_STR
                                   TDT_TRUE, TDT_FALSE, TDT_NOT, TDT_IF, '(', '[', '-', '+'};
 static const int stmt_keywords[] = {TDT_LET, TDT_FOR, TDT_WHILE, TDT_RETURN};
 static const int operators[] = {TDT_OR, TDT_AND, TDT_EQ, TDT_NE, '<', TDT_LE, '>', TDT_GE,
-                                '+', '-', '*', '/', '%', '@', TDT_POW, '(', '[', '.'};
+                                '+', '-', '*', '/', TDT_FLOORDIV, '%', '@', TDT_POW, '(', '[', '.'};
 static const int comparisons[] = {TDT_EQ, TDT_NE, '<', TDT_LE, '>', TDT_GE};
 
 /* The expected tokens of an error, as a phrase: "')' or ','".  Token

@@ -349,6 +349,23 @@ Test(cli, check_reports_errors_with_location_and_exit_status) {
   drop(&r);
 }
 
+/* Every method is checked, however many a model has (the list of entry
+ * points once stopped at 64 per model, so later methods went unchecked). */
+Test(cli, check_sees_every_method_of_a_big_model) {
+  char src[16384];
+  size_t w = (size_t)snprintf(src, sizeof src, "model M {\n");
+  for (int i = 0; i < 79; i++)
+    w += (size_t)snprintf(src + w, sizeof src - w, "  fn m%d(x: f32[N]) -> f32[N] { x + %d }\n", i, i);
+  w += (size_t)snprintf(src + w, sizeof src - w, "  fn last(x: f32[N]) -> f32[N] { relus(x) }\n}\n");
+  write_text("big.td", src);
+  result r = tdsl((const char *[]){"check", path("big.td"), NULL});
+  cr_expect_eq(r.status, 1, "%s", r.err);
+  char want[600];
+  snprintf(want, sizeof want, "%s:81:", path("big.td"));
+  cr_expect(strstr(r.err, want) != NULL && strstr(r.err, "unknown name 'relus'") != NULL, "%s", r.err);
+  drop(&r);
+}
+
 Test(cli, saved_weights_load_back_and_give_the_same_result) {
   write_text("m.td", MODEL);
   int64_t xs[2] = {2, 3};

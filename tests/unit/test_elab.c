@@ -530,7 +530,7 @@ Test(elab, runtime_loops_are_teaching_errors) {
       "  y\n"
       "}\n";
   cr_expect_eq(check_errors(src), 3, "%s", all_msgs());
-  want_help(want_diag("a loop over the values of a tensor", 3, 12), "x + sum(arange(3))");
+  want_help(want_diag("a loop over the values of a tensor", 3, 12), "y + sum(arange(3))");
   want_help(want_diag("N is bound at call time", 4, 15), "vectorise");
   want_help(want_diag("while loop", 5, 3), "vectorise");
 }

@@ -433,6 +433,7 @@ Test(elementwise, integer_division_and_modulo_follow_python) {
     int a = input("a", dts[d], 1, shp), b = input("b", dts[d], 1, shp);
     out(bin(TD_IR_DIV, dts[d], 1, shp, a, b));
     out(bin(TD_IR_MOD, dts[d], 1, shp, a, b));
+    out(bin(TD_IR_FLOORDIV, dts[d], 1, shp, a, b));
     td_tensor *in[2] = {from(dts[d], 1, s, av), from(dts[d], 1, s, bv)};
     td_tensor **outs;
     td_err e;
@@ -444,6 +445,7 @@ Test(elementwise, integer_division_and_modulo_follow_python) {
     }
     expect_close(outs[0], rq, 0, 0);
     expect_close(outs[1], rm, 0, 0);
+    expect_close(outs[2], rq, 0, 0);   /* `//` on ints is the same floor division */
     free_outs(outs);
     td_tensor_release(in[0]);
     td_tensor_release(in[1]);
@@ -648,7 +650,7 @@ static const char *expected_domain(td_op op) {
   switch (op) {
   case TD_IR_NEG: case TD_IR_ABS: case TD_IR_RELU: case TD_IR_FLOOR: case TD_IR_CEIL:
   case TD_IR_ROUND: case TD_IR_ADD: case TD_IR_SUB: case TD_IR_MUL: case TD_IR_DIV:
-  case TD_IR_MOD: case TD_IR_POW:
+  case TD_IR_MOD: case TD_IR_FLOORDIV: case TD_IR_POW:
     return "NUM";
   case TD_IR_MIN: case TD_IR_MAX: case TD_IR_LT: case TD_IR_LE: case TD_IR_GT: case TD_IR_GE:
   case TD_IR_EQ: case TD_IR_NE:

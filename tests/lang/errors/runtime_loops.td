@@ -15,7 +15,8 @@ model Bad {
     out
   }
 }
-# help: x + sum(arange(5))
+# help: write out + sum(arange(5))
+# help: instead of adding each r of x in turn, write out + sum(x, axis = 0)
 # help: the loop carries out from step to step (a recurrence): a scan runs it as one loop in the graph, for every N: fn step(out, i) { out = out * 2.0; out } out = fold(step, out, length = N)
 # help: vectorise: operate on the whole axis at once
 # help: or loop a compile-time number of times: for i in 0..n { ... }
