@@ -30,12 +30,22 @@
 #include "compiler/build_common.h"
 #include "compiler/jit_impl.h"
 
-/* What the CPU adds to an entry point (b->c.e[i] is the same entry). */
-typedef struct bextra {
+/* A plan's generated code: an entry point's, or a scan's body (whose
+ * kernels are generated once, whatever the trip count, into an object
+ * file of their own). */
+typedef struct bplan {
+  td_plan *p;
   cg_dimref *dims;
   int n_dims;
   tdc_kinfo *info;
+  struct bplan **sub;        /* per kernel: a scan's body, else NULL */
+  int n_code;                /* kernels of this plan and every body in it */
   char obj[1300];
+} bplan;
+
+/* What the CPU adds to an entry point (b->c.e[i] is the same entry). */
+typedef struct bextra {
+  bplan code;
 } bextra;
 
 typedef struct builder {
@@ -46,9 +56,43 @@ typedef struct builder {
 
 /* ---- the descriptor ---- */
 
-static void put_kernels(tdb_builder *b, const tdb_entry *e, const bextra *x) {
-  const td_graph *g = e->opt;
-  const td_plan *p = e->plan;
+static void put_kernels(tdb_builder *b, const tdb_entry *e, const bplan *x);
+
+/* What run_scan needs of scan kernel k of x (artifact.h: "per scan"). */
+static void put_scan(tdb_builder *b, const tdb_entry *e, const bplan *x, int k) {
+  const td_plan *p = x->p, *bp = x->sub[k]->p;
+  td_graph *bg = bp->g;
+  int id = p->kernels[k].root;
+  const td_node *s = &p->g->nodes[id];
+  const td_attr *a = &s->attr;
+  int nc = a->n_carry, nx = a->n_xs, idx = a->index ? nc + nx : -1;
+  int64_t head[5] = {a->dim, a->reverse, nc, nx, idx};
+  for (int i = 0; i < 5; i++) tdb_put(b, head[i]);
+  tdb_put(b, bg->n_inputs);
+  for (int j = 0; j < bg->n_inputs; j++) {
+    int sliced = j >= nc && j < nc + nx;
+    tdb_put(b, j == idx ? -1 : p->buf_of[s->in[idx >= 0 && j > idx ? j - 1 : j]]);
+    tdb_put(b, sliced);
+    tdb_put(b, sliced ? td_node_bytes(bg, &bg->nodes[bg->inputs[j]]) : 0);
+  }
+  tdb_put(b, bg->n_outputs);
+  for (int i = 0; i < bg->n_outputs; i++) {
+    int on = bp->out_nodes[i], ob = bp->buf_of[on];
+    tdb_put(b, p->buf_of[id + 1 + i]);
+    tdb_put(b, ob);
+    tdb_put(b, td_node_bytes(bg, &bg->nodes[on]));
+    tdb_put(b, ob >= 0 && bp->bufs[ob].kind == TD_BUF_OUTPUT && bp->bufs[ob].index == i);
+  }
+  const bplan *y = x->sub[k];
+  tdb_put_plan(b, e, bp);
+  tdb_put(b, y->n_dims);
+  for (int i = 0; i < y->n_dims; i++) tdb_put_dv1(b, bg, y->dims[i].rand_node, y->dims[i].dim);
+  put_kernels(b, e, y);
+}
+
+static void put_kernels(tdb_builder *b, const tdb_entry *e, const bplan *x) {
+  const td_plan *p = x->p;
+  const td_graph *g = p->g;
   tdb_put(b, p->n_kernels);
   for (int k = 0; k < p->n_kernels; k++) {
     const td_kernel *kn = &p->kernels[k];
@@ -66,49 +110,93 @@ static void put_kernels(tdb_builder *b, const tdb_entry *e, const bextra *x) {
     const tdc_prepack_desc *pk = &x->info[k].pack;   /* column blocks and the prepacked B */
     int64_t w[9] = {x->info[k].cols, pk->buf, pk->elsize, pk->nr, pk->n, pk->k, pk->off, pk->sbk, pk->sbn};
     for (int i = 0; i < 9; i++) tdb_put(b, w[i]);
+    tdb_put(b, kn->kind == TD_KERN_SCAN);
+    if (kn->kind == TD_KERN_SCAN) put_scan(b, e, x, k);
   }
 }
 
 static void put_entry(builder *b, int ei) {
   const tdb_entry *e = &b->c.e[ei];
-  const bextra *x = &b->x[ei];
+  const bplan *x = &b->x[ei].code;
   tdb_put_entry_head(&b->c, e);
   tdb_put(&b->c, x->n_dims);
-  for (int i = 0; i < x->n_dims; i++) tdb_put_dv1(&b->c, e, x->dims[i].rand_node, x->dims[i].dim);
+  for (int i = 0; i < x->n_dims; i++) tdb_put_dv1(&b->c, e->opt, x->dims[i].rand_node, x->dims[i].dim);
   put_kernels(&b->c, e, x);
   tdb_put_prints(&b->c, e);
 }
 
 /* ---- one entry point ---- */
 
-/* Lowers, optimises, plans and generates entry ei, compiling its kernels
- * into an object file in the staging directory stage. */
-static int build_entry(builder *b, td_program *prog, int ei, const char *stage) {
-  tdb_entry *e = &b->c.e[ei];
-  bextra *x = &b->x[ei];
+/* Names the kernels of x <base>_<kernel>, generates them and compiles them
+ * into <stage>/<base>.o; then each scan's body the same way, with base
+ * <base>_s<kernel>.  A scan's body has no parameters: the elaborator
+ * refuses them (a PARAM buffer here would be an internal error). */
+static int gen_plan(builder *b, const char *what, bplan *x, const char *base, const char *stage) {
   td_err *err = b->c.err;
-  if (tdb_lower_entry(&b->c, prog, e)) return -1;
-  for (int k = 0; k < e->plan->n_kernels; k++) {
-    const char *kn = td_arena_printf(b->c.a, "%s_e%d_%s", b->c.o->prefix, ei, e->plan->kernels[k].name);
+  td_plan *p = x->p;
+  for (int k = 0; k < p->n_kernels; k++) {
+    const char *kn = td_arena_printf(b->c.a, "%s_%s", base, p->kernels[k].name);
     if (!kn) return td_err_set(err, "out of memory");
-    e->plan->kernels[k].name = kn;
+    p->kernels[k].name = kn;
   }
-  x->info = td_arena_alloc(b->c.a, (size_t)(e->plan->n_kernels + 1) * sizeof *x->info);
-  if (!x->info) return td_err_set(err, "out of memory");
-  gcc_jit_context *ctx = tdc_codegen(e->plan, b->march, 2, b->c.a, &x->dims, &x->n_dims, x->info, err);
+  x->info = td_arena_alloc(b->c.a, (size_t)(p->n_kernels + 1) * sizeof *x->info);
+  x->sub = td_arena_alloc(b->c.a, (size_t)(p->n_kernels + 1) * sizeof *x->sub);
+  if (!x->info || !x->sub) return td_err_set(err, "out of memory");
+  memset(x->sub, 0, (size_t)(p->n_kernels + 1) * sizeof *x->sub);
+  gcc_jit_context *ctx = tdc_codegen(p, b->march, 2, b->c.a, &x->dims, &x->n_dims, x->info, err);
   if (!ctx) return -1;
-  snprintf(x->obj, sizeof x->obj, "%s/%s_e%d.o", stage, b->c.o->prefix, ei);
+  snprintf(x->obj, sizeof x->obj, "%s/%s.o", stage, base);
   gcc_jit_context_compile_to_file(ctx, GCC_JIT_OUTPUT_KIND_OBJECT_FILE, x->obj);
   const char *msg = gcc_jit_context_get_first_error(ctx);
-  int rc = msg ? td_err_set(err, "internal compiler error in the kernels of %s: %s", e->name, msg) : 0;
+  int rc = msg ? td_err_set(err, "internal compiler error in the kernels of %s: %s", what, msg) : 0;
   gcc_jit_context_release(ctx);
+  x->n_code = p->n_kernels;
+  for (int k = 0; rc == 0 && k < p->n_kernels; k++) {
+    if (p->kernels[k].kind != TD_KERN_SCAN) continue;
+    td_plan *bp = p->kernels[k].body;
+    for (int i = 0; bp && i < bp->n_bufs; i++)
+      if (bp->bufs[i].kind != TD_BUF_INPUT && bp->bufs[i].kind != TD_BUF_OUTPUT && bp->bufs[i].kind != TD_BUF_TEMP)
+        bp = NULL;
+    char *sub = td_arena_printf(b->c.a, "%s_s%d", base, k);
+    if (!bp) return td_err_set(err, "internal compiler error in %s: a scan's body reads a parameter", what);
+    if (!sub || !(x->sub[k] = td_arena_alloc(b->c.a, sizeof *x->sub[k]))) return td_err_set(err, "out of memory");
+    memset(x->sub[k], 0, sizeof *x->sub[k]);
+    x->sub[k]->p = bp;
+    rc = gen_plan(b, what, x->sub[k], sub, stage);
+    x->n_code += x->sub[k]->n_code;
+  }
   return rc;
+}
+
+/* Lowers, optimises, plans and generates entry ei, compiling its kernels
+ * (and its scans' bodies') into object files in the staging directory. */
+static int build_entry(builder *b, td_program *prog, int ei, const char *stage) {
+  tdb_entry *e = &b->c.e[ei];
+  if (tdb_lower_entry(&b->c, prog, e)) return -1;
+  char base[200];
+  snprintf(base, sizeof base, "%s_e%d", b->c.o->prefix, ei);
+  b->x[ei].code.p = e->plan;
+  return gen_plan(b, e->name, &b->x[ei].code, base, stage);
+}
+
+/* Calls fn on every object file of x (its own, then its bodies'). */
+static void each_obj(const bplan *x, void (*fn)(void *ud, const char *path), void *ud) {
+  if (!x || !x->p) return;
+  if (x->obj[0]) fn(ud, x->obj);
+  for (int k = 0; x->sub && k < x->p->n_kernels; k++) each_obj(x->sub[k], fn, ud);
+}
+
+static void add_obj(void *ctx, const char *path) { gcc_jit_context_add_driver_option(ctx, path); }
+static void remove_obj(void *ud, const char *path) {
+  (void)ud;
+  unlink(path);
 }
 
 /* ---- the API context ---- */
 
 /* static void <prefix>__kernels(int e, void **out): the kernels of entry
- * e, then its generated entry function (calls[e], or NULL). */
+ * e, then its generated entry function (calls[e], or NULL), then its
+ * scans' bodies' kernels (import_kernels' order). */
 static gcc_jit_function *add_kernel_table(builder *b, tdb_api *A, gcc_jit_function ***kern, gcc_jit_function **calls) {
   gcc_jit_type *ts[2] = {A->t_int, A->t_vpp};
   gcc_jit_param *ps[2];
@@ -124,8 +212,8 @@ static gcc_jit_function *add_kernel_table(builder *b, tdb_api *A, gcc_jit_functi
                                                                       tdb_ival(A, A->t_int, ei)),
                                        yes, no);
     const td_plan *p = b->c.e[ei].plan;
-    for (int k = 0; k <= p->n_kernels; k++) {
-      gcc_jit_function *kf = k < p->n_kernels ? kern[ei][k] : calls[ei];
+    for (int k = 0; k <= b->x[ei].code.n_code; k++) {
+      gcc_jit_function *kf = k != p->n_kernels ? kern[ei][k] : calls[ei];
       gcc_jit_lvalue *slot =
           gcc_jit_context_new_array_access(A->ctx, NULL, gcc_jit_param_as_rvalue(ps[1]), tdb_ival(A, A->t_int, k));
       gcc_jit_block_add_assignment(yes, NULL, slot,
@@ -152,6 +240,20 @@ typedef struct fastgen {
   gcc_jit_function ***kern;   /* per entry, per kernel: its declaration */
 } fastgen;
 
+/* The declarations of x's kernels into out from *n on, NULL for a scan
+ * (run by the runtime from its body's kernels): x's own, with entry one
+ * slot more for the generated entry function (add_kernel_table fills it),
+ * then each scan's body's, depth first.  artifact_rt.c reads the kernel
+ * table in this order. */
+static void import_kernels(tdb_api *A, const bplan *x, gcc_jit_type **kt, gcc_jit_function **out, int *n, int entry) {
+  const td_plan *p = x->p;
+  for (int k = 0; k < p->n_kernels; k++)
+    out[(*n)++] = p->kernels[k].kind == TD_KERN_SCAN ? NULL : tdb_import(A, A->t_void, p->kernels[k].name, 7, kt);
+  if (entry) out[(*n)++] = NULL;
+  for (int k = 0; k < p->n_kernels; k++)
+    if (x->sub[k]) import_kernels(A, x->sub[k], kt, out, n, 0);
+}
+
 /* What every entry's fast path uses: tdrt_fast as gccjit sees it (the
  * same fields in the same order), the runtime functions, and every
  * kernel's declaration (once per context).  -1 when out of memory. */
@@ -166,9 +268,10 @@ static int fast_init(fastgen *g, builder *b, tdb_api *A, gcc_jit_function *rt_ca
   gcc_jit_type *kt[7] = {A->t_vpp, i64p, A->t_vp, gcc_jit_type_get_pointer(i32), A->t_vpp, A->t_i64, A->t_i64};
   if (!(g->kern = td_arena_alloc(b->c.a, (size_t)(b->c.n_e + 1) * sizeof *g->kern))) return -1;
   for (int ei = 0; ei < b->c.n_e; ei++) {
-    const td_plan *p = b->c.e[ei].plan;
-    if (!(g->kern[ei] = td_arena_alloc(b->c.a, (size_t)(p->n_kernels + 1) * sizeof **g->kern))) return -1;
-    for (int k = 0; k < p->n_kernels; k++) g->kern[ei][k] = tdb_import(A, A->t_void, p->kernels[k].name, 7, kt);
+    const bplan *x = &b->x[ei].code;
+    if (!(g->kern[ei] = td_arena_alloc(b->c.a, (size_t)(x->n_code + 2) * sizeof **g->kern))) return -1;
+    int n = 0;
+    import_kernels(A, x, kt, g->kern[ei], &n, 1);
   }
   gcc_jit_type *t[9] = {A->t_i64, A->t_vpp, i64p, A->t_vp, A->t_vpp, i64p,
                         gcc_jit_context_new_array_type(A->ctx, NULL, A->t_i64, TDRT_FAST_SYMS),
@@ -216,8 +319,11 @@ static gcc_jit_function *add_call_fn(builder *b, fastgen *gs, int ei) {
   const td_plan *p = e->plan;
   tdb_api *A = gs->A;
   int n_io = e->opt->n_inputs + e->opt->n_outputs, rand = 0;
-  if (e->n_args > TDRT_FAST_SYMS || n_io > TDRT_FAST_ARGS || p->n_kernels > TDRT_FAST_KERNS) return NULL;
-  for (int i = 0; i < b->x[ei].n_dims; i++) rand |= b->x[ei].dims[i].rand_node >= 0;
+  /* a scan runs its body per step in the runtime: no fast path */
+  if (e->n_args > TDRT_FAST_SYMS || n_io > TDRT_FAST_ARGS || p->n_kernels > TDRT_FAST_KERNS ||
+      td_plan_first_scan(p) >= 0)
+    return NULL;
+  for (int i = 0; i < b->x[ei].code.n_dims; i++) rand |= b->x[ei].code.dims[i].rand_node >= 0;
   fastgen g = *gs;
   gcc_jit_type *i64p = gcc_jit_type_get_pointer(A->t_i64), *i32 = gcc_jit_context_get_type(A->ctx, GCC_JIT_TYPE_INT32_T);
   gcc_jit_type *ts[4] = {A->t_vp, A->t_int, i64p, A->t_vpp};
@@ -326,9 +432,18 @@ static gcc_jit_context *api_context(builder *b, int is_exe, const tdb_outs *out)
   gcc_jit_rvalue *fixed[3] = {tdb_addr0(&A, A.desc), A.data,
                               gcc_jit_context_new_cast(A.ctx, NULL, gcc_jit_function_get_address(kernels, NULL), A.t_vp)};
   tdb_add_create(&b->c, &A, "tdrt_create", TDRT_ABI, 3, fixed);
+  /* for callers without the header (artifact.h, docs/python.md) */
+  tdb_add_create_own(&b->c, &A, "tdrt_create", 3, fixed);
+  tdb_add_forward(&b->c, &A, "tdsl_describe", A.t_cp, "tdrt_describe", 1, t_load);
+  gcc_jit_type *t_bind[7] = {A.t_vp, A.t_int, A.t_vp, A.t_vp, A.t_vp, A.t_vp, A.t_vp};
+  tdb_add_forward(&b->c, &A, "tdsl_bind", A.t_int, "tdrt_bind", 7, t_bind);
+  tdb_add_forward(&b->c, &A, "tdsl_call", A.t_int, "tdrt_call_entry", 4, t_call);
+  gcc_jit_type *t_param[4] = {A.t_vp, A.t_int, A.t_vp, A.t_size};
+  tdb_add_forward(&b->c, &A, "tdsl_get_param", A.t_int, "tdrt_get_param", 4, t_param);
+  tdb_add_forward(&b->c, &A, "tdsl_set_param", A.t_int, "tdrt_set_param", 4, t_param);
   for (int ei = 0; ei < b->c.n_e; ei++) tdb_add_entry_fn(&b->c, &A, calls[ei] ? calls[ei] : rt_call, ei, "");
   if (is_exe) tdb_add_main(&A, "tdrt_exe_main", 3, fixed);
-  for (int ei = 0; ei < b->c.n_e; ei++) gcc_jit_context_add_driver_option(A.ctx, b->x[ei].obj);
+  for (int ei = 0; ei < b->c.n_e; ei++) each_obj(&b->x[ei].code, add_obj, A.ctx);
   gcc_jit_context_add_driver_option(A.ctx, b->c.o->rt_lib);
   gcc_jit_context_add_driver_option(A.ctx, "-Wl,--exclude-libs,ALL");
   /* the wrappers call the kernels directly, not through the PLT */
@@ -384,6 +499,20 @@ static int write_header(builder *b, const char *path) {
              " * fn NULL drops them. */\n"
              "void %s_set_print(%s_model *m, void (*fn)(void *ud, const char *text), void *ud);\n\n",
           p, p, up, up, p, p, p, p, p, p, p, p, p);
+  fprintf(f, "/* For callers that read what the library holds rather than compile\n"
+             " * against this header (the Python package: docs/python.md; artifact.h's\n"
+             " * tdrt_describe and after it): a model whatever its signature, its\n"
+             " * description as JSON (owned by the model), binding an entry's sizes\n"
+             " * from its inputs' shapes with tdsl's checks, calling entry e with\n"
+             " * its sizes and arrays, and each parameter's values copied out or in. */\n"
+             "%s_model *%s_tdsl_new(int abi);\n"
+             "const char *%s_tdsl_describe(%s_model *m);\n"
+             "int %s_tdsl_bind(%s_model *m, int e, const int *dtypes, const int *ranks, const int64_t *shapes,\n"
+             "    int64_t *sizes, int64_t *out_shapes);\n"
+             "int %s_tdsl_call(%s_model *m, int e, const int64_t *sizes, void *const *args);\n"
+             "int %s_tdsl_get_param(%s_model *m, int i, void *dst, size_t bytes);\n"
+             "int %s_tdsl_set_param(%s_model *m, int i, const void *src, size_t bytes);\n\n",
+          p, p, p, p, p, p, p, p, p, p, p, p);
   for (int e = 0; e < b->c.n_e; e++) {
     tdb_header_sig(&b->c.e[e], f);
     fprintf(f, " */\n");
@@ -420,8 +549,7 @@ int td_build(td_program *prog, const td_build_opts *o, td_err *err) {
     snprintf(b.march, sizeof b.march, "%s", o->march ? o->march : td_detect_march());
     rc = build_all(&b, prog, &out);
   }
-  for (int i = 0; b.x && i < b.c.n_e; i++)
-    if (b.x[i].obj[0]) unlink(b.x[i].obj);
+  for (int i = 0; b.x && i < b.c.n_e; i++) each_obj(&b.x[i].code, remove_obj, NULL);
   tdb_end(&b.c, &out);
   return rc;
 }

@@ -24,10 +24,13 @@ typedef struct td_build_opts {
   int embed_weights;     /* store the initial parameters in the library (else
                             create makes them from their recipes) */
   const char *cuda_arch; /* gpu/build_cuda.h's builds: "sm_90"; NULL: sm_90 */
+  /* The program's sources, for messages naming a file:line:col (set by
+   * the driver's td_drive_build). */
+  const td_diags *diags;
   /* Lowers an entry point's graph to its kernel plan (in the graph's
    * arena); NULL with err filled.  The driver's td_lower: a build plans
    * exactly as `tdsl run` does. */
-  td_plan *(*lower)(const td_graph *g, td_err *err);
+  td_plan *(*lower)(const td_graph *g, const struct td_build_opts *o, td_err *err);
 } td_build_opts;
 
 /* Builds every entry point of p except main for the CPU (the driver's

@@ -185,7 +185,7 @@ static int find_args(tdb_builder *b, tdb_entry *e) {
 int tdb_lower_entry(tdb_builder *b, td_program *prog, tdb_entry *e) {
   if (!(e->g = td_program_lower(prog, e->name))) return td_err_set(b->err, "%s does not compile", e->name);
   e->diags = td_program_diags(prog);
-  if (!(e->plan = b->o->lower(e->g, b->err))) return -1;
+  if (!(e->plan = b->o->lower(e->g, b->o, b->err))) return -1;
   e->opt = e->plan->g;
   return find_args(b, e) || add_params(b, e) ? -1 : 0;
 }
@@ -316,8 +316,7 @@ static void put_where(tdb_builder *b, const tdb_entry *e, td_span sp) {
 
 /* The run-time size checks (lang/checks.h), each: kind, axis, rank,
  * dtype, axes, step, its size handles, its text and where it is. */
-static void put_checks(tdb_builder *b, const tdb_entry *e) {
-  const td_graph *g = e->opt;
+static void put_checks(tdb_builder *b, const tdb_entry *e, const td_graph *g) {
   tdb_put(b, g->n_checks);
   for (int i = 0; i < g->n_checks; i++) {
     const td_sizecheck *c = &g->checks[i].c;
@@ -348,9 +347,16 @@ void tdb_put_entry_head(tdb_builder *b, const tdb_entry *e) {
     tdb_put(b, p->buf_of[p->out_nodes[i]]);
     put_node_type(b, &g->nodes[p->out_nodes[i]]);
   }
+  tdb_put_plan(b, e, p);
+}
+
+void tdb_put_plan(tdb_builder *b, const tdb_entry *e, const td_plan *p) {
+  const td_graph *g = p->g;
+  int entry = p == e->plan;   /* a scan's body has no parameters of its own */
   put_polys(b, g);
-  tdb_put(b, e->g->n_params);
-  for (int i = 0; i < e->g->n_params; i++) tdb_put(b, param_index(b, e, e->g->nodes[e->g->params[i]].name));
+  tdb_put(b, entry ? e->g->n_params : 0);
+  for (int i = 0; entry && i < e->g->n_params; i++)
+    tdb_put(b, param_index(b, e, e->g->nodes[e->g->params[i]].name));
   tdb_put(b, p->n_bufs);
   for (int i = 0; i < p->n_bufs; i++) {
     tdb_put(b, p->bufs[i].kind);
@@ -359,12 +365,12 @@ void tdb_put_entry_head(tdb_builder *b, const tdb_entry *e) {
   }
   tdb_put(b, p->n_slots);
   for (int i = 0; i < p->n_slots; i++) tdb_put(b, p->slot_bytes[i]);
-  put_checks(b, e);
+  put_checks(b, e, g);
 }
 
-void tdb_put_dv1(tdb_builder *b, const tdb_entry *e, int rand_node, td_dim dim) {
+void tdb_put_dv1(tdb_builder *b, const td_graph *g, int rand_node, td_dim dim) {
   tdb_put(b, rand_node >= 0);
-  tdb_put(b, rand_node >= 0 ? (int64_t)e->opt->nodes[rand_node].attr.stream : dim);
+  tdb_put(b, rand_node >= 0 ? (int64_t)g->nodes[rand_node].attr.stream : dim);
 }
 
 /* The printed values follow the outputs in plan->out_nodes, each PRINT's
@@ -515,24 +521,38 @@ void tdb_add_forward(tdb_builder *b, tdb_api *A, const char *suffix, gcc_jit_typ
   }
 }
 
-void tdb_add_create(tdb_builder *b, tdb_api *A, const char *create, int abi, int n, gcc_jit_rvalue **args) {
+/* <name>(int abi, uint64_t sig) or, with sig given, <name>(int abi), calling
+ * create(abi, sig, args...). */
+static void add_create_fn(tdb_api *A, const char *name, const char *create, gcc_jit_rvalue *sig, int n,
+                          gcc_jit_rvalue **args) {
   gcc_jit_type *t_u64 = gcc_jit_context_get_type(A->ctx, GCC_JIT_TYPE_UINT64_T);
   gcc_jit_type *ts[8] = {A->t_int, t_u64};
   gcc_jit_rvalue *cargs[8];
   gcc_jit_param *ps[2];
-  char name[200];
   for (int i = 0; i < n && i < 6; i++) ts[2 + i] = A->t_vp;
   gcc_jit_function *rt = tdb_import(A, A->t_vp, create, 2 + n, ts);
-  snprintf(name, sizeof name, "%s_create_abi", b->o->prefix);
-  gcc_jit_function *f = tdb_fn_new(A, GCC_JIT_FUNCTION_EXPORTED, A->t_vp, name, 2, ts, ps);
+  gcc_jit_function *f = tdb_fn_new(A, GCC_JIT_FUNCTION_EXPORTED, A->t_vp, name, sig ? 1 : 2, ts, ps);
   cargs[0] = pv(ps[0]);
-  cargs[1] = pv(ps[1]);
+  cargs[1] = sig ? gcc_jit_context_new_cast(A->ctx, NULL, sig, t_u64) : pv(ps[1]);
   for (int i = 0; i < n && i < 6; i++) cargs[2 + i] = args[i];
   gcc_jit_block_end_with_return(gcc_jit_function_new_block(f, "start"), NULL,
                                 gcc_jit_context_new_call(A->ctx, NULL, rt, 2 + n, cargs));
+}
+
+void tdb_add_create(tdb_builder *b, tdb_api *A, const char *create, int abi, int n, gcc_jit_rvalue **args) {
+  gcc_jit_param *ps[1];
+  char name[200];
+  snprintf(name, sizeof name, "%s_create_abi", b->o->prefix);
+  add_create_fn(A, name, create, NULL, n, args);
   snprintf(name, sizeof name, "%s_abi_version", b->o->prefix);
-  f = tdb_fn_new(A, GCC_JIT_FUNCTION_EXPORTED, A->t_int, name, 0, NULL, ps);
+  gcc_jit_function *f = tdb_fn_new(A, GCC_JIT_FUNCTION_EXPORTED, A->t_int, name, 0, NULL, ps);
   gcc_jit_block_end_with_return(gcc_jit_function_new_block(f, "start"), NULL, tdb_ival(A, A->t_int, abi));
+}
+
+void tdb_add_create_own(tdb_builder *b, tdb_api *A, const char *create, int n, gcc_jit_rvalue **args) {
+  char name[200];
+  snprintf(name, sizeof name, "%s_tdsl_new", b->o->prefix);
+  add_create_fn(A, name, create, tdb_ival(A, A->t_i64, (long)(int64_t)tdb_signature(b)), n, args);
 }
 
 void tdb_add_entry_fn(tdb_builder *b, tdb_api *A, gcc_jit_function *call, int ei, const char *suffix) {

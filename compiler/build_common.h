@@ -120,9 +120,13 @@ uint64_t tdb_signature(const tdb_builder *b);
 /* Name, sizes, inputs, outputs, polynomials, parameter slots, buffers and
  * slots of entry e (what comes before its n_dv). */
 void tdb_put_entry_head(tdb_builder *b, const tdb_entry *e);
-/* One entry of the dv table: rand_node >= 0 a random stream (that node's),
- * else the size dim. */
-void tdb_put_dv1(tdb_builder *b, const tdb_entry *e, int rand_node, td_dim dim);
+/* The polynomials (of p's graph), parameter slots (none for a scan's
+ * body), buffers, slots and size checks of plan p of entry e: the part of
+ * tdb_put_entry_head that a scan's body repeats (artifact.h). */
+void tdb_put_plan(tdb_builder *b, const tdb_entry *e, const td_plan *p);
+/* One entry of the dv table: rand_node >= 0 a random stream (that node's
+ * of graph g), else the size dim. */
+void tdb_put_dv1(tdb_builder *b, const td_graph *g, int rand_node, td_dim dim);
 /* The PRINT nodes of entry e. */
 void tdb_put_prints(tdb_builder *b, const tdb_entry *e);
 
@@ -150,6 +154,10 @@ void tdb_add_forward(tdb_builder *b, tdb_api *A, const char *suffix, gcc_jit_typ
 /* <prefix>_create_abi(int abi) calling create(abi, args...), and
  * <prefix>_abi_version(void) returning abi. */
 void tdb_add_create(tdb_builder *b, tdb_api *A, const char *create, int abi, int n, gcc_jit_rvalue **args);
+/* <prefix>_tdsl_new(int abi) calling create(abi, this model's signature,
+ * args...): for callers that read the library's description rather than
+ * compile against its header, so have no signature to pass. */
+void tdb_add_create_own(tdb_builder *b, tdb_api *A, const char *create, int n, gcc_jit_rvalue **args);
 /* int <cname><suffix>(void *m, int64_t sym..., void *in..., void *out...),
  * packing its arguments for call(m, entry, syms, args). */
 void tdb_add_entry_fn(tdb_builder *b, tdb_api *A, gcc_jit_function *call, int ei, const char *suffix);

@@ -549,6 +549,10 @@ static int emit_all(cg *c, tdc_kinfo *info) {
   for (int i = 0; !rc && i < c->g->n_nodes; i++) pos_of[i] = -1;
   for (int k = 0; !rc && k < nk; k++) {
     int r = kg.rep[k];
+    if (p->kernels[k].kind == TD_KERN_SCAN) {   /* run by the caller from its body's code (compiled.c) */
+      memset(&info[k], 0, sizeof info[k]);
+      continue;
+    }
     if (kernel_info(c, k, &info[k])) rc = -1;
     else if (size[r] == 1) rc = emit_body(c, k, p->kernels[k].name, GCC_JIT_FUNCTION_EXPORTED);
     else if ((r == k && emit_shared(c, &kg, k, pos_of, &sb[k])) || emit_wrapper(c, &kg, k, &sb[r])) rc = -1;

@@ -80,6 +80,9 @@ struct td_compiled {
   void **packed;            /* per kernel: its prepacked B (prepack.h), or NULL */
   uint64_t *packed_id;      /* per kernel: td_tensor.id of the parameter packed */
   layout lay;               /* what the last call's sizes made (td_compiled_run) */
+  td_compiled **sub;        /* per kernel: a scan's compiled body, else NULL */
+  void *alt;                /* a scan's body: its carries' second buffers (run_scan) */
+  size_t alt_cap;
 };
 
 /* ---- compiling ------------------------------------------------------------------- */
@@ -442,6 +445,7 @@ static int lookup_kernels(td_compiled *c, td_err *err) {
   c->fns = td_calloc((size_t)p->n_kernels + 1, sizeof *c->fns);
   if (!c->fns) return td_err_set(err, "out of memory");
   for (int k = 0; k < p->n_kernels; k++) {
+    if (p->kernels[k].kind == TD_KERN_SCAN) continue;   /* run from its body's code */
     pthread_mutex_lock(&dl_mu);   /* gcc_jit_result_get_code is a dlsym */
     void *code = c->dl ? dlsym(c->dl, p->kernels[k].name) : gcc_jit_result_get_code(c->res, p->kernels[k].name);
     pthread_mutex_unlock(&dl_mu);
@@ -472,6 +476,22 @@ static gcc_jit_context *generate(td_compiled *c, int opt, td_arena **a, td_err *
   }
   if (ctx && c->n_dims) memcpy(c->dims, dims, (size_t)c->n_dims * sizeof *c->dims);
   return ctx;
+}
+
+/* Each scan kernel's body, compiled as a plan of its own (once, whatever
+ * the trip count), with the same options but no C text; its cache
+ * warning, if any, becomes c's. */
+static int compile_bodies(td_compiled *c, const td_compile_opts *opts, td_err *err) {
+  const td_plan *p = c->p;
+  td_compile_opts bo = opts ? *opts : (td_compile_opts){-1, 0, NULL, 0};
+  bo.keep_c = 0;
+  for (int k = 0; k < p->n_kernels; k++) {
+    if (p->kernels[k].kind != TD_KERN_SCAN) continue;
+    if (!c->sub && !(c->sub = td_calloc((size_t)p->n_kernels, sizeof *c->sub))) return td_err_set(err, "out of memory");
+    if (!(c->sub[k] = td_compile(p->kernels[k].body, &bo, err))) return -1;
+    if (c->sub[k]->warning[0] && !c->warning[0]) memcpy(c->warning, c->sub[k]->warning, sizeof c->warning);
+  }
+  return 0;
 }
 
 td_compiled *td_compile(const td_plan *plan, const td_compile_opts *opts, td_err *err) {
@@ -515,6 +535,7 @@ td_compiled *td_compile(const td_plan *plan, const td_compile_opts *opts, td_err
   td_arena_free(a2);
   if (ok && !c->fns && lookup_kernels(c, err)) ok = 0;
   if (ok && missed) td_phase_done(have_dir ? "libgccjit compile, into the cache, and load" : "libgccjit compile", t0, plan->g->name);
+  if (ok) ok = compile_bodies(c, opts, err) == 0;
   if (!ok) {
     td_compiled_free(c);
     return NULL;
@@ -541,6 +562,9 @@ void td_compiled_free(td_compiled *c) {
   td_free(c->packed);
   td_free(c->packed_id);
   layout_free(&c->lay);
+  for (int k = 0; c->sub && k < c->p->n_kernels; k++) td_compiled_free(c->sub[k]);
+  td_free(c->sub);
+  td_aligned_free(c->alt);
   td_free(c);
 }
 
@@ -552,6 +576,9 @@ const char *td_compiled_c_text(const td_compiled *c) { return c->c_text; }
 
 /* ---- running ------------------------------------------------------------------------ */
 
+/* Scans nest at most this deep (the elaborator's limit, lang/builtins_scan.c). */
+#define SCAN_DEPTH_MAX 16
+
 typedef struct run {
   td_compiled *c;
   layout *l;
@@ -559,6 +586,9 @@ typedef struct run {
   int64_t *symvals;
   td_err *err;
   td_span *err_span;
+  uint64_t call;             /* the call index (random streams) */
+  int64_t steps[SCAN_DEPTH_MAX];   /* inside scan bodies: the step of each, outermost first */
+  int n_steps;
 } run;
 
 static void blame(run *r, int node) {
@@ -642,6 +672,7 @@ static void eval_table(run *r, uint64_t call, int sizes) {
     if (d->rand_node >= 0) {
       uint64_t s = r->g->nodes[d->rand_node].attr.stream;
       if (call) s = td_hash_mix(s, call);
+      for (int k = 0; k < r->n_steps; k++) s = td_hash_mix(s, (uint64_t)r->steps[k] + 1);   /* as eager mode */
       memcpy(&r->l->dv[i], &s, sizeof s);
     } else if (sizes) {
       r->l->dv[i] = td_dim_eval(r->g, d->dim, r->symvals);
@@ -849,9 +880,15 @@ static int make_layout(run *r, td_tensor *const *inputs) {
   return 0;
 }
 
+static int run_scan(run *r, int k);
+
 static int call_kernels(run *r) {
   const td_plan *p = r->c->p;
   for (int k = 0; k < p->n_kernels; k++) {
+    if (p->kernels[k].kind == TD_KERN_SCAN) {
+      if (run_scan(r, k)) return -1;
+      continue;
+    }
     split s;
     memset(&s, 0, sizeof s);
     s.r = r;
@@ -880,6 +917,136 @@ static int call_kernels(run *r) {
   return 0;
 }
 
+/* ---- scans ------------------------------------------------------------------------ */
+
+/* Bytes of node n's value at the bound sizes (its shape was checked). */
+static size_t value_bytes(const run *r, int n) {
+  const td_node *nd = &r->g->nodes[n];
+  size_t b = td_dtype_size(nd->dtype);
+  for (int i = 0; i < nd->rank; i++) {
+    int64_t v = td_dim_eval(r->g, nd->shape[i], r->symvals);
+    b *= v > 0 ? (size_t)v : 0;
+  }
+  return b;
+}
+
+/* A body's layout, as make_layout's but with no inputs to bind: its size
+ * checks (a body's shapes are the same at every step, so once per size),
+ * its table, temporaries, scratch and splits. */
+static int body_layout(run *b) {
+  layout *l = b->l;
+  l->valid = 0;
+  int rc = td_checks_run_graph(b->g, b->symvals, b->err, b->err_span);
+  if (rc == 0 && tdc_debug_bounds()) rc = check_views(b);
+  if (rc == 0) {
+    eval_table(b, 0, 1);
+    rc = place_temps(b);
+  }
+  if (rc == 0) rc = place_scratch(b);
+  if (rc) return rc;
+  plan_splits(b);
+  memcpy(l->syms, b->symvals, (size_t)b->g->n_syms * sizeof *l->syms);
+  l->threads = td_pool_threads();
+  l->valid = 1;
+  return 0;
+}
+
+/* Scan kernel k (plan_scan.c): its body's kernels once per step, called
+ * directly with the step's pointers, no allocation per step.  The body
+ * reads carry i from cur[i] and writes it to the other of two buffers,
+ * the scan's output and a second one of the body's (c->alt), chosen so
+ * that the last step writes the output: no carry is copied between steps.
+ * Step t's slice of a sequence and row t of a stacked output are read and
+ * written in place (both are contiguous: axis 0 of a buffer).  A body
+ * output its kernels do not write (a carry passed through unchanged, an
+ * input returned, one value returned twice) is copied after the step. */
+static int run_scan(run *r, int k) {
+  td_compiled *c = r->c, *bc = c->sub[k];
+  const td_plan *p = c->p, *bp = bc->p;
+  int id = p->kernels[k].root;
+  const td_node *s = &r->g->nodes[id];
+  const td_attr *a = &s->attr;
+  const td_graph *bg = bp->g;
+  int nc = a->n_carry, nx = a->n_xs, no = bg->n_outputs, ni = bg->n_inputs;
+  int idx = a->index ? nc + nx : -1, shift = a->index ? 1 : 0;
+  int64_t T = td_dim_eval(r->g, a->dim, r->symvals);
+  if (T < 0) {
+    blame(r, id);
+    return td_err_set(r->err, "scan: the number of steps evaluates to %lld", (long long)T);
+  }
+  if (r->n_steps >= SCAN_DEPTH_MAX) return td_err_set(r->err, "scans nest more than %d deep", SCAN_DEPTH_MAX);
+  run b = {bc, &bc->lay, bg, r->symvals, r->err, r->err_span, r->call, {0}, r->n_steps + 1};
+  memcpy(b.steps, r->steps, sizeof b.steps);
+  if (layout_alloc(bc, r->err)) return -1;
+  if (!(bc->lay.valid && bc->lay.threads == td_pool_threads() &&
+        !memcmp(bc->lay.syms, r->symvals, (size_t)bg->n_syms * sizeof *r->symvals)) &&
+      body_layout(&b))
+    return -1;
+  void **in = td_calloc((size_t)ni + 1, sizeof *in), **cur = td_calloc((size_t)nc + 1, sizeof *cur);
+  void **fin = td_calloc((size_t)no + 1, sizeof *fin), **alt = td_calloc((size_t)nc + 1, sizeof *alt);
+  void **dst = td_calloc((size_t)no + 1, sizeof *dst);
+  size_t *bytes = td_calloc((size_t)no + 1, sizeof *bytes), *slice = td_calloc((size_t)ni + 1, sizeof *slice);
+  char *direct = td_calloc((size_t)no + 1, 1);
+  int rc = in && cur && fin && alt && dst && bytes && slice && direct ? 0 : td_err_set(r->err, "out of memory");
+  size_t alt_total = 0;
+  for (int i = 0; rc == 0 && i < no; i++) {
+    int on = bp->out_nodes[i], ob = bp->buf_of[on];
+    bytes[i] = value_bytes(&b, on);
+    fin[i] = r->l->bufs[p->buf_of[id + 1 + i]];
+    direct[i] = ob >= 0 && bp->bufs[ob].kind == TD_BUF_OUTPUT && bp->bufs[ob].index == i;
+    if (i < nc) alt_total += (bytes[i] + 63) & ~(size_t)63;
+  }
+  if (rc == 0) rc = ensure(&bc->alt, &bc->alt_cap, alt_total, r->err);
+  for (int i = 0, off = 0; rc == 0 && i < nc; i++) {
+    alt[i] = (char *)bc->alt + off;
+    off += (int)((bytes[i] + 63) & ~(size_t)63);
+  }
+  for (int j = 0; rc == 0 && j < ni; j++) {
+    if (j == idx) continue;
+    int outer = s->in[j > idx && idx >= 0 ? j - shift : j];
+    in[j] = r->l->bufs[p->buf_of[outer]];
+    if (j >= nc && j < nc + nx) slice[j] = value_bytes(&b, bg->inputs[j]);
+  }
+  for (int i = 0; rc == 0 && i < nc; i++) cur[i] = in[i];
+  int64_t tval = 0;
+  void **bb = bc->lay.bufs;
+  for (int64_t st = 0; rc == 0 && st < T; st++) {
+    int64_t t = a->reverse ? T - 1 - st : st;
+    b.steps[r->n_steps] = tval = t;
+    for (int i = 0; i < no; i++)
+      dst[i] = i >= nc ? (char *)fin[i] + (size_t)t * bytes[i] : (T - 1 - st) % 2 == 0 ? fin[i] : alt[i];
+    for (int i = 0; i < bp->n_bufs; i++) {
+      const td_buffer *u = &bp->bufs[i];
+      int j = u->index;
+      if (u->kind != TD_BUF_INPUT) continue;
+      bb[i] = j < nc ? cur[j] : j < nc + nx ? (char *)in[j] + (size_t)t * slice[j] : j == idx ? (void *)&tval : in[j];
+    }
+    for (int i = 0; i < no; i++)
+      if (direct[i]) bb[bp->buf_of[bp->out_nodes[i]]] = dst[i];
+    eval_table(&b, r->call, 0);
+    if ((rc = call_kernels(&b))) {
+      char m[sizeof r->err->msg];
+      snprintf(m, sizeof m, "%s", r->err->msg);
+      td_err_set(r->err, "%s, at step %lld of the scan", m, (long long)t);
+      break;
+    }
+    for (int i = 0; i < no; i++)
+      if (!direct[i] && bytes[i]) memmove(dst[i], bb[bp->buf_of[bp->out_nodes[i]]], bytes[i]);
+    for (int i = 0; i < nc; i++) cur[i] = dst[i];
+  }
+  for (int i = 0; rc == 0 && T == 0 && i < nc; i++)   /* no step: the carries are the initial values */
+    if (bytes[i]) memmove(fin[i], in[i], bytes[i]);
+  td_free(in);
+  td_free(cur);
+  td_free(fin);
+  td_free(alt);
+  td_free(dst);
+  td_free(bytes);
+  td_free(slice);
+  td_free(direct);
+  return rc;
+}
+
 static int collect(run *r, td_tensor *const *inputs, td_tensor *const *params, td_tensor ***outs) {
   const td_plan *p = r->c->p;
   td_tensor **o = td_malloc((size_t)(p->n_out_nodes + 1) * sizeof *o);
@@ -905,7 +1072,7 @@ int td_compiled_run(td_compiled *c, td_tensor *const *inputs, td_tensor *const *
   const td_plan *p = c->p;
   int64_t local[16], *heap = NULL;
   size_t ns = (size_t)p->g->n_syms;
-  run r = {c, &c->lay, p->g, local, err, err_span};
+  run r = {c, &c->lay, p->g, local, err, err_span, call_index, {0}, 0};
   if (err_span) err_span->file = -1;
   *outs = NULL;
   if (ns + 1 > sizeof local / sizeof *local && !(r.symvals = heap = td_calloc(ns + 1, sizeof *heap)))

@@ -20,6 +20,7 @@ typedef struct ctx {
   int all_bound;      /* every symbol of the graph has a value */
   const int *same;    /* per kernel: the first kernel with the same code (td_kernel_groups), or NULL */
   int n_distinct;
+  int indent;         /* spaces before each line (a scan body's kernels: more) */
 } ctx;
 
 static void ctx_init(ctx *c, const td_graph *g, const td_plan *p, const td_explain_opts *o,
@@ -92,17 +93,28 @@ static const char *buf_txt(const ctx *c, int node, char *buf, size_t n) {
 
 /* ---- text -------------------------------------------------------------------- */
 
+/* The SCAN_OUT nodes a scan kernel writes: first, and the count. */
+static int scan_outs(const ctx *c, const td_kernel *k, int *first) {
+  const td_graph *g = c->g;
+  int n = 0;
+  *first = k->root + 1;
+  while (*first + n < g->n_nodes && g->nodes[*first + n].op == TD_IR_SCAN_OUT && g->nodes[*first + n].in[0] == k->root)
+    n++;
+  return n;
+}
+
 static void text_kernel(const ctx *c, int ki) {
   const td_kernel *k = &c->p->kernels[ki];
   char b[512], b2[128], b3[128];
   FILE *out = c->out;
-  fprintf(out, "  kernel %d: %s (%s) over %s", ki, k->name, td_kkind_name(k->kind),
-          shape_txt(c, k->space, k->rank, b, sizeof b));
+  int in = c->indent;
+  fprintf(out, "%*s  kernel %d: %s (%s) over %s", in, "", ki, k->name, td_kkind_name(k->kind),
+          k->kind == TD_KERN_SCAN ? "its steps" : shape_txt(c, k->space, k->rank, b, sizeof b));
   if (c->same && c->same[ki] != ki) fprintf(out, ", the code of kernel %d", c->same[ki]);
   if (k->kind == TD_KERN_REDUCE)
     fprintf(out, ", %d pass%s per row%s", k->n_passes, k->n_passes == 1 ? "" : "es",
             k->row_root ? ", one value per row" : "");
-  fprintf(out, "\n    fuses:");
+  fprintf(out, "\n%*s    fuses:", in, "");
   int first = 1;
   for (int i = 0; i < k->n_nodes; i++) {
     const td_node *n = &c->g->nodes[k->nodes[i]];
@@ -110,13 +122,31 @@ static void text_kernel(const ctx *c, int ki) {
     fprintf(out, "%s %s (%s)", first ? "" : ",", td_ops[n->op].name, loc_txt(c, n->span, b, sizeof b));
     first = 0;
   }
-  fprintf(out, "\n    reads:");
+  fprintf(out, "\n%*s    reads:", in, "");
   for (int i = 0; i < k->n_reads; i++)
     fprintf(out, "%s %s", i ? "," : "", buf_txt(c, k->reads[i], b, sizeof b));
-  fprintf(out, "\n    writes: %s\n", buf_txt(c, k->root, b, sizeof b));
-  fprintf(out, "    bytes moved: %s read + %s written; FLOPs: %s\n",
+  fprintf(out, "\n%*s    writes:", in, "");
+  if (k->kind == TD_KERN_SCAN) {
+    int o0, n = scan_outs(c, k, &o0);
+    for (int o = o0; o < o0 + n; o++) fprintf(out, "%s %s", o > o0 ? "," : "", buf_txt(c, o, b, sizeof b));
+  } else {
+    fprintf(out, " %s", buf_txt(c, k->root, b, sizeof b));
+  }
+  fprintf(out, "\n%*s    bytes moved: %s read + %s written; FLOPs: %s\n", in, "",
           dim_txt(c, k->bytes_read, b, sizeof b), dim_txt(c, k->bytes_written, b2, sizeof b2),
           dim_txt(c, k->flops, b3, sizeof b3));
+  if (k->kind == TD_KERN_SCAN && k->body) {
+    /* the body's own plan: its sizes are the entry's symbols (plan_scan.c) */
+    const td_plan *bp = k->body;
+    fprintf(out, "%*s    body, compiled once, run once per step (%s steps): %d kernel%s\n", in, "",
+            dim_txt(c, c->g->nodes[k->root].attr.dim, b, sizeof b), bp->n_kernels, bp->n_kernels == 1 ? "" : "s");
+    ctx bc = *c;
+    bc.g = bp->g;
+    bc.p = bp;
+    bc.same = NULL;
+    bc.indent = in + 4;
+    for (int i = 0; i < bp->n_kernels; i++) text_kernel(&bc, i);
+  }
 }
 
 /* Bytes of the packed copies of matmul weights compiled code keeps (plan.h's
@@ -240,13 +270,37 @@ static void json_kernel(const ctx *c, int ki) {
     json_buf(c, k->reads[i]);
   }
   fprintf(out, "], \"writes\": ");
-  json_buf(c, k->root);
+  if (k->kind == TD_KERN_SCAN) {
+    int o0, n = scan_outs(c, k, &o0);
+    fputc('[', out);
+    for (int o = o0; o < o0 + n; o++) {
+      if (o > o0) fputs(", ", out);
+      json_buf(c, o);
+    }
+    fputc(']', out);
+  } else {
+    json_buf(c, k->root);
+  }
   fputs(", ", out);
   json_dim(c, "bytes_read", k->bytes_read);
   fputs(", ", out);
   json_dim(c, "bytes_written", k->bytes_written);
   fputs(", ", out);
   json_dim(c, "flops", k->flops);
+  if (k->kind == TD_KERN_SCAN && k->body) {
+    ctx bc = *c;
+    bc.g = k->body->g;
+    bc.p = k->body;
+    bc.same = NULL;
+    fputs(", ", out);
+    json_dim(c, "steps", c->g->nodes[k->root].attr.dim);
+    fputs(", \"body_kernels\": [", out);
+    for (int i = 0; i < k->body->n_kernels; i++) {
+      if (i) fputs(", ", out);
+      json_kernel(&bc, i);
+    }
+    fputc(']', out);
+  }
   fputc('}', out);
 }
 

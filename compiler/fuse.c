@@ -177,7 +177,7 @@ static int fuser_init(fuser *f, td_plan *p, td_err *err) {
   for (int i = 0; i < f->g->n_nodes; i++) f->home[i] = HOME_NONE;
   for (int i = 0; i < f->g->n_outputs; i++) f->must_mat[f->g->outputs[i]] = 1;
   for (int i = 0; i < f->g->n_nodes; i++)
-    if (N(f, i)->op == TD_IR_PRINT || td_ops[N(f, i)->op].kind == TD_K_RANDOM)
+    if (N(f, i)->op == TD_IR_PRINT || N(f, i)->op == TD_IR_SCAN || td_ops[N(f, i)->op].kind == TD_K_RANDOM)
       for (int k = 0; k < N(f, i)->n_in; k++) f->must_mat[N(f, i)->in[k]] = 1;
   build_costs(f);
   /* A scalar that takes several ops to compute (an optimizer's bias
@@ -583,6 +583,10 @@ static int decide_home(fuser *f, int n) {
   const td_node *nd = N(f, n);
   if (nd->op == TD_IR_PRINT) return 0;
   if (nd->op == TD_IR_INPUT || nd->op == TD_IR_PARAM) { f->home[n] = HOME_LEAF; return 0; }
+  /* a scan is a kernel of its own (its body runs per step), and its
+   * outputs are buffers it writes, read as leaves are */
+  if (nd->op == TD_IR_SCAN_OUT) { f->home[n] = HOME_LEAF; return 0; }
+  if (nd->op == TD_IR_SCAN) return new_kernel(f, TD_KERN_SCAN, n) < 0 ? -1 : 0;
   int ns = user_kernels(f, n);
   f->depth[n] = depth_below(f, n);
   int forced = f->must_mat[n] || f->need_buf[n] ||
@@ -610,7 +614,8 @@ static int decide_home(fuser *f, int n) {
 
 int tdc_is_materialised(const td_plan *p, int node) {
   td_op op = p->g->nodes[node].op;
-  if (op == TD_IR_INPUT || op == TD_IR_PARAM) return 1;
+  if (op == TD_IR_INPUT || op == TD_IR_PARAM || op == TD_IR_SCAN_OUT) return 1;
+  if (op == TD_IR_SCAN) return 0;   /* no value of its own: its outputs are */
   int k = p->kernel_of[node];
   return k >= 0 && p->kernels[k].root == node;
 }
@@ -690,6 +695,8 @@ static int finish_kernels(fuser *f) {
   if (!ord || !p->kernels) return -1;
   p->n_kernels = f->n_kbs;
   for (int n = 0; n < f->g->n_nodes; n++) p->kernel_of[n] = f->home[n] >= 0 ? ord[f->home[n]] : -1;
+  for (int n = 0; n < f->g->n_nodes; n++)   /* a scan's outputs: written by its kernel */
+    if (f->g->nodes[n].op == TD_IR_SCAN_OUT) p->kernel_of[n] = p->kernel_of[f->g->nodes[n].in[0]];
   for (int b = 0; b < f->n_kbs; b++) {
     const kb *K = &f->kbs[b];
     td_kernel *k = &p->kernels[ord[b]];

@@ -241,8 +241,9 @@ int td_kernel_groups(const td_plan *p, td_kgroups *kg) {
     kg->n_nodes += (size_t)K.n;
     hash[k] = fnv(keys[k]);
     kg->rep[k] = k;
-    for (int j = 0; j < k; j++)
-      if (kg->rep[j] == j && hash[j] == hash[k] && !strcmp(keys[j], keys[k])) {
+    /* a scan kernel has no code here (its body's plan has), so none shares */
+    for (int j = 0; j < k && p->kernels[k].kind != TD_KERN_SCAN; j++)
+      if (kg->rep[j] == j && p->kernels[j].kind != TD_KERN_SCAN && hash[j] == hash[k] && !strcmp(keys[j], keys[k])) {
         kg->rep[k] = j;
         break;
       }

@@ -253,8 +253,10 @@ static uint64_t node_hash(const td_node *n) {
   return h;
 }
 
+/* A scan is never merged: attr_eq does not compare bodies, and its outputs
+ * must stay right after it (ops.def). */
 static int cse_candidate(td_op op) {
-  return op != TD_IR_PRINT && op != TD_IR_INPUT && op != TD_IR_PARAM;
+  return op != TD_IR_PRINT && op != TD_IR_INPUT && op != TD_IR_PARAM && op != TD_IR_SCAN && op != TD_IR_SCAN_OUT;
 }
 
 td_graph *td_pass_cse(const td_graph *g, td_err *err) {
@@ -295,6 +297,11 @@ td_graph *td_pass_dce(const td_graph *g, td_err *err) {
       live[id] = 1;
     if (!live[id]) continue;
     for (int k = 0; k < n->n_in; k++) live[n->in[k]] = 1;
+    /* a live scan keeps all its outputs, which follow it (ops.def), even
+     * those nobody reads: the body computes them anyway */
+    for (int o = id + 1; n->op == TD_IR_SCAN && o < g->n_nodes && g->nodes[o].op == TD_IR_SCAN_OUT &&
+                         g->nodes[o].in[0] == id; o++)
+      live[o] = 1;
   }
   rebuild r;
   td_graph *out = NULL;

@@ -32,6 +32,7 @@ const char *td_kkind_name(td_kkind k) {
   case TD_KERN_POINTWISE: return "pointwise";
   case TD_KERN_REDUCE: return "reduce";
   case TD_KERN_MATMUL: return "matmul+epilogue";
+  case TD_KERN_SCAN: return "scan";
   default: return "other";
   }
 }
@@ -349,11 +350,13 @@ td_plan *td_plan_build(td_graph *g, td_err *err) {
   p->n_ops = td_graph_count_ops(g);
   p->kernel_of = palloc(p, (size_t)(g->n_nodes + 1) * sizeof(int), err);
   p->buf_of = palloc(p, (size_t)(g->n_nodes + 1) * sizeof(int), err);
-  if (!p->kernel_of || !p->buf_of || tdc_fuse(p, err)) return NULL;
+  if (!p->kernel_of || !p->buf_of || tdc_fuse(p, err) || tdc_plan_scans(p, err)) return NULL;
   for (int k = 0; k < p->n_kernels; k++)
     if (name_kernel(p, k, err)) return NULL;
   if (collect_outputs(p, err) || make_buffers(p, err) || plan_memory(p, err)) return NULL;
-  for (int k = 0; k < p->n_kernels; k++) kernel_costs(p, &p->kernels[k]);
+  for (int k = 0; k < p->n_kernels; k++)
+    if (p->kernels[k].kind == TD_KERN_SCAN) tdc_scan_costs(p, &p->kernels[k]);
+    else kernel_costs(p, &p->kernels[k]);
   /* a size that could not be interned is TD_DIM_BAD, as an overflow is */
   if (td_arena_failures(g->arena) > failures) { td_err_set(err, "out of memory"); return NULL; }
   /* the verifier runs on every plan, for every backend */
@@ -410,9 +413,20 @@ static void print_kernel(const td_plan *p, int ki, const td_diags *d, FILE *out)
   fprintf(out, "\n  reads:");
   for (int i = 0; i < k->n_reads; i++) { fputc(' ', out); print_buf(p, k->reads[i], out); }
   fprintf(out, "\n  writes: ");
-  print_buf(p, k->root, out);
+  if (k->kind == TD_KERN_SCAN)
+    for (int o = k->root + 1; o < g->n_nodes && g->nodes[o].op == TD_IR_SCAN_OUT && g->nodes[o].in[0] == k->root; o++) {
+      if (o > k->root + 1) fputc(' ', out);
+      print_buf(p, o, out);
+    }
+  else
+    print_buf(p, k->root, out);
   fprintf(out, "\n  bytes read %s, written %s; flops %s\n", td_dim_str(g, k->bytes_read, b1, sizeof b1),
           td_dim_str(g, k->bytes_written, b2, sizeof b2), td_dim_str(g, k->flops, b3, sizeof b3));
+  if (k->kind == TD_KERN_SCAN && k->body) {
+    fprintf(out, "  body, once per step (%s steps) {\n", td_dim_str(g, g->nodes[k->root].attr.dim, b1, sizeof b1));
+    td_plan_print(k->body, d, out);
+    fprintf(out, "  }\n");
+  }
 }
 
 void td_plan_print(const td_plan *p, const td_diags *d, FILE *out) {

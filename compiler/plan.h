@@ -37,7 +37,8 @@ typedef enum td_kkind {
   TD_KERN_POINTWISE,  /* one loop nest over space (the root's shape) */
   TD_KERN_REDUCE,     /* row loops: kept axes outside, passes over red_axes */
   TD_KERN_MATMUL,     /* matmul + pointwise epilogue */
-  TD_KERN_OTHER       /* reserved for ops no other kind covers */
+  TD_KERN_OTHER,      /* reserved for ops no other kind covers */
+  TD_KERN_SCAN        /* a SCAN: its body's plan run once per step (plan_scan.c) */
 } td_kkind;
 
 /* One pass over the reduced axes of every row: reductions that do not
@@ -80,6 +81,11 @@ typedef struct td_kernel {
   td_view a, b;
   /* cost, as functions of the symbolic sizes */
   td_dim bytes_read, bytes_written, flops;
+  /* SCAN: the plan of the body (its graph optimised on its own, with a
+   * copy of this graph's size tables, so its sizes are evaluated with this
+   * plan's symbol values); the SCAN_OUT nodes after the root are the
+   * buffers it writes */
+  struct td_plan *body;
 } td_kernel;
 
 typedef enum td_bkind {
@@ -180,6 +186,10 @@ td_dim td_node_bytes(td_graph *g, const td_node *n);
 /* Is a <= b for every value of the symbols (all >= 0)?  Decided on the
  * coefficients of b - a: a sufficient test, exact for literals. */
 int td_dim_le(td_graph *g, td_dim a, td_dim b);
+
+/* The first SCAN node of the plan, or -1 (a backend that runs no scans
+ * refuses such a plan with its source line). */
+int td_plan_first_scan(const td_plan *p);
 
 /* Writes the plan as text (the --dump=fused format). */
 void td_plan_print(const td_plan *p, const td_diags *d, FILE *out);

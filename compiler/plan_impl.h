@@ -17,6 +17,11 @@ int tdc_is_elementwise(td_op op);
  * the parameter's memory (plan.c)? */
 int tdc_update_in_place_ok(const td_plan *p, int n, int slot);
 
+/* The body plan of every scan kernel (plan_scan.c), and a scan kernel's
+ * costs. */
+int tdc_plan_scans(td_plan *p, td_err *err);
+void tdc_scan_costs(td_plan *p, td_kernel *k);
+
 /* Do two shapes have the same sizes apart from axes of size 1? */
 int tdc_squeeze_eq(const td_dim *a, int ra, const td_dim *b, int rb);
 

@@ -30,7 +30,7 @@
  * gained (or lost) a field, which the key must then cover. */
 #if defined(__x86_64__)
 _Static_assert(sizeof(td_attr) == 344 && sizeof(td_node) == 472, "td_node changed: update plan_key.c");
-_Static_assert(sizeof(td_kernel) == 464 && sizeof(td_view) == 144 && sizeof(td_kstage) == 16,
+_Static_assert(sizeof(td_kernel) == 472 && sizeof(td_view) == 144 && sizeof(td_kstage) == 16,
                "td_kernel changed: update plan_key.c");
 _Static_assert(sizeof(td_buffer) == 40 && sizeof(td_plan) == 112 && sizeof(td_graph) == 168,
                "td_plan or td_graph changed: update plan_key.c");

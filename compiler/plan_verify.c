@@ -133,6 +133,8 @@ static int readable_before(const vctx *v, int n, int k) {
   const td_node *nd = ND(v, n);
   if (nd->op == TD_IR_INPUT || nd->op == TD_IR_PARAM) return 1;
   int j = v->p->kernel_of[n];
+  if (nd->op == TD_IR_SCAN_OUT)   /* written by its scan's kernel */
+    return j >= 0 && j < k && v->p->kernels[j].kind == TD_KERN_SCAN && v->p->kernels[j].root == nd->in[0];
   return j >= 0 && j < k && v->p->kernels[j].root == n;
 }
 
@@ -322,6 +324,23 @@ static int check_reduce(vctx *v, int k) {
   return 0;
 }
 
+/* A scan kernel evaluates its SCAN alone; its body's plan (verified when
+ * it was built) takes the scan's inputs and makes one value per output. */
+static int check_scan(vctx *v, int k) {
+  const td_kernel *K = &v->p->kernels[k];
+  const td_node *s = ND(v, K->root);
+  if (s->op != TD_IR_SCAN || K->n_nodes != 1) return vfail(v, k, K->root, "a scan kernel evaluates more than its scan");
+  const td_graph *b = K->body ? K->body->g : NULL;
+  int outs = 0;
+  for (int o = K->root + 1; o < v->g->n_nodes && ND(v, o)->op == TD_IR_SCAN_OUT && ND(v, o)->in[0] == K->root; o++) {
+    if (v->p->kernel_of[o] != k) return vfail(v, k, o, "a scan's output is not written by its kernel");
+    outs++;
+  }
+  if (!b || b->n_inputs != s->n_in + (s->attr.index ? 1 : 0) || b->n_outputs != outs)
+    return vfail(v, k, K->root, "the scan's body plan does not take its inputs or make its outputs");
+  return 0;
+}
+
 static int check_space(vctx *v, int k) {
   const td_kernel *K = &v->p->kernels[k];
   if (K->rank < 0 || K->rank > TD_MAX_RANK) return vfail(v, k, K->root, "its rank %d is out of range", K->rank);
@@ -331,6 +350,7 @@ static int check_space(vctx *v, int k) {
   case TD_KERN_POINTWISE: return check_pointwise(v, k);
   case TD_KERN_MATMUL: return check_matmul(v, k);
   case TD_KERN_REDUCE: return check_reduce(v, k);
+  case TD_KERN_SCAN: return check_scan(v, k);
   default: return vfail(v, k, K->root, "kernel kind %d is not one the backends run", (int)K->kind);
   }
 }

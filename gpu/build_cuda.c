@@ -57,7 +57,7 @@ static void put_entry(cbuilder *b, int ei) {
   tdb_builder *c = &b->c;
   tdb_put_entry_head(c, e);
   tdb_put(c, x->code.n_dims);
-  for (int i = 0; i < x->code.n_dims; i++) tdb_put_dv1(c, e, x->code.dims[i].rand_node, x->code.dims[i].dim);
+  for (int i = 0; i < x->code.n_dims; i++) tdb_put_dv1(c, e->opt, x->code.dims[i].rand_node, x->code.dims[i].dim);
   tdb_put(c, x->code.n_kernels);
   for (int k = 0; k < x->code.n_kernels; k++) {
     const td_cuda_kernel *kn = &x->code.kernels[k];

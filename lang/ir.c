@@ -537,15 +537,26 @@ static int same_type(const td_node *a, const td_node *b) {
 
 /* A SCAN (ops.def): its inputs against its body's INPUTs, its SCAN_OUTs
  * right after it against the body's outputs, and the body itself. */
+/* Does b's size tables begin g's: the same symbols, and b's polynomials
+ * the first of g's? */
+static int same_tables_prefix(const td_graph *b, const td_graph *g) {
+  if (b->n_syms != g->n_syms || b->n_dims > g->n_dims) return 0;
+  for (int s = 0; s < b->n_syms; s++)
+    if (b->syms != g->syms && strcmp(b->syms[s], g->syms[s])) return 0;
+  for (int d = 0; d < b->n_dims && b->dims != g->dims; d++)
+    if (!poly_eq(&b->dims[d], &g->dims[d])) return 0;
+  return 1;
+}
+
 static int verify_scan(const td_graph *g, int id, td_err *err) {
   const td_node *n = &g->nodes[id];
   const td_attr *a = &n->attr;
   const td_graph *b = a->body;
-  /* the body's sizes are this graph's: the same outermost graph, or a copy
-   * of it that shares its polynomials (the REPL's pruned graph) */
+  /* the body's sizes are this graph's: the same outermost graph, or one
+   * whose tables this graph's begin with (the REPL's pruned graph shares
+   * them; each optimisation pass copies them and may add to its copy) */
   const td_graph *rb = b ? td_graph_root(b) : NULL, *rg = td_graph_root(g);
-  if (!b || !(rb == rg || (rb->dims == rg->dims && rb->syms == rg->syms && rb->n_dims <= rg->n_dims)))
-    VFAIL("has no body of this graph's sizes");
+  if (!b || !(rb == rg || same_tables_prefix(rb, rg))) VFAIL("has no body of this graph's sizes");
   if (a->n_carry < 0 || a->n_xs < 0 || a->n_carry + a->n_xs > n->n_in) VFAIL("bad carry and sequence counts");
   if (TD_DIM_IS_BAD(a->dim)) VFAIL("bad trip count");
   int n_idx = a->index ? 1 : 0;

@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compiler/compiled.h"
@@ -116,6 +117,13 @@ static int promised_exact(const td_graph *g, int n, char *memo) {
     int inner, n_real;
     reduced_shape(x, nd->attr.axes, &inner, &n_real);
     ok = !td_dtype_is_float(x->dtype) || !inner || n_real <= 1;
+  }
+  if (ok && nd->op == TD_IR_SCAN) {   /* each step computes its body's ops: exact when they all are */
+    const td_graph *b = nd->attr.body;
+    char *bm = calloc((size_t)b->n_nodes + 1, 1);
+    ok = bm != NULL;
+    for (int k = 0; k < b->n_outputs && ok; k++) ok = promised_exact(b, b->outputs[k], bm);
+    free(bm);
   }
   memo[n] = ok ? 1 : 2;
   return ok;

@@ -117,6 +117,10 @@ static void compile_entry(td_program *p, const char *file, const char *entry, td
   td_graph *opt;
   td_plan *plan = NULL;
   if (!g || td_optimize(g, NULL, &opt, NULL, &err) || !(plan = td_plan_build(opt, &err))) return;  /* the CPU compiler refuses it too */
+  if (td_plan_first_scan(plan) >= 0) {   /* said, not silent: CUDA refuses scans (test_scan.c checks it) */
+    fprintf(stderr, "%s: not compiled for CUDA: it uses scan, which the CUDA backend does not compile yet\n", entry);
+    return;
+  }
   int has_mm = 0;
   for (int k = 0; k < plan->n_kernels; k++) has_mm |= plan->kernels[k].kind == TD_KERN_MATMUL;
   if (tf32 && !has_mm) return;
@@ -553,7 +557,8 @@ static int emu_file(const char *path, int tf32, int *ran, char **src_out) {
   td_graph *opt;
   td_plan *plan = NULL;
   if (!g || g->n_inputs || g->n_params > 64 || td_optimize(g, NULL, &opt, NULL, &err) ||
-      !(plan = td_plan_build(opt, &err))) {
+      !(plan = td_plan_build(opt, &err)) || td_plan_first_scan(plan) >= 0) {   /* CUDA refuses scans */
+    if (plan && td_plan_first_scan(plan) >= 0) fprintf(stderr, "%s: not run for CUDA: it uses scan\n", path);
     td_arena_free(a);
     return 0;
   }
