@@ -2,7 +2,9 @@
  * descriptor that `tdsl build` writes for it.
  *
  * A built shared library holds: the kernels of every entry point (libgccjit
- * object code, one set per entry, named <prefix>_e<i>_<kernel>), a
+ * object code, one set per entry, named <prefix>_e<i>_<kernel>; a scan's
+ * body's once, whatever its trip count, named <prefix>_e<i>_s<k>_<kernel>
+ * for scan kernel k, nested scans adding _s<k> again), a
  * descriptor (a const int64_t array, layout below), with --embed-weights
  * the initial parameter bytes (else create makes them from each
  * parameter's recipe: runtime/param_init.h, as `tdsl run` does), small generated wrapper functions (the C API of the header), and
@@ -35,9 +37,25 @@
  *                 bytes_written, flops, scratch bytes (-1: from mm n, k),
  *                 mm n dim, mm k dim, column blocks (tdc_kinfo.cols),
  *                 prepacked B (prepack.h): buffer, element size, NR (0:
- *                 none), n, k, offset, stride k, stride n
+ *                 none), n, k, offset, stride k, stride n, is_scan, and
+ *                 for a scan kernel (is_scan 1) its scan (below)
  *               n_prints, per print: n_parts, per part: 0 and a string,
  *                 or 1, buffer, dtype, rank, dims[rank]
+ *   per scan:   steps (a dim of the kernel's entry or body), reverse,
+ *               n_carry, n_xs, index (the body input that is the step, or
+ *               -1), n_in, per body input: outer buffer (-1: the step),
+ *               sliced (a sequence: row t at step t), slice bytes (a dim
+ *               of the body), n_out, per body output: outer buffer, body
+ *               buffer, bytes (a body dim), direct (the body's kernels
+ *               write it: an OUTPUT buffer of its index); then the body,
+ *               laid out as an entry from n_polys to its kernels (n_polys
+ *               and polys, n_param_slots 0, n_bufs and buffers, n_slots
+ *               and slots, n_checks and checks, n_dv and dv, n_kernels and
+ *               kernels), its dims its own polynomials of the entry's
+ *               symbols.  The kernel table (tdrt_kernels_fn) writes an
+ *               entry's kernels (NULL for a scan), its generated entry
+ *               function, then each scan's body's kernels in order, a
+ *               body's own before its scans' bodies'.
  */
 #ifndef TD_ARTIFACT_H
 #define TD_ARTIFACT_H
@@ -48,7 +66,7 @@
 /* Version of the artifact ABI: the descriptor layout, the kernel calling
  * convention (jit_impl.h's tdc_kernel_fn and runtime table) and the C API.
  * The header a program compiles against passes its version to create. */
-#define TDRT_ABI 4
+#define TDRT_ABI 6
 #define TDRT_MAGIC 0x7464736c61727431ll /* "tdslart1" */
 
 /* Error codes of an entry call. */
@@ -56,7 +74,8 @@ enum { TDRT_OK = 0, TDRT_EARG = 1, TDRT_EINDEX = 2, TDRT_ENOMEM = 3, TDRT_EENTRY
 
 typedef struct tdrt_model tdrt_model;
 /* Writes the kernel addresses of entry e into out (one per kernel), then
- * its generated entry function (a tdrt_call_fn, or NULL). */
+ * its generated entry function (a tdrt_call_fn, or NULL), then its scans'
+ * bodies' kernels (the descriptor's comment above). */
 typedef void (*tdrt_kernels_fn)(int e, void **out);
 
 /* A model with its initial parameters (from data when the descriptor
@@ -87,8 +106,8 @@ int tdrt_call(tdrt_model *m, int e, const int64_t *syms, void *const *args);
  * after a successful call the runtime fills entry e's record,
  * ((tdrt_fast **)model)[0][e], when the next call with the same sizes and
  * weights needs nothing but the caller's pointers bound and the kernels
- * called (no prints, every output written in place, no kernel split over
- * threads); ok is 0 otherwise.  The generated function checks the sizes
+ * called (no prints, no scan, every output written in place, no kernel
+ * split over threads); ok is 0 otherwise.  The generated function checks the sizes
  * and pointers, binds, calls the kernels directly, and otherwise calls
  * tdrt_call.  Every field is 8 bytes: build.c declares the same layout. */
 #define TDRT_FAST_SYMS 8
@@ -112,6 +131,34 @@ int tdrt_fast_index_error(tdrt_model *m, int e);
 /* The generated entry function of entry e (build.c), written by the
  * kernels table at out[n_kernels]: what the --exe command line calls. */
 typedef int (*tdrt_call_fn)(void *m, int e, const int64_t *syms, void *const *args);
+
+/* For callers that read what the library holds instead of compiling
+ * against its header (the Python package, docs/python.md); the generated
+ * wrappers PREFIX_tdsl_* forward to these.  */
+/* The model's description as JSON, owned by the model (made on the first
+ * call; NULL with tdrt_error when out of memory): the dtype names by code,
+ * per entry its name, size arguments, inputs (name, dtype, shape: a
+ * literal size a number, a symbolic one its text, "N" or "2*N + 1"),
+ * outputs, and the parameters (name, dtype, shape, bytes) in index order
+ * (artifact_common.h's tda_describe). */
+const char *tdrt_describe(tdrt_model *m);
+/* Binds entry e's symbolic sizes from its inputs' dtypes (codes: the
+ * description's list), ranks and shapes (concatenated) with the checks
+ * and messages of `tdsl run` ("MLP.forward: argument 'x': expected
+ * f32[N, 784], got f64[3, 784]: dtype is f64, expected f32"), and its
+ * size checks; writes the size arguments for tdrt_call (argument order)
+ * to syms and the outputs' shapes (concatenated) to out_shapes.  0, or an
+ * error code with tdrt_error. */
+int tdrt_bind(tdrt_model *m, int e, const int *dtypes, const int *ranks, const int64_t *shapes, int64_t *syms,
+              int64_t *out_shapes);
+/* tdrt_call through the entry's generated function, as PREFIX_method
+ * calls it (the fast path when its record holds). */
+int tdrt_call_entry(tdrt_model *m, int e, const int64_t *syms, void *const *args);
+/* Copies parameter i's values (bytes: its size) out of the model, or into
+ * it (the next call sees them; prepacked copies are made again).  0, or
+ * TDRT_EARG with tdrt_error. */
+int tdrt_get_param(tdrt_model *m, int i, void *dst, size_t bytes);
+int tdrt_set_param(tdrt_model *m, int i, const void *src, size_t bytes);
 
 /* main() of an --exe artifact. */
 int tdrt_exe_main(int argc, char **argv, const int64_t *desc, const unsigned char *data,

@@ -145,6 +145,8 @@ static int make_sig(tda_entry *e) {
   return 0;
 }
 
+static int read_layout(tda_rd *r, tda_entry *e);
+
 int tda_read_entry(tda_rd *r, tda_entry *e) {
   e->name = tda_str(r);
   e->n_syms = (int)tda_word(r);
@@ -162,6 +164,12 @@ int tda_read_entry(tda_rd *r, tda_entry *e) {
   e->n_out = (int)tda_word(r);
   if (!(e->out = tda_alloc_n((size_t)e->n_out, sizeof *e->out))) return -1;
   for (int i = 0; i < e->n_out; i++) read_arg(r, &e->out[i], 0);
+  return read_layout(r, e);
+}
+
+/* From the polynomials to the dv table: what an entry and a scan's body
+ * both have. */
+static int read_layout(tda_rd *r, tda_entry *e) {
   e->n_polys = (int)tda_word(r);
   if (!(e->polys = tda_alloc_n((size_t)e->n_polys, sizeof *e->polys))) return -1;
   for (int i = 0; i < e->n_polys; i++) {
@@ -181,6 +189,25 @@ int tda_read_entry(tda_rd *r, tda_entry *e) {
   r->at += 2 * (size_t)e->n_dv;
   if (!(e->dv = tda_alloc_n((size_t)e->n_dv, sizeof(int64_t)))) return -1;
   return make_sig(e);
+}
+
+int tda_read_body(tda_rd *r, tda_entry *e, const tda_entry *outer) {
+  size_t n = strlen(outer->name) + 1;
+  if (!(e->name = td_malloc(n))) return -1;
+  memcpy(e->name, outer->name, n);
+  e->n_syms = outer->n_syms;
+  e->symvals = outer->symvals;
+  e->in = tda_alloc_n(0, sizeof *e->in);
+  e->out = tda_alloc_n(0, sizeof *e->out);
+  e->arg_syms = tda_alloc_n(0, sizeof(int));
+  if (!e->in || !e->out || !e->arg_syms || read_layout(r, e)) return -1;
+  e->sizes.syms = (const char *const *)outer->sym_names;
+  return 0;
+}
+
+void tda_free_body(tda_entry *e) {
+  e->symvals = NULL;   /* the outer entry's */
+  tda_free_entry(e);
 }
 
 int tda_read_prints(tda_rd *r, tda_entry *e) {
@@ -330,6 +357,147 @@ int tda_read_weights(const tda_param *p, int n, const char *what, const char *pa
 void tda_label_add(char *label, size_t n, const char *entry) {
   size_t len = strlen(label);
   if (len + 1 < n) snprintf(label + len, n - len, "%s%s", len ? ", " : "", entry);
+}
+
+/* ---- the description and binding (for callers without the header) ---- */
+
+/* A shape as JSON: a literal size as a number, a symbolic one as its text
+ * ("N", "2*N + 1"). */
+static void describe_dims(td_strbuf *b, const td_sizes *s, int rank, const int64_t *dims) {
+  char ds[256];
+  td_sb_puts(b, "[");
+  for (int k = 0; k < rank; k++) {
+    td_sb_puts(b, k ? ", " : "");
+    if (TD_DIM_IS_CONST(dims[k])) td_sb_printf(b, "%lld", (long long)dims[k]);
+    else td_sb_json_str(b, td_sizes_dim_str(s, dims[k], ds, sizeof ds));
+  }
+  td_sb_puts(b, "]");
+}
+
+/* "dtype", "shape" and "type" (the signature's text, "f32[N, 784]") of a. */
+static void describe_arg(td_strbuf *b, const td_sizes *s, const tda_arg *a) {
+  char ts[512];
+  td_sb_puts(b, "\"dtype\": ");
+  td_sb_json_str(b, td_dtype_name((td_dtype)a->dtype));
+  td_sb_puts(b, ", \"shape\": ");
+  describe_dims(b, s, a->rank, a->dims);
+  td_sb_puts(b, ", \"type\": ");
+  td_sb_json_str(b, td_sizes_type_str(s, (td_dtype)a->dtype, a->rank, a->dims, ts, sizeof ts));
+}
+
+static void describe_entry(td_strbuf *b, const tda_entry *e) {
+  td_sb_puts(b, "{\"name\": ");
+  td_sb_json_str(b, e->name);
+  td_sb_puts(b, ", \"sizes\": [");
+  for (int a = 0; a < e->n_args; a++) {
+    td_sb_puts(b, a ? ", " : "");
+    td_sb_json_str(b, e->sym_names[e->arg_syms[a]]);
+  }
+  td_sb_puts(b, "],\n    \"inputs\": [");
+  for (int i = 0; i < e->n_in; i++) {
+    td_sb_puts(b, i ? ", {\"name\": " : "{\"name\": ");
+    td_sb_json_str(b, e->in[i].name);
+    td_sb_puts(b, ", ");
+    describe_arg(b, &e->sizes, &e->in[i]);
+    td_sb_puts(b, "}");
+  }
+  td_sb_puts(b, "],\n    \"outputs\": [");
+  for (int i = 0; i < e->n_out; i++) {
+    td_sb_puts(b, i ? ", {" : "{");
+    describe_arg(b, &e->sizes, &e->out[i]);
+    td_sb_puts(b, "}");
+  }
+  td_sb_printf(b, "], \"prints\": %d}", e->n_prints);
+}
+
+char *tda_describe(int abi, const tda_param *p, int n_params, tda_entry *(*entry)(void *m, int ei), void *m,
+                   int n_entries) {
+  td_strbuf b = {0};
+  td_sb_printf(&b, "{\"abi\": %d,\n \"dtypes\": [", abi);
+  for (int t = 0; t < TD_DTYPE_COUNT; t++) {
+    td_sb_puts(&b, t ? ", " : "");
+    td_sb_json_str(&b, td_dtype_name((td_dtype)t));
+  }
+  td_sb_puts(&b, "],\n \"entries\": [");
+  for (int ei = 0; ei < n_entries; ei++) {
+    td_sb_puts(&b, ei ? ",\n   " : "\n   ");
+    describe_entry(&b, entry(m, ei));
+  }
+  td_sb_puts(&b, "],\n \"params\": [");
+  for (int i = 0; i < n_params; i++) {
+    td_sb_puts(&b, i ? ",\n   {\"name\": " : "\n   {\"name\": ");
+    td_sb_json_str(&b, p[i].name);
+    td_sb_puts(&b, ", \"dtype\": ");
+    td_sb_json_str(&b, td_dtype_name((td_dtype)p[i].dtype));
+    td_sb_puts(&b, ", \"shape\": ");
+    describe_dims(&b, NULL, p[i].rank, p[i].shape);
+    td_sb_printf(&b, ", \"bytes\": %zu}", p[i].bytes);
+  }
+  td_sb_puts(&b, "]}\n");
+  if (b.oom) td_free(b.s);
+  return b.oom ? NULL : b.s;
+}
+
+/* The caller's input i (its dtype code, rank and shape) as a header-only
+ * tensor, which runtime/sig.c checks; 0, or -1 with a message in err. */
+static int bind_input(const tda_entry *e, int i, int dtype, int rank, const int64_t *shape, td_tensor *t, char *err,
+                      size_t errlen) {
+  const char *name = e->in[i].name;
+  if (dtype < 0 || dtype >= TD_DTYPE_COUNT) {
+    set_err(err, errlen, "%s: argument '%s': dtype code %d is not a tdsl dtype", e->name, name, dtype);
+    return -1;
+  }
+  if (rank < 0 || rank > TD_MAX_RANK) {
+    set_err(err, errlen, "%s: argument '%s' has %d axes; a tdsl tensor has at most %d", e->name, name, rank,
+            TD_MAX_RANK);
+    return -1;
+  }
+  for (int k = 0; k < rank; k++)
+    if (shape[k] < 0) {
+      set_err(err, errlen, "%s: argument '%s': size %d is negative", e->name, name, k);
+      return -1;
+    }
+  memset(t, 0, sizeof *t);
+  t->dtype = (td_dtype)dtype;
+  t->rank = rank;
+  memcpy(t->shape, shape, (size_t)rank * sizeof *shape);
+  return 0;
+}
+
+int tda_bind(tda_entry *e, const int *dtypes, const int *ranks, const int64_t *shapes, int64_t *syms,
+             int64_t *out_shapes, char *err, size_t errlen) {
+  td_tensor *t = tda_alloc_n((size_t)e->n_in, sizeof *t);
+  const td_tensor **got = tda_alloc_n((size_t)e->n_in, sizeof *got);
+  int64_t *save = tda_alloc_n((size_t)e->n_syms, sizeof *save);
+  int rc = 0;
+  if (!t || !got || !save) {
+    set_err(err, errlen, "out of memory");
+    rc = 3;
+  }
+  const int64_t *at = shapes;
+  for (int i = 0; rc == 0 && i < e->n_in; at += ranks[i], i++) {
+    rc = bind_input(e, i, dtypes[i], ranks[i], at, &t[i], err, errlen) ? 1 : 0;
+    got[i] = &t[i];
+  }
+  /* The binding is made in the entry's symvals, where the size checks and
+   * tda_dim_eval read it, and undone after: what the last call prepared
+   * for its sizes stays valid, so a next call with them stays fast. */
+  int saved = rc == 0;
+  if (saved) memcpy(save, e->symvals, (size_t)e->n_syms * sizeof *save);
+  td_err why;
+  if (rc == 0 && td_sig_bind(&e->sizes, e->sig_in, e->n_in, got, e->symvals, &why)) {
+    set_err(err, errlen, "%s: %s", e->name, why.msg);
+    rc = 1;
+  }
+  if (rc == 0 && tda_check_sizes(e, err, errlen)) rc = 1;
+  for (int a = 0; rc == 0 && a < e->n_args; a++) syms[a] = e->symvals[e->arg_syms[a]];
+  for (int o = 0; rc == 0 && o < e->n_out; o++)
+    for (int k = 0; k < e->out[o].rank; k++) *out_shapes++ = tda_dim_eval(e, e->out[o].dims[k]);
+  if (saved) memcpy(e->symvals, save, (size_t)e->n_syms * sizeof *save);
+  td_free(t);
+  td_free(got);
+  td_free(save);
+  return rc;
 }
 
 /* ---- prints ---- */

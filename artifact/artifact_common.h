@@ -140,6 +140,12 @@ size_t tda_arg_bytes(const tda_entry *e, const tda_arg *a);
  * table (the device's kernels follow).  0, or -1 when out of memory (free
  * with tda_free_entry either way). */
 int tda_read_entry(tda_rd *r, tda_entry *e);
+/* A scan's body (artifact.h): its polynomials, buffers, slots, size
+ * checks and dv table, in e, which evaluates its sizes with outer's
+ * symbol values and names itself as outer does in messages.  0, or -1
+ * when out of memory (free with tda_free_body either way). */
+int tda_read_body(tda_rd *r, tda_entry *e, const tda_entry *outer);
+void tda_free_body(tda_entry *e);
 /* The entry's prints (after the device's kernels). */
 int tda_read_prints(tda_rd *r, tda_entry *e);
 void tda_free_entry(tda_entry *e);
@@ -188,6 +194,25 @@ int tda_read_weights(const tda_param *p, int n, const char *what, const char *pa
 /* Appends an entry's name to a model's label ("Simple.forward",
  * "MLP.forward, MLP.predict"), which weights messages name. */
 void tda_label_add(char *label, size_t n, const char *entry);
+
+/* ---- for callers without the generated header (tdrt_describe, tdrt_bind) ---- */
+
+/* What a model holds, as JSON (td_malloc'd; NULL when out of memory): the
+ * ABI, the dtype names by code, each entry (its name, size arguments in
+ * order, inputs with names, outputs, dtypes, shapes: a literal size a
+ * number, a symbolic one its text) and each parameter (name, dtype, shape,
+ * bytes); entry(m, ei) gives the entries.  docs/python.md shows it. */
+char *tda_describe(int abi, const tda_param *p, int n_params, tda_entry *(*entry)(void *m, int ei), void *m,
+                   int n_entries);
+/* Binds e's sizes from its inputs' dtypes (td_dtype codes), ranks and
+ * shapes (concatenated) and checks them as `tdsl run` checks its
+ * arguments (runtime/sig.c), then runs the entry's size checks; writes the
+ * size arguments (argument order, for a call) to syms and every output's
+ * shape (concatenated) to out_shapes.  e's own sizes are left as they
+ * were.  0, or 1 (a bad argument) or 3 (out of memory) with a message in
+ * err that starts with the entry's name. */
+int tda_bind(tda_entry *e, const int *dtypes, const int *ranks, const int64_t *shapes, int64_t *syms,
+             int64_t *out_shapes, char *err, size_t errlen);
 
 /* The bytes of printed value a: into *data (host memory; td_free it when
  * *owned).  0 or the device's error code (its message set by it). */

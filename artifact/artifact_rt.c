@@ -51,6 +51,7 @@ typedef struct rt_kern {
   void *packed;                  /* its packed copy, made from ... */
   uint64_t packed_gen;           /* ... the model's weights of this generation */
   int64_t n_ranges, chunk, ext;  /* for the current sizes */
+  struct rt_scan *scan;          /* a scan kernel: its body, run per step (run_scan) */
 } rt_kern;
 
 typedef struct rt_entry {
@@ -69,6 +70,21 @@ typedef struct rt_entry {
   size_t arena_cap, scratch_cap, scratch_each;
 } rt_entry;
 
+/* A scan kernel (artifact.h, "per scan"): how its body's inputs and
+ * outputs map to the outer entry's buffers, and the body, an entry of
+ * its own that evaluates its sizes with the outer entry's symbols. */
+typedef struct rt_scan {
+  int64_t steps;                 /* the trip count (an outer size) */
+  int reverse, nc, nx, idx, ni, no;
+  int64_t *in_buf, *sliced, *slice;           /* per body input: outer buffer (-1: the step), slice bytes */
+  int64_t *out_buf, *out_bbuf, *out_bytes, *direct;   /* per body output */
+  rt_entry body;
+  void *alt;                     /* the carries' second buffers */
+  size_t alt_cap;
+  void **in, **cur, **fin, **dst, **alts;   /* per step (allocated once) */
+  size_t *bytes, *slice_b;
+} rt_scan;
+
 typedef tda_param rt_param;
 
 struct tdrt_model {
@@ -81,6 +97,7 @@ struct tdrt_model {
   tdrt_print_fn print;
   void *print_ud;
   char label[256];           /* the entry names, for weights messages */
+  char *description;         /* tdrt_describe's JSON, made on first use */
   char err[sizeof(td_err)];
 };
 
@@ -99,6 +116,38 @@ static int fail(tdrt_model *m, int code, const char *fmt, ...) {
 
 static int64_t dim_eval(const rt_entry *e, int64_t d) { return tda_dim_eval(&e->c, d); }
 
+static int read_kernels(tda_rd *r, rt_entry *e);
+
+static int read_scan(tda_rd *r, const rt_entry *outer, rt_scan *s) {
+  s->steps = tda_word(r);
+  s->reverse = (int)tda_word(r);
+  s->nc = (int)tda_word(r);
+  s->nx = (int)tda_word(r);
+  s->idx = (int)tda_word(r);
+  s->ni = (int)tda_word(r);
+  int64_t **iv[3] = {&s->in_buf, &s->sliced, &s->slice};
+  for (int i = 0; i < 3; i++)
+    if (!(*iv[i] = tda_alloc_n((size_t)s->ni, sizeof(int64_t)))) return -1;
+  for (int j = 0; j < s->ni; j++)
+    for (int i = 0; i < 3; i++) (*iv[i])[j] = tda_word(r);
+  s->no = (int)tda_word(r);
+  int64_t **ov[4] = {&s->out_buf, &s->out_bbuf, &s->out_bytes, &s->direct};
+  for (int i = 0; i < 4; i++)
+    if (!(*ov[i] = tda_alloc_n((size_t)s->no, sizeof(int64_t)))) return -1;
+  for (int o = 0; o < s->no; o++)
+    for (int i = 0; i < 4; i++) (*ov[i])[o] = tda_word(r);
+  size_t nio = (size_t)(s->ni > s->no ? s->ni : s->no);
+  void ***pv[5] = {&s->in, &s->cur, &s->fin, &s->dst, &s->alts};
+  for (int i = 0; i < 5; i++)
+    if (!(*pv[i] = tda_alloc_n(nio, sizeof(void *)))) return -1;
+  if (!(s->bytes = tda_alloc_n(nio, sizeof(size_t))) || !(s->slice_b = tda_alloc_n(nio, sizeof(size_t)))) return -1;
+  rt_entry *b = &s->body;
+  if (tda_read_body(r, &b->c, &outer->c) || read_kernels(r, b)) return -1;
+  for (int o = 0; o < s->no; o++)   /* bound to the step's destination by run_scan */
+    if (s->direct[o]) b->bound[s->out_bbuf[o]] = o;
+  return 0;
+}
+
 /* The CPU's part of an entry: its kernels, between the common head and
  * the prints. */
 static int read_kernels(tda_rd *r, rt_entry *e) {
@@ -116,8 +165,53 @@ static int read_kernels(tda_rd *r, rt_entry *e) {
     for (int i = 0; i < 9; i++) *v[i] = tda_word(r);
     int64_t *pk = &kn->pack.buf;   /* buf, elsize, nr, n, k, off, sbk, sbn */
     for (int i = 0; i < 8; i++) pk[i] = tda_word(r);
+    if (tda_word(r) && (!(kn->scan = td_calloc(1, sizeof *kn->scan)) || read_scan(r, e, kn->scan))) return -1;
   }
   return 0;
+}
+
+/* Kernels of e and of its scans' bodies: how many addresses the kernel
+ * table writes for them (entry: one more, the generated function). */
+static size_t n_code(const rt_entry *e) {
+  size_t n = (size_t)e->n_kern;
+  for (int k = 0; k < e->n_kern; k++)
+    if (e->kern[k].scan) n += n_code(&e->kern[k].scan->body);
+  return n;
+}
+
+/* e's kernels from the table's addresses at *at on, then its bodies' (in
+ * build.c's import_kernels order). */
+static void take_code(rt_entry *e, void **code, size_t *at, int entry) {
+  memcpy(e->fns, code + *at, (size_t)e->n_kern * sizeof *e->fns);
+  *at += (size_t)e->n_kern;
+  if (entry) memcpy(&e->call_fn, &code[(*at)++], sizeof e->call_fn);
+  for (int k = 0; k < e->n_kern; k++)
+    if (e->kern[k].scan) take_code(&e->kern[k].scan->body, code, at, 0);
+}
+
+static void free_kernels(rt_entry *e) {
+  for (int k = 0; e->kern && k < e->n_kern; k++) {
+    rt_scan *s = e->kern[k].scan;
+    td_aligned_free(e->kern[k].packed);
+    if (!s) continue;
+    free_kernels(&s->body);
+    tda_free_body(&s->body.c);
+    void *own[] = {s->in_buf, s->sliced, s->slice, s->out_buf, s->out_bbuf, s->out_bytes, s->direct,
+                   s->in, s->cur, s->fin, s->dst, s->alts, s->bytes, s->slice_b, s};
+    td_aligned_free(s->alt);
+    for (size_t i = 0; i < sizeof own / sizeof *own; i++) td_free(own[i]);
+  }
+  void *own[] = {e->kern, e->fns, e->bufs, e->off};
+  for (size_t k = 0; k < sizeof own / sizeof *own; k++) td_free(own[k]);
+  td_aligned_free(e->arena);
+  td_aligned_free(e->scratch);
+}
+
+/* The sizes changed: every body lays itself out again when it next runs. */
+static void forget_sizes(rt_entry *e) {
+  e->have = 0;
+  for (int k = 0; k < e->n_kern; k++)
+    if (e->kern[k].scan) forget_sizes(&e->kern[k].scan->body);
 }
 
 static int read_entry(tda_rd *r, rt_entry *e) {
@@ -186,8 +280,15 @@ tdrt_model *tdrt_create(int abi, uint64_t sig, const int64_t *desc, const unsign
     if (ok) {
       rt_entry *en = &m->entries[e];
       tda_label_add(m->label, sizeof m->label, en->name);
-      kernels(e, (void **)en->fns);   /* fns has n_kern + 1 slots */
-      memcpy(&en->call_fn, &en->fns[en->n_kern], sizeof en->call_fn);
+      size_t n = n_code(en) + 1, at = 0;
+      void **code = tda_alloc_n(n, sizeof *code);
+      if ((ok = code != NULL)) {
+        kernels(e, code);
+        take_code(en, code, &at, 1);
+      } else {
+        snprintf(create_err, sizeof create_err, "out of memory");
+      }
+      td_free(code);
     }
   }
   if (!ok) {
@@ -206,15 +307,12 @@ void tdrt_free(tdrt_model *m) {
   for (int i = 0; m->entries && i < m->n_entries; i++) {
     rt_entry *e = &m->entries[i];
     tda_free_entry(&e->c);
-    for (int k = 0; e->kern && k < e->n_kern; k++) td_aligned_free(e->kern[k].packed);
-    void *own[] = {e->kern, e->fns, e->bufs, e->off};
-    for (size_t k = 0; k < sizeof own / sizeof *own; k++) td_free(own[k]);
-    td_aligned_free(e->arena);
-    td_aligned_free(e->scratch);
+    free_kernels(e);
   }
   td_free(m->params);
   td_free(m->entries);
   td_free(m->fast);
+  td_free(m->description);
   td_free(m);
 }
 
@@ -228,6 +326,14 @@ void tdrt_set_print(tdrt_model *m, tdrt_print_fn fn, void *ud) {
 
 /* ---- weights ---- */
 
+/* After the parameters' values changed: the prepacked copies are made
+ * again on the next call, which takes the full path (the fast one does
+ * not pack). */
+static void weights_changed(tdrt_model *m) {
+  m->weights_gen++;
+  for (int e = 0; e < m->n_entries; e++) m->fast[e].ok = 0;
+}
+
 int tdrt_load_weights(tdrt_model *m, const char *path, char *err, size_t errlen) {
   if (tda_weights_args(m != NULL, path, err, errlen, m ? m->err : NULL, m ? sizeof m->err : 0)) return -1;
   td_tensor_map w;
@@ -235,13 +341,41 @@ int tdrt_load_weights(tdrt_model *m, const char *path, char *err, size_t errlen)
   int rc = tda_read_weights(m->params, m->n_params, m->label, path, &w, m->err, sizeof m->err);
   for (int i = 0; rc == 0 && i < m->n_params; i++)
     memcpy(m->params[i].data, td_tensor_map_get(&w, m->params[i].name)->data, m->params[i].bytes);
-  if (rc == 0) {
-    m->weights_gen++;   /* packed copies are made again on the next call */
-    for (int e = 0; e < m->n_entries; e++) m->fast[e].ok = 0;
-  }
+  if (rc == 0) weights_changed(m);
   td_tensor_map_free(&w);
   if (rc && err && errlen) snprintf(err, errlen, "%s", m->err);
   return rc;
+}
+
+/* Parameter i, or NULL after a message when there is none or bytes is
+ * not its size. */
+static rt_param *param_of(tdrt_model *m, int i, size_t bytes) {
+  if (i < 0 || i >= m->n_params) {
+    fail(m, TDRT_EARG, "no parameter %d (the model has %d)", i, m->n_params);
+    return NULL;
+  }
+  if (bytes != m->params[i].bytes) {
+    fail(m, TDRT_EARG, "parameter '%s' has %zu bytes, not %zu", m->params[i].name, m->params[i].bytes, bytes);
+    return NULL;
+  }
+  return &m->params[i];
+}
+
+int tdrt_get_param(tdrt_model *m, int i, void *dst, size_t bytes) {
+  if (!m) return TDRT_EARG;
+  rt_param *p = param_of(m, i, bytes);
+  if (!p) return TDRT_EARG;
+  memcpy(dst, p->data, bytes);
+  return 0;
+}
+
+int tdrt_set_param(tdrt_model *m, int i, const void *src, size_t bytes) {
+  if (!m) return TDRT_EARG;
+  rt_param *p = param_of(m, i, bytes);
+  if (!p) return TDRT_EARG;
+  memcpy(p->data, src, bytes);
+  weights_changed(m);
+  return 0;
 }
 
 /* ---- calls ---- */
@@ -334,10 +468,42 @@ static int prepack_weights(tdrt_model *m, rt_entry *e) {
   return 0;
 }
 
-static int run_kernels(tdrt_model *m, rt_entry *e) {
+/* Scans nest at most this deep (the elaborator's limit, lang/builtins_scan.c). */
+#define SCAN_DEPTH_MAX 16
+
+/* A call: its index (random streams) and, inside scans' bodies, the step
+ * of each, outermost first. */
+typedef struct rt_run {
+  tdrt_model *m;
+  uint64_t call;
+  int64_t steps[SCAN_DEPTH_MAX];
+  int depth;
+} rt_run;
+
+/* Random streams mixed with the call index, then with the step of every
+ * scan the entry (a body) is in, as eager mode and compiled.c mix them. */
+static void mix_streams(rt_entry *e, uint64_t call, const int64_t *steps, int depth) {
+  for (int i = 0; i < e->n_dv; i++)
+    if (e->dvdesc[2 * i]) {
+      uint64_t s = (uint64_t)e->dvdesc[2 * i + 1];
+      if (call) s = td_hash_mix(s, call);
+      for (int k = 0; k < depth; k++) s = td_hash_mix(s, (uint64_t)steps[k] + 1);
+      e->dv[i] = (int64_t)s;
+    }
+}
+
+static int run_scan(rt_run *x, rt_entry *e, rt_scan *s);
+
+static int run_kernels(rt_run *x, rt_entry *e) {
+  tdrt_model *m = x->m;
   for (int k = 0; k < e->n_kern; k++) {
     const rt_kern *kn = &e->kern[k];
     int32_t st = 0;
+    if (kn->scan) {
+      int rc = run_scan(x, e, kn->scan);
+      if (rc) return rc;
+      continue;
+    }
     if (kn->ext <= 0) continue;
     if (kn->n_ranges == 1) {
       e->fns[k](e->bufs, e->dv, e->scratch, &st, rt_table, 0, kn->ext);
@@ -359,6 +525,79 @@ static int run_kernels(tdrt_model *m, rt_entry *e) {
   return 0;
 }
 
+/* Scan kernel s of e, as compiled.c's run_scan runs it: the body's kernels
+ * once per step with the step's pointers.  The body reads carry i from
+ * cur[i] and writes it to the other of two buffers, the scan's output and
+ * a second one (s->alt), chosen so that the last step writes the output;
+ * step t's slice of a sequence and row t of a stacked output are read and
+ * written in place; a body output its kernels do not write (a carry
+ * passed through, an input returned) is copied after the step; with no
+ * step the carries are the initial values.  The body's layout is made on
+ * its first run for these sizes (its size checks then). */
+static int run_scan(rt_run *x, rt_entry *e, rt_scan *s) {
+  tdrt_model *m = x->m;
+  rt_entry *b = &s->body;
+  int64_t T = dim_eval(e, s->steps);
+  if (T < 0) return fail(m, TDRT_EARG, "%s: scan: the number of steps evaluates to %lld", e->name, (long long)T);
+  if (x->depth >= SCAN_DEPTH_MAX) return fail(m, TDRT_EARG, "%s: scans nest more than %d deep", e->name, SCAN_DEPTH_MAX);
+  if (!b->have) {
+    char why[sizeof m->err];
+    if (tda_check_sizes(&b->c, why, sizeof why)) return fail(m, TDRT_EARG, "%s", why);
+    int rc = prepare(m, b);
+    if (rc) return rc;
+  }
+  int nc = s->nc, nx = s->nx, idx = s->idx;
+  size_t alt_total = 0;
+  for (int i = 0; i < s->no; i++) {
+    s->bytes[i] = (size_t)dim_eval(b, s->out_bytes[i]);
+    s->fin[i] = e->bufs[s->out_buf[i]];
+    if (i < nc) alt_total += (s->bytes[i] + 63) & ~(size_t)63;
+  }
+  if (grow(&s->alt, &s->alt_cap, alt_total)) return fail(m, TDRT_ENOMEM, "out of memory (a scan's carries)");
+  size_t off = 0;
+  for (int i = 0; i < nc; i++) {
+    s->alts[i] = (char *)s->alt + off;
+    off += (s->bytes[i] + 63) & ~(size_t)63;
+  }
+  for (int j = 0; j < s->ni; j++) {
+    s->in[j] = j == idx ? NULL : e->bufs[s->in_buf[j]];
+    s->slice_b[j] = s->sliced[j] ? (size_t)dim_eval(b, s->slice[j]) : 0;
+  }
+  for (int i = 0; i < nc; i++) s->cur[i] = s->in[i];
+  int64_t tval = 0;
+  int rc = 0;
+  for (int64_t st = 0; rc == 0 && st < T; st++) {
+    int64_t t = s->reverse ? T - 1 - st : st;
+    x->steps[x->depth] = tval = t;
+    for (int i = 0; i < s->no; i++)
+      s->dst[i] = i >= nc ? (char *)s->fin[i] + (size_t)t * s->bytes[i] : (T - 1 - st) % 2 == 0 ? s->fin[i] : s->alts[i];
+    for (int i = 0; i < b->n_bufs; i++) {
+      int j = (int)b->bindex[i];
+      if (b->bkind[i] != BK_INPUT) continue;
+      b->bufs[i] = j < nc ? s->cur[j] : j < nc + nx ? (char *)s->in[j] + (size_t)t * s->slice_b[j]
+                 : j == idx ? (void *)&tval : s->in[j];
+    }
+    for (int i = 0; i < s->no; i++)
+      if (s->direct[i]) b->bufs[s->out_bbuf[i]] = s->dst[i];
+    mix_streams(b, x->call, x->steps, x->depth + 1);
+    x->depth++;
+    rc = run_kernels(x, b);
+    x->depth--;
+    if (rc) {
+      char msg[sizeof m->err];
+      snprintf(msg, sizeof msg, "%s", m->err);
+      fail(m, rc, "%s, at step %lld of the scan", msg, (long long)t);
+      break;
+    }
+    for (int i = 0; i < s->no; i++)
+      if (!s->direct[i] && s->bytes[i]) memmove(s->dst[i], b->bufs[s->out_bbuf[i]], s->bytes[i]);
+    for (int i = 0; i < nc; i++) s->cur[i] = s->dst[i];
+  }
+  for (int i = 0; rc == 0 && T == 0 && i < nc; i++)   /* no step: the carries are the initial values */
+    if (s->bytes[i]) memmove(s->fin[i], s->in[i], s->bytes[i]);
+  return rc;
+}
+
 /* ---- prints (the interpreter's format: artifact_common.c) ---- */
 
 /* A printed value is in host memory already. */
@@ -373,15 +612,6 @@ static int run_prints(tdrt_model *m, rt_entry *e) {
   return tda_run_prints(&e->c, print_fetch, e, m->print, m->print_ud, m->err, sizeof m->err);
 }
 
-/* Random streams mixed with the call index (entries of dv that are streams). */
-static void mix_streams(rt_entry *e, uint64_t call) {
-  for (int i = 0; i < e->n_dv; i++)
-    if (e->dvdesc[2 * i]) {
-      uint64_t s = (uint64_t)e->dvdesc[2 * i + 1];
-      e->dv[i] = (int64_t)(call ? td_hash_mix(s, call) : s);
-    }
-}
-
 /* After a full call: can the next call with the same sizes and weights
  * only point the inputs and outputs at its arguments and run the kernels?
  * Then fill the entry's record for the generated fast path (artifact.h). */
@@ -394,6 +624,7 @@ static void setup_fast(tdrt_model *m, int ei) {
       e->n_kern > TDRT_FAST_KERNS)
     return;
   for (int k = 0; k < e->n_kern; k++) {
+    if (e->kern[k].scan) return;   /* its body runs per step here (run_scan) */
     if (e->kern[k].ext > 0 && e->kern[k].n_ranges != 1) return;
     f->ext[k] = e->kern[k].ext;
   }
@@ -417,7 +648,7 @@ static void setup_fast(tdrt_model *m, int ei) {
   f->ok = 1;
 }
 
-void tdrt_fast_rand(tdrt_model *m, int ei) { mix_streams(&m->entries[ei], m->calls++); }
+void tdrt_fast_rand(tdrt_model *m, int ei) { mix_streams(&m->entries[ei], m->calls++, NULL, 0); }
 
 int tdrt_fast_index_error(tdrt_model *m, int ei) {
   return fail(m, TDRT_EINDEX, "%s: take: an index is out of range", m->entries[ei].name);
@@ -436,7 +667,7 @@ int tdrt_call(tdrt_model *m, int ei, const int64_t *syms, void *const *args) {
     e->symvals[e->arg_syms[i]] = syms[i];
   }
   if (!same) {
-    e->have = 0;
+    forget_sizes(e);
     char why[sizeof m->err];
     if (tda_check_sizes(&e->c, why, sizeof why)) return fail(m, TDRT_EARG, "%s", why);
     int rc = prepare(m, e);
@@ -449,9 +680,10 @@ int tdrt_call(tdrt_model *m, int ei, const int64_t *syms, void *const *args) {
     else if (e->bkind[b] == BK_PARAM) e->bufs[b] = m->params[e->pslot[e->bindex[b]]].data;
     else if (e->bkind[b] == BK_OUTPUT && e->bound[b] >= 0) e->bufs[b] = args[e->n_in + e->bound[b]];
   }
-  mix_streams(e, m->calls++);
+  rt_run x = {m, m->calls++, {0}, 0};
+  mix_streams(e, x.call, NULL, 0);
   int rc = prepack_weights(m, e);
-  if (rc == 0) rc = run_kernels(m, e);
+  if (rc == 0) rc = run_kernels(&x, e);
   if (rc == 0) rc = run_prints(m, e);
   for (int o = 0; rc == 0 && o < e->n_out; o++) {
     int b = e->out[o].buf;
@@ -464,9 +696,32 @@ int tdrt_call(tdrt_model *m, int ei, const int64_t *syms, void *const *args) {
   return rc;
 }
 
+/* ---- for callers without the header (artifact.h) ---- */
+
+static tda_entry *entry_of(void *m, int ei) { return &((tdrt_model *)m)->entries[ei].c; }
+
+const char *tdrt_describe(tdrt_model *m) {
+  if (!m) return NULL;
+  if (!m->description &&
+      !(m->description = tda_describe(TDRT_ABI, m->params, m->n_params, entry_of, m, m->n_entries)))
+    fail(m, TDRT_ENOMEM, "out of memory");
+  return m->description;
+}
+
+int tdrt_bind(tdrt_model *m, int ei, const int *dtypes, const int *ranks, const int64_t *shapes, int64_t *syms,
+              int64_t *out_shapes) {
+  if (!m) return TDRT_EARG;
+  if (ei < 0 || ei >= m->n_entries) return fail(m, TDRT_EENTRY, "no entry point %d", ei);
+  return tda_bind(&m->entries[ei].c, dtypes, ranks, shapes, syms, out_shapes, m->err, sizeof m->err);
+}
+
+int tdrt_call_entry(tdrt_model *m, int ei, const int64_t *syms, void *const *args) {
+  if (m && ei >= 0 && ei < m->n_entries && m->entries[ei].call_fn) return m->entries[ei].call_fn(m, ei, syms, args);
+  return tdrt_call(m, ei, syms, args);
+}
+
 /* ---- the --exe command line (artifact_common.c) ---- */
 
-static tda_entry *exe_entry(void *m, int ei) { return &((tdrt_model *)m)->entries[ei].c; }
 static int exe_load(void *m, const char *path) { return tdrt_load_weights(m, path, NULL, 0); }
 static int exe_call(void *m, int ei, const int64_t *syms, void *const *args) { return tdrt_call(m, ei, syms, args); }
 /* the generated entry function, which a program calling the C API runs */
@@ -483,7 +738,7 @@ int tdrt_exe_main(int argc, char **argv, const int64_t *desc, const unsigned cha
     fprintf(stderr, "%s: error: cannot create the model: %s\n", argv[0], tdrt_error(NULL));
     return 1;
   }
-  tda_exe_model x = {m, m->n_entries, exe_entry, exe_load, exe_call, exe_quiet, exe_error, exe_direct};
+  tda_exe_model x = {m, m->n_entries, entry_of, exe_load, exe_call, exe_quiet, exe_error, exe_direct};
   rc = tda_exe_run(&x, &o, argv[0]);
   tdrt_free(m);
   return rc;

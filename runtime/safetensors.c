@@ -510,23 +510,6 @@ static void sb_fmt(td_strbuf *b, const char *fmt, unsigned long long v) {
   td_sb_add(b, tmp, (size_t)n);
 }
 
-/* A JSON string literal with the escapes JSON requires. */
-static void sb_json_str(td_strbuf *b, const char *s) {
-  td_sb_add(b, "\"", 1);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') {
-      char e[2] = {'\\', (char)c};
-      td_sb_add(b, e, 2);
-    } else if (c < 0x20) {
-      sb_fmt(b, "\\u%04llx", c);
-    } else {
-      td_sb_add(b, s, 1);
-    }
-  }
-  td_sb_add(b, "\"", 1);
-}
-
 static int cmp_by_name(const void *a, const void *b) {
   const td_named_tensor *x = *(const td_named_tensor *const *)a;
   const td_named_tensor *y = *(const td_named_tensor *const *)b;
@@ -543,9 +526,9 @@ static void build_st_header(td_strbuf *b, td_named_tensor **order, int n, const 
     for (int i = 0; i < n_kv; i++) {
       if (i)
         td_sb_add(b, ",", 1);
-      sb_json_str(b, kv[2 * i]);
+      td_sb_json_str(b, kv[2 * i]);
       td_sb_add(b, ":", 1);
-      sb_json_str(b, kv[2 * i + 1]);
+      td_sb_json_str(b, kv[2 * i + 1]);
     }
     td_sb_add(b, n ? "}," : "}", n ? 2 : 1);
   }
@@ -554,7 +537,7 @@ static void build_st_header(td_strbuf *b, td_named_tensor **order, int n, const 
     uint64_t bytes = (uint64_t)t->numel * td_dtype_size(t->dtype);
     if (i)
       td_sb_add(b, ",", 1);
-    sb_json_str(b, order[i]->name);
+    td_sb_json_str(b, order[i]->name);
     td_sb_add(b, ":{\"dtype\":\"", 11);
     td_sb_add(b, st_dtype_name(t->dtype), strlen(st_dtype_name(t->dtype)));
     td_sb_add(b, "\",\"shape\":[", 11);

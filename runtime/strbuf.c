@@ -63,6 +63,22 @@ void td_sb_add_aligned(td_strbuf *b, const char *text) {
   }
 }
 
+void td_sb_json_str(td_strbuf *b, const char *s) {
+  td_sb_add(b, "\"", 1);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') {
+      char e[2] = {'\\', (char)c};
+      td_sb_add(b, e, 2);
+    } else if (c < 0x20) {
+      td_sb_printf(b, "\\u%04x", c);
+    } else {
+      td_sb_add(b, s, 1);
+    }
+  }
+  td_sb_add(b, "\"", 1);
+}
+
 uint32_t td_str_hash(const char *s) {
   uint32_t h = 2166136261u;
   for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;

@@ -23,6 +23,9 @@ void td_sb_puts(td_strbuf *b, const char *s);
  * (print() of several values, one of them a multi-line array). */
 void td_sb_add_aligned(td_strbuf *b, const char *text);
 void td_sb_printf(td_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* s as a JSON string literal, quoted, with the escapes JSON requires (a
+ * safetensors header, an artifact's description). */
+void td_sb_json_str(td_strbuf *b, const char *s);
 
 /* A hash of a NUL-terminated string for power-of-two tables: FNV-1a, then
  * a finaliser, so names that differ in their last characters ("w1", "w2")
