@@ -35,6 +35,7 @@
  *           [--frontend-only] [--compile-only] [--write-inputs DIR]
  *           [--mode outputs --outputs A.npy[,B.npy...]]
  *   SPEC: f32[D0,D1,...]:randn | :normal:MEAN:STD | :uniform:LO:HI
+ *         (f64 too; i32 and i64 take the floor: i64[1,128]:uniform:0:50257)
  */
 #define _GNU_SOURCE
 #include <math.h>
@@ -107,8 +108,9 @@ static int parse_spec(const char *name, size_t name_len, const char *s, input_sp
   char dt[8] = {0};
   if (br - s >= (long)sizeof dt) return fail("bad dtype in '%s'", s);
   memcpy(dt, s, (size_t)(br - s));
-  if (td_dtype_from_name(dt, &sp->dtype) || !td_dtype_is_float(sp->dtype))
-    return fail("input spec '%s': only f32 and f64 inputs are generated", s);
+  if (td_dtype_from_name(dt, &sp->dtype) ||
+      (sp->dtype != TD_F32 && sp->dtype != TD_F64 && sp->dtype != TD_I64 && sp->dtype != TD_I32))
+    return fail("input spec '%s': only f32, f64, i32 and i64 inputs are generated", s);
   const char *p = br + 1;
   while (*p && *p != ']') {
     if (sp->rank == TD_MAX_RANK) return fail("too many dims in '%s'", s);
@@ -202,7 +204,9 @@ static void fill_input(td_tensor *t, const input_spec *sp, uint64_t seed) {
       v = sp->a + sp->b * sqrt(-2.0 * log(u1 > 0 ? u1 : 1e-300)) * cos(6.283185307179586 * u2);
     }
     if (t->dtype == TD_F32) ((float *)t->data)[i] = (float)v;
-    else ((double *)t->data)[i] = v;
+    else if (t->dtype == TD_F64) ((double *)t->data)[i] = v;
+    else if (t->dtype == TD_I64) ((int64_t *)t->data)[i] = (int64_t)floor(v);   /* uniform:0:V: tokens */
+    else ((int32_t *)t->data)[i] = (int32_t)floor(v);
   }
 }
 

@@ -83,9 +83,10 @@ static void usage(FILE *f) {
         "                     the running step finishes, the checkpoint is written, exit status 130)\n"
         "--save-weights FILE  the final parameters (safetensors)\n"
         "\n"
-        "Images keep their raw values as floats (u8: 0 to 255; normalising is the model's job);\n"
-        "labels become the step's integer dtype.  An example of shape [a, b] is flattened when the\n"
-        "step wants [B, a*b].  See docs/training.md.\n", f);
+        "Images become the dtype of step's x with their raw values (u8: 0 to 255 as f32; normalising\n"
+        "is the model's job; an i64 x takes integer ids as they are); labels become the step's\n"
+        "integer dtype, one per example ([N]) or of the shape of step's y ([N, T] for y: i64[B, T]).\n"
+        "An example of shape [a, b] is flattened when the step wants [B, a*b].  See docs/training.md.\n", f);
 }
 
 static int bad(const char *fmt, const char *arg) {
@@ -288,14 +289,14 @@ static int check_signature(const td_graph *g, int is_eval) {
     return -1;
   }
   const td_node *x = &g->nodes[g->inputs[0]], *y = &g->nodes[g->inputs[1]];
-  if (x->rank < 1 || x->shape[0] >= 0 || y->rank != 1 || y->shape[0] != x->shape[0]) {
+  if (x->rank < 1 || x->shape[0] >= 0 || y->rank < 1 || y->shape[0] != x->shape[0]) {
     fprintf(stderr, "tdsl: error: %s(%s: %s, %s: %s): the arguments must share a symbolic batch size as "
             "their first dimension, e.g. (x: f32[B, 28, 28], y: i64[B])\n", g->name, x->name, type_of(g, x, a, sizeof a),
             y->name, type_of(g, y, b, sizeof b));
     return -1;
   }
   if (y->dtype != TD_I32 && y->dtype != TD_I64) {
-    fprintf(stderr, "tdsl: error: %s's labels %s: %s must be integers (i64[B] or i32[B])\n", g->name, y->name,
+    fprintf(stderr, "tdsl: error: %s's labels %s: %s must be integers (i64[B, ...] or i32[B, ...])\n", g->name, y->name,
             type_of(g, y, b, sizeof b));
     return -1;
   }
@@ -373,6 +374,36 @@ static int fit_images(const char *file, td_tensor *data, const td_graph *g) {
   return -1;
 }
 
+/* Checks that the labels in *lab fit argument y of g: y's rank, its literal
+ * dimensions, and the images' size where y shares a symbolic one with x
+ * (y: i64[B, T] with x: i64[B, T]). */
+static int fit_labels(const char *const *files, const td_tensor *img, const td_tensor *lab, const td_graph *g) {
+  const td_node *x = &g->nodes[g->inputs[0]], *y = &g->nodes[g->inputs[1]];
+  char a[256], b[256];
+  td_shape_str(y->dtype, lab->rank, lab->shape, a, sizeof a); /* read as f64, said as y's dtype */
+  if (lab->rank != y->rank) {
+    fprintf(stderr, "tdsl: error: %s: the labels are %s, but %s's argument %s is %s: rank %d, expected %d\n", files[1],
+            a, g->name, y->name, type_of(g, y, b, sizeof b), lab->rank, y->rank);
+    return -1;
+  }
+  for (int k = 1; k < y->rank; k++) {
+    int64_t want = y->shape[k];
+    const char *from = "";
+    for (int j = 1; want < 0 && j < x->rank && j < img->rank; j++)
+      if (x->shape[j] == y->shape[k]) {
+        want = img->shape[j];
+        from = files[0];
+      }
+    if (want >= 0 && lab->shape[k] != want) {
+      fprintf(stderr, "tdsl: error: %s: the labels are %s, but %s's argument %s is %s: dimension %d is %lld, "
+              "expected %lld%s%s\n", files[1], a, g->name, y->name,
+              type_of(g, y, b, sizeof b), k, (long long)lab->shape[k], (long long)want, *from ? " as in " : "", from);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 /* Reads images and labels for graph g: the same count, labels integers in
  * [0, classes) when the number of classes is known. */
 static int load_pair(trainer *t, const char *const *files, const td_graph *g, td_tensor **img, td_tensor **lab,
@@ -389,38 +420,39 @@ static int load_pair(trainer *t, const char *const *files, const td_graph *g, td
     fprintf(stderr, "tdsl: error: %s: the images are %s: no examples\n", files[0], shape_of(*img, a, sizeof a));
     goto fail;
   }
-  if (l64->rank != 1) {
-    fprintf(stderr, "tdsl: error: %s: the labels are %s; labels are one integer per example, of shape [N]\n",
-            files[1], shape_of(l64, a, sizeof a));
+  if (l64->rank < 1 || l64->shape[0] != (*img)->shape[0]) {
+    fprintf(stderr, "tdsl: error: %s holds %lld images but %s holds %lld labels (%s): they must be as many\n",
+            files[0], (long long)(*img)->shape[0], files[1], l64->rank < 1 ? 0ll : (long long)l64->shape[0],
+            shape_of(l64, a, sizeof a));
     goto fail;
   }
-  if (l64->shape[0] != (*img)->shape[0]) {
-    fprintf(stderr, "tdsl: error: %s holds %lld images but %s holds %lld labels: they must be as many\n", files[0],
-            (long long)(*img)->shape[0], files[1], (long long)l64->shape[0]);
-    goto fail;
-  }
-  if (fit_images(files[0], *img, g)) goto fail;
+  if (fit_images(files[0], *img, g) || fit_labels(files, *img, l64, g)) goto fail;
   if (limit && limit < (*img)->shape[0]) { /* the first `limit` examples: shrink the views */
     (*img)->numel = (*img)->numel / (*img)->shape[0] * limit;
     (*img)->shape[0] = limit;
-    l64->numel = l64->shape[0] = limit;
+    l64->numel = l64->numel / l64->shape[0] * limit;
+    l64->shape[0] = limit;
   }
   for (int64_t i = 0; i < l64->numel; i++) {
     double v = ((double *)l64->data)[i];
     double top = y->dtype == TD_I32 ? 2147483647.0 : 9.2e18;
     if (v != floor(v) || v < 0 || (t->classes >= 0 && v >= (double)t->classes) || v > top) {
+      char at[64] = ""; /* labels [N, ...]: the example of flat index i */
+      int64_t per = l64->numel / l64->shape[0];
+      if (l64->rank > 1) snprintf(at, sizeof at, " (of example %lld)", (long long)(i / per));
       if (v != floor(v))
-        fprintf(stderr, "tdsl: error: %s: label %lld is %g: labels must be integers\n", files[1], (long long)i, v);
+        fprintf(stderr, "tdsl: error: %s: label %lld%s is %g: labels must be integers\n", files[1], (long long)i, at,
+                v);
       else if (t->classes >= 0)
-        fprintf(stderr, "tdsl: error: %s: label %lld is %.0f, outside [0, %lld): %s has %lld classes\n", files[1],
-                (long long)i, v, (long long)t->classes, g->name, (long long)t->classes);
+        fprintf(stderr, "tdsl: error: %s: label %lld%s is %.0f, outside [0, %lld): %s has %lld classes\n", files[1],
+                (long long)i, at, v, (long long)t->classes, g->name, (long long)t->classes);
       else
-        fprintf(stderr, "tdsl: error: %s: label %lld is %.0f: labels are class numbers from 0\n", files[1],
-                (long long)i, v);
+        fprintf(stderr, "tdsl: error: %s: label %lld%s is %.0f: labels are class numbers from 0\n", files[1],
+                (long long)i, at, v);
       goto fail;
     }
   }
-  *lab = td_tensor_new(y->dtype, 1, l64->shape, &err);
+  *lab = td_tensor_new(y->dtype, l64->rank, l64->shape, &err);
   if (!*lab) {
     fprintf(stderr, "tdsl: error: %s: %s\n", files[1], err.msg);
     goto fail;
@@ -665,7 +697,8 @@ static int evaluate(trainer *t, double *loss, double *acc) {
   }
   td_free(rows);
   *loss = sum / (double)t->n_test;
-  *acc = correct / (double)t->n_test;
+  /* per label: an example with labels [T] counts T predictions */
+  *acc = correct / ((double)t->n_test * (double)(t->ty->numel / t->ty->shape[0]));
   return 0;
 }
 
