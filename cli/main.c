@@ -36,14 +36,12 @@
 #define TDSL_VERSION "0.1.0"
 #endif
 
-
-#define MAX_ARGS 64
-
 typedef struct opts {
   const char *cmd, *file, *entry, *weights, *save_weights;
-  const char *in_name[MAX_ARGS], *in_path[MAX_ARGS];
+  /* --in and --out, as many as the command line has (argc bounds them) */
+  const char **in_name, **in_path;
   int n_in;
-  const char *out[MAX_ARGS];
+  const char **out;
   int n_out;
   int trace, check_numerics, dump_ast, dump_ir, color;
   int compiled;            /* --compiled: through the CPU compiler */
@@ -109,6 +107,13 @@ static int bad_usage(const char *fmt, const char *arg) {
 static int parse_opts(int argc, char **argv, opts *o) {
   memset(o, 0, sizeof *o);
   o->cmd = argv[1];
+  o->in_name = td_calloc((size_t)argc, sizeof *o->in_name);
+  o->in_path = td_calloc((size_t)argc, sizeof *o->in_path);
+  o->out = td_calloc((size_t)argc, sizeof *o->out);
+  if (!o->in_name || !o->in_path || !o->out) {
+    fprintf(stderr, "tdsl: error: out of memory\n");
+    return 1;
+  }
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -145,12 +150,10 @@ static int parse_opts(int argc, char **argv, opts *o) {
         o->seed = strtoull(val, &end, 10);
         if (*end || !*val) return bad_usage("--seed needs a non-negative integer, got '%s'", val);
       } else if (!strcmp(a, "--out")) {
-        if (o->n_out == MAX_ARGS) return bad_usage("too many %s options", a);
         o->out[o->n_out++] = val;
       } else {
         const char *eq = strchr(val, '=');
         if (!eq || eq == val || !eq[1]) return bad_usage("--in needs NAME=FILE.npy, got '%s'", val);
-        if (o->n_in == MAX_ARGS) return bad_usage("too many %s options", a);
         char *name = td_malloc((size_t)(eq - val) + 1);
         if (!name) {
           fprintf(stderr, "tdsl: error: out of memory\n");
@@ -435,6 +438,9 @@ int main(int argc, char **argv) {
   rc = run_graph(&o, &d, g);
 out:
   for (int i = 0; i < o.n_in; i++) td_free((void *)o.in_name[i]);
+  td_free(o.in_name);
+  td_free(o.in_path);
+  td_free(o.out);
   td_arena_free(arena);
   return rc;
 }
