@@ -625,6 +625,19 @@ static td_value b_stack(el_ctx *c, td_value *a, td_span sp) {
       return el_err();
     }
   }
+  for (int i = 0; i < a[0].n; i++)   /* named as stack's, not as the unsqueeze it is made of */
+    if (a[0].items[i].k != V_TENSOR) {
+      if (a[0].items[i].k == V_ERR) return el_err();
+      int numbers = 1;
+      for (int j = 0; j < a[0].n; j++) numbers &= a[0].items[j].k == V_INT || a[0].items[j].k == V_FLOAT ||
+                                                  a[0].items[j].k == V_BOOL;
+      td_diag *g = td_error(c->diags, a[0].items[i].span, "stack() stacks tensors, but element %d of the list is %s",
+                            i, el_kind_name(&a[0].items[i]));
+      if (numbers)
+        td_diag_help(c->diags, g, "to make a tensor of these numbers write tensor(%s)",
+                     td_span_text(c->diags, a[0].span));
+      return el_err();
+    }
   for (int i = 0; i < a[0].n; i++) {
     xs[i] = b_unsqueeze(c, &a[0].items[i], &ax, sp);
     if (xs[i].k == V_ERR) return el_err();
