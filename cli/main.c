@@ -195,7 +195,7 @@ static const char *span_loc(const td_diags *d, td_span sp, char *buf, size_t n) 
 /* Opens the --in files of g's arguments (files[k] for argument k) and
  * checks them from their headers alone (runtime/sig.c), so a wrong file is
  * refused before its data is read.  -1 after the messages. */
-static int open_inputs(const opts *o, const td_graph *g, td_npy_file *files) {
+static int open_inputs(const opts *o, const td_graph *g, const int *pos, int n_args, td_npy_file *files) {
   td_sig_arg *args = td_calloc((size_t)g->n_inputs + 1, sizeof *args);
   int64_t *symvals = td_calloc((size_t)g->n_syms + 1, sizeof *symvals);
   td_err err;
@@ -203,9 +203,9 @@ static int open_inputs(const opts *o, const td_graph *g, td_npy_file *files) {
   if (!args || !symvals) {
     fprintf(stderr, "tdsl: error: out of memory\n");
   } else {
-    for (int k = 0; k < g->n_inputs; k++) args[k] = td_node_sig(&g->nodes[g->inputs[k]]);
+    for (int k = 0; k < n_args; k++) args[k] = td_node_sig(&g->nodes[g->inputs[pos[k]]]);
     td_sizes s = td_graph_sizes(g);
-    rc = td_sig_open_inputs(&s, g->name, args, g->n_inputs, o->in_name, o->in_path, o->n_in, files, symvals, &err);
+    rc = td_sig_open_inputs(&s, g->name, args, n_args, o->in_name, o->in_path, o->n_in, files, symvals, &err);
     if (rc) td_sig_print_errors(stderr, "tdsl", err.msg);
   }
   td_free(args);
@@ -228,37 +228,91 @@ static int open_weights(const char *path, const td_graph *g, td_st_file *f) {
   return 0;
 }
 
+/* The data of the graph's load()s (lang/builtins_io.c) into their inputs. */
+static int read_loads(const td_program *p, const td_diags *d, const td_graph *g, td_tensor **inputs) {
+  const td_host_file *ld;
+  int n = td_program_loads(p, &ld);
+  for (int j = 0; j < n; j++) {
+    td_err err;
+    const td_node *x = &g->nodes[ld[j].node];
+    if (!(inputs[x->attr.i] = td_host_read(&ld[j], x, &err))) {
+      char loc[512];
+      fprintf(stderr, "%s: error: %s\n", span_loc(d, ld[j].span, loc, sizeof loc), err.msg);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 /* Every header first (inputs, then weights), then the data: nothing is
- * read before all the files are known to fit. */
-static int load_files(const opts *o, const td_graph *g, td_tensor **inputs, td_tensor_map *w) {
+ * read before all the files are known to fit.  The arguments are the
+ * inputs that are not load()s. */
+static int load_files(const opts *o, const td_program *p, const td_graph *g, td_tensor **inputs, td_tensor_map *w) {
   td_npy_file *files = td_calloc((size_t)g->n_inputs + 1, sizeof *files);
+  td_tensor **args = td_calloc((size_t)g->n_inputs + 1, sizeof *args);
+  int *pos = td_calloc((size_t)g->n_inputs + 1, sizeof *pos);
   td_st_file st;
   td_err err;
   int rc = -1;
-  if (!files) {
+  if (!files || !args || !pos) {
     fprintf(stderr, "tdsl: error: out of memory\n");
+    td_free(files);
+    td_free(args);
+    td_free(pos);
     return -1;
   }
-  if (open_inputs(o, g, files) == 0) {
+  int n_args = td_program_arg_inputs(p, g, pos);
+  if (open_inputs(o, g, pos, n_args, files) == 0) {
     if (!o->weights || open_weights(o->weights, g, &st) == 0) {
-      rc = td_sig_load_inputs(files, g->n_inputs, inputs, &err);
+      rc = td_sig_load_inputs(files, n_args, args, &err);
       if (rc == 0 && o->weights) rc = td_safetensors_load_all(&st, w, &err);
       if (rc) fprintf(stderr, "tdsl: error: %s\n", err.msg);
       if (o->weights) td_safetensors_close(&st);
     }
-    td_sig_close_inputs(files, g->n_inputs);
+    td_sig_close_inputs(files, n_args);
   }
+  for (int k = 0; k < n_args; k++) inputs[pos[k]] = args[k];
+  if (rc == 0) rc = read_loads(p, td_program_diags(p), g, inputs);
   td_free(files);
+  td_free(args);
+  td_free(pos);
   return rc;
 }
 
-static int write_outputs(const opts *o, const td_graph *g, td_tensor **outs) {
-  if (o->n_out && o->n_out != g->n_outputs) {
-    fprintf(stderr, "tdsl: error: %s returns %d value%s but %d --out file%s given\n", g->name, g->n_outputs,
-            g->n_outputs == 1 ? "" : "s", o->n_out, o->n_out == 1 ? " was" : "s were");
+/* Makes the values of the graph's save()s outputs after its own (n_outs). */
+static int add_save_outputs(const td_program *p, td_graph *g) {
+  const td_host_file *sv;
+  int n = td_program_saves(p, &sv);
+  for (int j = 0; j < n; j++)
+    if (td_graph_add_output(g, sv[j].node)) {
+      fprintf(stderr, "tdsl: error: out of memory\n");
+      return -1;
+    }
+  return 0;
+}
+
+/* Writes the save()s' files from their outputs, in program order. */
+static int write_saves(const td_program *p, const td_diags *d, td_tensor **outs) {
+  const td_host_file *sv;
+  int n = td_program_saves(p, &sv);
+  for (int j = 0; j < n; j++) {
+    td_err err;
+    if (td_host_write(&sv[j], outs[j], &err)) {
+      char loc[512];
+      fprintf(stderr, "%s: error: %s\n", span_loc(d, sv[j].span, loc, sizeof loc), err.msg);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int write_outputs(const opts *o, const td_graph *g, int n_outs, td_tensor **outs) {
+  if (o->n_out && o->n_out != n_outs) {
+    fprintf(stderr, "tdsl: error: %s returns %d value%s but %d --out file%s given\n", g->name, n_outs,
+            n_outs == 1 ? "" : "s", o->n_out, o->n_out == 1 ? " was" : "s were");
     return -1;
   }
-  for (int i = 0; i < g->n_outputs; i++) {
+  for (int i = 0; i < n_outs; i++) {
     if (o->n_out) {
       td_err err;
       if (td_npy_write(o->out[i], outs[i], &err)) {
@@ -274,7 +328,7 @@ static int write_outputs(const opts *o, const td_graph *g, td_tensor **outs) {
       fprintf(stderr, "tdsl: error: out of memory\n");
       return -1;
     }
-    if (g->n_outputs > 1) printf("output %d: ", i);
+    if (n_outs > 1) printf("output %d: ", i);
     printf("%s\n%s\n", td_shape_str(outs[i]->dtype, outs[i]->rank, outs[i]->shape, t, sizeof t), text);
     td_free(text);
   }
@@ -299,7 +353,9 @@ static int save_params(const char *path, const td_graph *g, td_tensor **params) 
 }
 
 /* Runs one graph on the chosen backend; returns the exit code. */
-static int run_graph(const opts *o, td_diags *d, const td_graph *g) {
+static int run_graph(const opts *o, td_diags *d, const td_program *p, td_graph *g) {
+  int n_outs = g->n_outputs;   /* the entry's results; the save()s' values follow */
+  if (add_save_outputs(p, g)) return 1;
   td_tensor **inputs = td_calloc((size_t)g->n_inputs + 1, sizeof *inputs);
   td_tensor **params = td_calloc((size_t)g->n_params + 1, sizeof *params);
   td_tensor **outs = NULL;
@@ -309,7 +365,7 @@ static int run_graph(const opts *o, td_diags *d, const td_graph *g) {
   td_err err;
   td_span sp = {-1, 0, 0, 0, 0};
   if (!inputs || !params) { fprintf(stderr, "tdsl: error: out of memory\n"); goto done; }
-  if (load_files(o, g, inputs, &w)) goto done;
+  if (load_files(o, p, g, inputs, &w)) goto done;
   /* the weights fit: open_weights checked them; what fails here is memory */
   if (td_make_params(g, o->weights ? &w : NULL, o->seed, params, &err)) {
     fprintf(stderr, "tdsl: error: %s\n", err.msg);
@@ -331,7 +387,7 @@ static int run_graph(const opts *o, td_diags *d, const td_graph *g) {
     fprintf(stderr, "%s: error: %s\n", span_loc(d, sp, loc, sizeof loc), err.msg);
     goto done;
   }
-  rc = write_outputs(o, g, outs) ? 1 : 0;
+  rc = write_outputs(o, g, n_outs, outs) || write_saves(p, d, outs + n_outs) ? 1 : 0;
   /* after the run: a step's assigns have updated the parameters */
   if (rc == 0 && o->save_weights && save_params(o->save_weights, g, params)) rc = 1;
 done:
@@ -402,6 +458,7 @@ int main(int argc, char **argv) {
     goto out;
   }
   td_program_set_seed(p, o.seed);
+  td_program_allow_files(p, 1);   /* load() and save(): run_graph reads and writes them */
   add_search_path(p);
   double t0 = td_now();
   if (td_program_load_file(p, o.file)) {
@@ -432,7 +489,7 @@ int main(int argc, char **argv) {
   }
   td_diag_render(&d, stderr, o.color); /* warnings */
   if (o.dump_ir) td_graph_print(g, &d, stdout);
-  rc = run_graph(&o, &d, g);
+  rc = run_graph(&o, &d, p, g);
 out:
   for (int i = 0; i < o.n_in; i++) td_free((void *)o.in_name[i]);
   td_arena_free(arena);
