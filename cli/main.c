@@ -26,6 +26,7 @@
 #include "runtime/mem.h"
 #include "runtime/io.h"
 #include "runtime/phase_time.h"
+#include "runtime/weights.h"
 #include "cli/search.h"
 #include "cli/build_cmd.h"
 #include "cli/explain_cmd.h"
@@ -50,10 +51,12 @@ typedef struct opts {
   unsigned dumps;          /* --dump= stages after the IR (driver.h's TD_DUMP_*) */
   int cuda, cuda_graph;    /* --device cuda, --cuda-graph */
   uint64_t seed;
+  td_weights_opts wopts;   /* --weights-prefix, --weights-strict, --weights-convert */
 } opts;
 
 static void usage(FILE *f) {
   fputs("usage: tdsl run FILE [--entry NAME] [--in ARG=FILE.npy]... [--weights W.safetensors]\n"
+        "                     [--weights-prefix FROM=TO] [--weights-strict=false] [--weights-convert]\n"
         "                     [--out FILE.npy]... [--save-weights W.safetensors] [--seed N]\n"
         "                     [--trace] [--check-numerics] [--compiled [--no-cache]] [--dump=STAGES]\n"
         "                     [--device cpu|cuda] [--cuda-graph]\n"
@@ -84,6 +87,11 @@ static void usage(FILE *f) {
         "\n"
         "--trace            print every op as it runs: location, op, shape, dtype, min/max/mean\n"
         "--check-numerics   stop at the first op that produces NaN or Inf and name its source line\n"
+        "--weights W        load the parameters from a safetensors file (names: PyTorch's state_dict);\n"
+        "                   --weights-prefix FROM=TO reads a name starting with FROM as TO + the rest\n"
+        "                   (model.= strips 'model.'), --weights-strict=false loads what matches and\n"
+        "                   keeps the initial values of the rest (one note lists both), --weights-convert\n"
+        "                   converts f64/f16/bf16 weights of f32 parameters (f64 rounded to nearest even)\n"
         "--save-weights W   after the run, write the parameters (loaded or initialised, then updated by\n"
         "                   the entry's assigns) to a safetensors file\n"
         "--seed N           seed for rand/randn without seed= and for parameter initialisation (default 0)\n"
@@ -117,6 +125,17 @@ static int parse_opts(int argc, char **argv, opts *o) {
     else if (!strcmp(a, "--compiled")) o->compiled = 1;
     else if (!strcmp(a, "--no-cache")) setenv("TDSL_CACHE", "0", 1); /* compiled.c reads it */
     else if (!strcmp(a, "--cuda-graph")) o->cuda_graph = 1;
+    else if (!strcmp(a, "--weights-convert")) o->wopts.convert = 1;
+    else if (!strncmp(a, "--weights-strict=", 17)) {
+      if (!strcmp(a + 17, "false")) o->wopts.lenient = 1;
+      else if (!strcmp(a + 17, "true")) o->wopts.lenient = 0;
+      else return bad_usage("--weights-strict needs true or false, got '%s'", a + 17);
+    } else if (!strcmp(a, "--weights-prefix")) {
+      if (!td_weights_prefix_ok(val))
+        return bad_usage("--weights-prefix needs FROM=TO (model.= strips 'model.'), got '%s'", val ? val : "nothing");
+      o->wopts.prefix = val;
+      i++;
+    }
     else if (!strcmp(a, "--device")) {
       td_backend b;
       if (td_backend_parse(val, &b)) return bad_usage("--device needs cpu or cuda, got '%s'", val ? val : "nothing");
@@ -166,6 +185,8 @@ static int parse_opts(int argc, char **argv, opts *o) {
     else o->file = a;
   }
   if (!o->file) return bad_usage("%s needs a .td file", o->cmd);
+  if (!o->weights && (o->wopts.prefix || o->wopts.lenient || o->wopts.convert))
+    return bad_usage("%s", "--weights-prefix, --weights-strict and --weights-convert go with --weights FILE");
   return 0;
 }
 
@@ -213,17 +234,46 @@ static int open_inputs(const opts *o, const td_graph *g, const int *pos, int n_a
   return rc;
 }
 
-/* Opens --weights and checks its header against g's parameters. */
-static int open_weights(const char *path, const td_graph *g, td_st_file *f) {
+/* Opens --weights and matches its header to g's parameters (src[k]: the
+ * entry of parameter k, runtime/weights.h; with --weights-strict=false a
+ * note says what was ignored and what is missing). */
+static int open_weights(const opts *o, const td_graph *g, td_st_file *f, int *src) {
   td_err err;
-  if (td_safetensors_open(path, f, &err)) {
+  if (td_safetensors_open(o->weights, f, &err)) {
     fprintf(stderr, "tdsl: error: %s\n", err.msg);
     return -1;
   }
-  if (td_check_weights(g, path, f->items, f->n, &err)) {
+  td_sig_arg *p = td_calloc((size_t)g->n_params + 1, sizeof *p);
+  char *note = NULL;
+  int rc = -1;
+  if (!p) td_err_set(&err, "out of memory");
+  else {
+    /* the same checks as td_make_params (lang/params.c), with the options */
+    for (int k = 0; k < g->n_params; k++) p[k] = td_node_sig(&g->nodes[g->params[k]]);
+    rc = td_weights_match(o->weights, g->name, p, g->n_params, f, &o->wopts, src, &note, &err);
+  }
+  td_free(p);
+  if (rc) {
     fprintf(stderr, "tdsl: error: %s\n", err.msg);
     td_safetensors_close(f);
     return -1;
+  }
+  if (note) fprintf(stderr, "tdsl: note: %s\n", note);
+  td_free(note);
+  return 0;
+}
+
+/* The parameters' tensors from the open weights file (converted), under
+ * their names, into w. */
+static int read_weights(const td_graph *g, const td_st_file *f, const int *src, td_tensor_map *w, td_err *err) {
+  for (int k = 0; k < g->n_params; k++) {
+    const td_node *n = &g->nodes[g->params[k]];
+    if (src[k] < 0 || td_tensor_map_get(w, n->name)) continue;
+    td_tensor *t = td_weights_load(f, src[k], n->dtype, err);
+    if (!t) return -1;
+    int rc = td_tensor_map_put(w, n->name, t, err);
+    td_tensor_release(t);
+    if (rc) return -1;
   }
   return 0;
 }
@@ -251,21 +301,23 @@ static int load_files(const opts *o, const td_program *p, const td_graph *g, td_
   td_npy_file *files = td_calloc((size_t)g->n_inputs + 1, sizeof *files);
   td_tensor **args = td_calloc((size_t)g->n_inputs + 1, sizeof *args);
   int *pos = td_calloc((size_t)g->n_inputs + 1, sizeof *pos);
+  int *src = td_calloc((size_t)g->n_params + 1, sizeof *src);
   td_st_file st;
   td_err err;
   int rc = -1;
-  if (!files || !args || !pos) {
+  if (!files || !args || !pos || !src) {
     fprintf(stderr, "tdsl: error: out of memory\n");
     td_free(files);
     td_free(args);
     td_free(pos);
+    td_free(src);
     return -1;
   }
   int n_args = td_program_arg_inputs(p, g, pos);
   if (open_inputs(o, g, pos, n_args, files) == 0) {
-    if (!o->weights || open_weights(o->weights, g, &st) == 0) {
+    if (!o->weights || open_weights(o, g, &st, src) == 0) {
       rc = td_sig_load_inputs(files, n_args, args, &err);
-      if (rc == 0 && o->weights) rc = td_safetensors_load_all(&st, w, &err);
+      if (rc == 0 && o->weights) rc = read_weights(g, &st, src, w, &err);
       if (rc) fprintf(stderr, "tdsl: error: %s\n", err.msg);
       if (o->weights) td_safetensors_close(&st);
     }
@@ -276,6 +328,7 @@ static int load_files(const opts *o, const td_program *p, const td_graph *g, td_
   td_free(files);
   td_free(args);
   td_free(pos);
+  td_free(src);
   return rc;
 }
 
@@ -366,10 +419,17 @@ static int run_graph(const opts *o, td_diags *d, const td_program *p, td_graph *
   td_span sp = {-1, 0, 0, 0, 0};
   if (!inputs || !params) { fprintf(stderr, "tdsl: error: out of memory\n"); goto done; }
   if (load_files(o, p, g, inputs, &w)) goto done;
-  /* the weights fit: open_weights checked them; what fails here is memory */
-  if (td_make_params(g, o->weights ? &w : NULL, o->seed, params, &err)) {
+  /* the weights fit: open_weights checked them; what fails here is memory.
+   * Not strict, the parameters the file lacks keep their initial values. */
+  if (td_make_params(g, o->weights && !o->wopts.lenient ? &w : NULL, o->seed, params, &err)) {
     fprintf(stderr, "tdsl: error: %s\n", err.msg);
     goto done;
+  }
+  for (int k = 0; o->weights && o->wopts.lenient && k < g->n_params; k++) {
+    td_tensor *t = td_tensor_map_get(&w, g->nodes[g->params[k]].name);
+    if (!t) continue;
+    td_tensor_release(params[k]);
+    params[k] = td_tensor_retain(t);
   }
   td_run_opts io;
   memset(&io, 0, sizeof io);
