@@ -46,6 +46,8 @@ typedef struct opts {
   int n_in;
   const char *out[MAX_ARGS];
   int n_out;
+  const char *param[MAX_ARGS];   /* --param NAME=VALUE */
+  int n_param;
   int trace, check_numerics, dump_ast, dump_ir, color;
   int compiled;            /* --compiled: through the CPU compiler */
   unsigned dumps;          /* --dump= stages after the IR (driver.h's TD_DUMP_*) */
@@ -60,7 +62,8 @@ static void usage(FILE *f) {
         "                     [--out FILE.npy]... [--save-weights W.safetensors] [--seed N]\n"
         "                     [--trace] [--check-numerics] [--compiled [--no-cache]] [--dump=STAGES]\n"
         "                     [--device cpu|cuda] [--cuda-graph]\n"
-        "       tdsl check FILE [--dump=ast,ir]\n"
+        "                     [--param NAME=VALUE]...\n"
+        "       tdsl check FILE [--dump=ast,ir] [--param NAME=VALUE]...\n"
         "       tdsl build FILE -o DIR [--exe] [--name PREFIX] [--seed N] [--embed-weights]\n"
         "                              [--device cpu|cuda [--arch sm_XY]]\n"
         "       tdsl explain FILE [--entry NAME] [--json | --dot] [--size SYM=N]... [--device cuda]\n"
@@ -85,6 +88,8 @@ static void usage(FILE *f) {
         "repl    an interactive eager session (the default when stdin is a terminal); it reads\n"
         "        statements from stdin when that is not a terminal (docs/repl.md)\n"
         "\n"
+        "--param NAME=VALUE give a parameter of the entry's model (model Net(T: int = 8)): --param T=5\n"
+        "                   makes Net(T = 5); also --entry 'Net(T=5).forward' (run, check, explain, build)\n"
         "--trace            print every op as it runs: location, op, shape, dtype, min/max/mean\n"
         "--check-numerics   stop at the first op that produces NaN or Inf and name its source line\n"
         "--weights W        load the parameters from a safetensors file (names: PyTorch's state_dict);\n"
@@ -152,6 +157,11 @@ static int parse_opts(int argc, char **argv, opts *o) {
         else return bad_usage("unknown --dump stage in '%s' (stages: ast, ir, fold, cse, simplify, dce, fused, c, cuda)", a);
         p += n + (p[n] == ',');
       }
+    } else if (!strcmp(a, "--param")) {
+      if (!val || !strchr(val, '=') || val[0] == '=') return bad_usage("--param needs NAME=VALUE (a model parameter), got '%s'", val ? val : "nothing");
+      if (o->n_param == MAX_ARGS) return bad_usage("too many %s options", a);
+      o->param[o->n_param++] = val;
+      i++;
     } else if (!strcmp(a, "--entry") || !strcmp(a, "--in") || !strcmp(a, "--weights") || !strcmp(a, "--save-weights") ||
                !strcmp(a, "--out") || !strcmp(a, "--seed")) {
       if (!val) return bad_usage("%s needs a value", a);
@@ -526,6 +536,12 @@ int main(int argc, char **argv) {
     goto out;
   }
   td_phase_done("front end (parse, elaborate)", t0, o.file);
+  const char *entry = "main";
+  if (cli_model_args(p, o.param, o.n_param, o.entry, &entry) || td_program_check_model_args(p)) {
+    rc = finish(&d, o.color);
+    if (!rc) rc = 1;
+    goto out;
+  }
   if (o.dump_ast) td_program_dump_ast(p, stdout);
   if (!strcmp(o.cmd, "check")) {
     const char **names;
@@ -537,7 +553,6 @@ int main(int argc, char **argv) {
     rc = finish(&d, o.color);
     goto out;
   }
-  const char *entry = o.entry ? o.entry : "main";
   t0 = td_now();
   td_graph *g = td_program_lower(p, entry);
   if (g) td_phase_done("lowering to the graph", t0, entry);

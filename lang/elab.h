@@ -53,6 +53,19 @@ void td_program_set_node_limit(td_program *p, int n);
  * of errors. */
 int td_program_check(td_program *p);
 
+/* ---- a model's parameters from the command line (lang/model_args.c) ----
+ * Each entry point's model is made with the given parameters it declares
+ * (keyword arguments, checked against its annotations).  A name given twice
+ * takes the last value.  0, or -1 when memory runs out. */
+int td_program_add_model_arg(td_program *p, const char *name, const char *value);
+/* An --entry spec: "Model.method", or "Model(NAME=VALUE, ...).method",
+ * whose values are added as above; *entry receives "Model.method".  0, or
+ * -1 with why filled. */
+int td_program_entry_spec(td_program *p, const char *spec, const char **entry, char *why, size_t why_n);
+/* Reports every given name that no model of the main file declares (with
+ * "did you mean"); the number of errors. */
+int td_program_check_model_args(td_program *p);
+
 /* ---- load("x.npy") and save("y.npy", t) (lang/builtins_io.c) ----
  * load() reads the header of a .npy file while the program is elaborated
  * and becomes an INPUT node of the graph with the file's dtype and shape,

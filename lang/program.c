@@ -374,7 +374,11 @@ static td_graph *lower(td_program *p, const td_ast *model, const td_ast *fn, con
     def.k = V_MODELDEF;
     def.def = model;
     def.mod = p->main;
-    td_value m = el_instantiate(p, &def, NULL, NULL, 0, model->span);
+    td_value *margs;
+    const char **mkw;
+    int nm = el_entry_model_args(p, model, &margs, &mkw);   /* --param (model_args.c) */
+    if (nm < 0) return NULL;
+    td_value m = el_instantiate(p, &def, margs, mkw, nm, model->span);
     if (m.k != V_MODEL) return NULL;
     inst = m.inst;
     env = inst->env;

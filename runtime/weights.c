@@ -19,18 +19,21 @@ int td_edit_distance(const char *a, const char *b) {
   size_t n = strlen(a), m = strlen(b);
   if (n > 255) n = 255;
   if (m > 255) m = 255;
-  int row[256], prev[256];
-  for (size_t j = 0; j <= m; j++) prev[j] = (int)j;
+  int rows[3][256];   /* rows i - 2, i - 1 and i, in turn */
+  for (size_t j = 0; j <= m; j++) rows[0][j] = (int)j;
   for (size_t i = 1; i <= n; i++) {
+    int *row = rows[i % 3], *prev = rows[(i + 2) % 3], *prev2 = rows[(i + 1) % 3];
     row[0] = (int)i;
     for (size_t j = 1; j <= m; j++) {
       int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
       int del = prev[j] + 1, ins = row[j - 1] + 1;
-      row[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+      int best = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && prev2[j - 2] + 1 < best)
+        best = prev2[j - 2] + 1;   /* two neighbours swapped: one edit */
+      row[j] = best;
     }
-    memcpy(prev, row, (m + 1) * sizeof *row);
   }
-  return prev[m];
+  return rows[n % 3][m];
 }
 
 /* The name entry `name` is read as under prefix "FROM=TO" (malloc'd). */

@@ -47,7 +47,9 @@ int td_weights_match(const char *file, const char *what, const td_sig_arg *param
  * f32, as td_weights_match allowed).  NULL with err filled. */
 td_tensor *td_weights_load(const td_st_file *f, int i, td_dtype want, td_err *err);
 
-/* The Levenshtein distance of a and b (each cut at 255 characters). */
+/* The edit distance of a and b: insertions, deletions, substitutions and
+ * swaps of two neighbours ("sacle" for "scale") count one each (each
+ * string cut at 255 characters). */
 int td_edit_distance(const char *a, const char *b);
 
 #endif

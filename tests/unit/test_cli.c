@@ -1108,3 +1108,123 @@ Test(cli, load_and_save_in_main_eager_and_compiled) {
   cr_expect(strstr(r.err, "e.td:1:23: error: load() reads a file, which only `tdsl run`"), "%s", r.err);
   drop(&r);
 }
+
+/* ---- model parameters from the command line: --param, --entry 'Net(T=5).f' ---- */
+
+static const char *PMODEL =
+    "model Net(T: int = 8, scale: float = 1.0) {\n"
+    "  param w: f32[T] = ones()\n"
+    "  fn forward(x: f32[N, T]) { x * w * scale }\n"
+    "}\n"
+    "model Other(K: int = 2) {\n"
+    "  fn forward(x: f32[K]) { x + 1 }\n"
+    "}\n";
+
+/* Runs Net.forward (spec) on x = [[1, 2, 3]] with extra arguments; the
+ * output's three values into y (when it ran). */
+static result run_net(const char *spec, const char *const *extra, float *y) {
+  write_text("pm.td", PMODEL);
+  int64_t xs[2] = {1, 3};
+  double xv[3] = {1, 2, 3};
+  write_npy("x.npy", TD_F32, 2, xs, xv);
+  static char in[600];
+  snprintf(in, sizeof in, "x=%s", path("x.npy"));
+  const char *args[24] = {"run", path("pm.td"), "--entry", spec, "--in", in, "--out", path("y.npy")};
+  int n = 8;
+  for (int i = 0; extra[i] && n < 23; i++) args[n++] = extra[i];
+  args[n] = NULL;
+  unlink(path("y.npy"));
+  result r = tdsl(args);
+  td_tensor *t;
+  td_err err;
+  if (r.status == 0 && td_npy_read(path("y.npy"), &t, &err) == 0) {
+    cr_assert_eq(t->numel, 3);
+    memcpy(y, t->data, 3 * sizeof *y);
+    td_tensor_release(t);
+  }
+  return r;
+}
+
+Test(cli, model_parameters_from_the_command_line) {
+  float y[3] = {0};
+  /* the default T = 8 does not fit x */
+  result r = run_net("Net.forward", (const char *[]){NULL}, y);
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "expected f32[N, 8]"), "%s", r.err);
+  drop(&r);
+  r = run_net("Net.forward", (const char *[]){"--param", "T=3", "--param", "scale=2.5", NULL}, y);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_expect(y[0] == 2.5f && y[1] == 5 && y[2] == 7.5f, "%g %g %g", y[0], y[1], y[2]);   /* x * 1 * 2.5 */
+  drop(&r);
+  r = run_net("Net(T=3, scale=-1).forward", (const char *[]){NULL}, y);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_expect(y[0] == -1 && y[1] == -2 && y[2] == -3, "%g %g %g", y[0], y[1], y[2]);
+  drop(&r);
+  /* the last value of a name counts; the entry's spec is read after --param */
+  r = run_net("Net(scale=0.5).forward", (const char *[]){"--param", "T=4", "--param", "T=3", NULL}, y);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_expect(y[0] == 0.5f && y[2] == 1.5f, "%g %g %g", y[0], y[1], y[2]);
+  drop(&r);
+  r = run_net("Net.forward", (const char *[]){"--param", "t=3", NULL}, y);
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "--param t: no model of ") && strstr(r.err, "help: did you mean 'T'?"), "%s", r.err);
+  drop(&r);
+  r = run_net("Net.forward", (const char *[]){"--param", "sacle=3", NULL}, y);
+  cr_expect(strstr(r.err, "help: did you mean 'scale'?"), "%s", r.err);
+  drop(&r);
+  r = run_net("Net.forward", (const char *[]){"--param", "depth=3", NULL}, y);
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "help: the models' parameters: Net(T), Net(scale), Other(K)"), "%s", r.err);
+  drop(&r);
+  r = run_net("Net.forward", (const char *[]){"--param", "T=three", NULL}, y);
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "argument 'T' of 'Net' should be int, found a string"), "%s", r.err);
+  drop(&r);
+  r = run_net("Net(T=3.forward", (const char *[]){NULL}, y);
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "write Model(NAME=VALUE, ...).method"), "%s", r.err);
+  drop(&r);
+  r = run_net("Net.forward", (const char *[]){"--param", "=3", NULL}, y);
+  cr_expect_eq(r.status, 2);
+  drop(&r);
+  /* check and explain take them too */
+  r = tdsl((const char *[]){"check", path("pm.td"), "--param", "T=x", NULL});
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "should be int"), "%s", r.err);
+  drop(&r);
+  r = tdsl((const char *[]){"explain", path("pm.td"), "--entry", "Net(T=4).forward", NULL});
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "over [N, 4]"), "%s", r.out);
+  drop(&r);
+  r = tdsl((const char *[]){"explain", path("pm.td"), "--param", "K=9", NULL});
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "over [9]"), "%s", r.out);
+  drop(&r);
+}
+
+Test(cli, build_entry_builds_only_those_entry_points) {
+  write_text("pm.td", PMODEL);
+  result r = tdsl((const char *[]){"build", path("pm.td"), "-o", path("b1"), "--entry", "Net.forward", "--param",
+                                   "T=3", NULL});
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  drop(&r);
+  char *h = read_text(path("b1/pm.h"));
+  cr_assert_not_null(h);
+  cr_expect(strstr(h, "Net.forward(x: f32[N, 3])"), "%s", h);
+  cr_expect(!strstr(h, "Other"), "an entry not asked for was built:\n%s", h);
+  free(h);
+  r = tdsl((const char *[]){"build", path("pm.td"), "-o", path("b2"), "--entry", "Other(K=5).forward", "--exe", NULL});
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  drop(&r);
+  h = read_text(path("b2/pm.h"));
+  cr_assert_not_null(h);
+  cr_expect(strstr(h, "Other.forward(x: f32[5])") && !strstr(h, "Net."), "%s", h);
+  free(h);
+  cr_expect_eq(access(path("b2/pm"), X_OK), 0, "--exe wrote no executable");
+  r = tdsl((const char *[]){"build", path("pm.td"), "-o", path("b3"), "--entry", "Net.fwd", NULL});
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "--entry Net.fwd: ") && strstr(r.err, "(its entry points: Net.forward, Other.forward)"),
+            "%s", r.err);
+  cr_expect_eq(access(path("b3/pm.so"), F_OK), -1);
+  drop(&r);
+}
