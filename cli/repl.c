@@ -15,7 +15,8 @@
  * is handed to the session (driver/session.h), which does the work; this file
  * only reads lines, decides when an input is complete, prints results and
  * renders diagnostics.  The history is $XDG_STATE_HOME/tdsl/history when
- * XDG_STATE_HOME is set, ~/.tdsl_history otherwise.
+ * XDG_STATE_HOME is set, ~/.tdsl_history otherwise; a multi-line input is
+ * one entry of it (its lines joined by newlines), recalled whole.
  */
 #include <errno.h>
 #include <signal.h>
@@ -529,9 +530,22 @@ static void setup_editing(repl *r) {
   if (r->history) read_history(r->history);
 }
 
+/* Adds a whole input (its lines joined by newlines) to the history as one
+ * entry, so Up recalls all of a multi-line `fn` or `model` at once. */
+static void remember(repl *r, text *h) {
+  while (h->len && (h->s[h->len - 1] == '\n' || h->s[h->len - 1] == ' ')) h->s[--h->len] = 0;
+  if (h->len) {
+    add_history(h->s);
+    if (r->history) write_history(r->history);
+  }
+  h->len = 0;
+  if (h->s) h->s[0] = 0;
+}
+
 /* Interactive use: libedit, prompts, Ctrl-C. */
 static void read_terminal(repl *r) {
   setup_editing(r);
+  text hist = {0};   /* the lines of the input being typed, for the history */
   while (!r->quit) {
     interrupted = 0;
     int more = r->buf.len > 0 || r->cmd;
@@ -541,16 +555,23 @@ static void read_terminal(repl *r) {
       if (more) puts("(input abandoned)");
       else putchar('\n');
       reset_input(r);
+      remember(r, &hist);       /* an abandoned input can be recalled and fixed */
       continue;
     }
-    if (line[strspn(line, " \t")]) {
-      add_history(line);
-      if (r->history) write_history(r->history);
-    }
     interrupted = 0;
-    feed_line(r, line);
+    /* a recalled entry may hold several lines: each is fed as typed */
+    for (char *p = line, *nl; !r->quit; p = nl + 1) {
+      nl = strchr(p, '\n');
+      if (nl) *nl = 0;
+      if (p[strspn(p, " \t")] && (text_add(&hist, p, strlen(p)) || text_add(&hist, "\n", 1))) hist.len = 0;
+      feed_line(r, p);
+      if (!r->buf.len && !r->cmd) remember(r, &hist);   /* the input ran (or was a command) */
+      if (!nl) break;
+    }
     free(line);
   }
+  remember(r, &hist);
+  free(hist.s);
   if (!r->quit) putchar('\n');
   clear_matches();
   free(matches);

@@ -582,6 +582,50 @@ Test(repl, terminal_history_is_kept) {
   free(h);
 }
 
+/* A multi-line input is one history entry: the next session recalls the
+ * whole `fn` with one Ctrl-P (past the line after it) and running it
+ * defines the function again. */
+Test(repl, terminal_history_recalls_a_multi_line_input_whole) {
+  term t;
+  const char *state = tmp_path("state");
+  term_start(&t, state, NULL);
+  term_expect(&t, ">>> ");
+  term_send(&t, "fn hist3(a) {\r");
+  term_expect(&t, "... ");
+  term_send(&t, "  a * 3\r");
+  term_expect(&t, "... ");
+  term_send(&t, "}\r");
+  term_expect(&t, ">>> ");
+  term_send(&t, "hist3(2)\r");
+  term_expect(&t, "6 (int)");
+  term_expect(&t, ">>> ");
+  term_settle();
+  term_send(&t, "\x04");
+  cr_assert_eq(term_exit(&t), 0);
+  /* two entries: the whole fn (libedit writes its newlines as \012), then
+   * the call - not four lines */
+  char *h = read_file(tmp_path("state/tdsl/history"));
+  int lines = 0;
+  for (const char *p = h; *p; p++) lines += *p == '\n';
+  cr_expect(strstr(h, "hist3(a)") && strstr(h, "\\012") && strstr(h, "hist3(2)"), "history file holds:\n%s", h);
+  cr_expect(lines <= 3, "the fn is not one entry; history file holds:\n%s", h);
+  free(h);
+  term_start(&t, state, NULL);
+  term_expect(&t, ">>> ");
+  term_send(&t, "hist3(1)\r");
+  term_expect(&t, "unknown name 'hist3'");
+  term_expect(&t, ">>> ");
+  term_settle();
+  term_send(&t, "\x10\x10\x10\r");   /* past hist3(1) and hist3(2): the fn, whole */
+  term_expect(&t, ">>> ");
+  term_send(&t, "hist3(4)\r");
+  term_expect(&t, "12 (int)");
+  term_expect(&t, ">>> ");
+  term_settle();
+  term_send(&t, "\x04");
+  cr_assert_eq(term_exit(&t), 0);
+}
+
 /* A history "file" that is a FIFO (or a device) is not used: editline
  * would wait for a writer before the first prompt. */
 Test(repl, terminal_history_that_is_no_file_is_not_used) {
