@@ -539,6 +539,12 @@ int main(int argc, char **argv) {
   }
   td_phase_done("front end (parse, elaborate)", t0, o.file);
   const char *entry = "main";
+  if (!strcmp(o.cmd, "run") && !o.entry && o.n_param) {
+    fprintf(stderr, "tdsl: error: --param gives the parameters of the model of an --entry (Net.forward); "
+            "fn main makes its models itself\nhelp: write them where main makes the model: Net(T = 5)\n");
+    rc = 2;
+    goto out;
+  }
   if (cli_model_args(p, o.param, o.n_param, o.entry, &entry) || td_program_check_model_args(p)) {
     rc = finish(&d, o.color);
     if (!rc) rc = 1;

@@ -1187,6 +1187,12 @@ Test(cli, model_parameters_from_the_command_line) {
   r = run_net("Net.forward", (const char *[]){"--param", "=3", NULL}, y);
   cr_expect_eq(r.status, 2);
   drop(&r);
+  /* main makes its models itself: --param without --entry is refused, not ignored */
+  write_text("main.td", "fn main() { print(1) }\n");
+  r = tdsl((const char *[]){"run", path("main.td"), "--param", "T=3", NULL});
+  cr_expect_eq(r.status, 2);
+  cr_expect(strstr(r.err, "fn main makes its models itself"), "%s", r.err);
+  drop(&r);
   /* check and explain take them too */
   r = tdsl((const char *[]){"check", path("pm.td"), "--param", "T=x", NULL});
   cr_expect_eq(r.status, 1);
