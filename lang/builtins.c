@@ -19,7 +19,7 @@ td_value el_apply_index(el_ctx *c, int in, const int *kind, const td_value *lo,
                         const td_value *hi, const td_value *step, td_span sp);
 
 typedef enum {
-  B_UNARY, B_BINARY, B_REDUCE, B_CAST, B_CREATE, B_OTHER, B_TRAIN, B_SCAN, B_CONV
+  B_UNARY, B_BINARY, B_REDUCE, B_CAST, B_CREATE, B_OTHER, B_TRAIN, B_SCAN, B_CONV, B_IO
 } bkind;
 
 #define BUILTIN_MAX_PARAMS 8
@@ -127,6 +127,9 @@ static const builtin table[] = {
   {"conv_transpose3d", B_CONV, 6, 2, {"x", "weight", "bias", "stride", "padding", "output_padding", "groups", "dilation"}},
   {"max_pool2d", B_CONV, 10, 2, {"x", "kernel_size", "stride", "padding", "dilation", "ceil_mode"}},
   {"avg_pool2d", B_CONV, 11, 2, {"x", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"}},
+  /* files (builtins_io.c) */
+  {"load", B_IO, 0, 1, {"path"}},
+  {"save", B_IO, 1, 2, {"path", "x"}},
 };
 #define N_BUILTINS ((int)(sizeof table / sizeof table[0]))
 
@@ -959,6 +962,7 @@ td_value el_builtin_call(el_ctx *c, int bi, td_value *args, const char **kw, int
   case B_TRAIN: return el_train_builtin(c, b->op, a, sp);
   case B_SCAN: return el_scan_builtin(c, b->op, a, sp);
   case B_CONV: return el_conv_builtin(c, b->op, a, sp);
+  case B_IO: return el_io_builtin(c, b->op, a, sp);
   }
   return el_err();
 }
