@@ -44,7 +44,7 @@ typedef struct opts {
   int n_in;
   const char **out;
   int n_out;
-  const char *param[MAX_ARGS];   /* --param NAME=VALUE */
+  const char **param;      /* --param NAME=VALUE, as many as given */
   int n_param;
   int trace, check_numerics, dump_ast, dump_ir, color;
   int compiled;            /* --compiled: through the CPU compiler */
@@ -125,7 +125,8 @@ static int parse_opts(int argc, char **argv, opts *o) {
   o->in_name = td_calloc((size_t)argc, sizeof *o->in_name);
   o->in_path = td_calloc((size_t)argc, sizeof *o->in_path);
   o->out = td_calloc((size_t)argc, sizeof *o->out);
-  if (!o->in_name || !o->in_path || !o->out) {
+  o->param = td_calloc((size_t)argc, sizeof *o->param);
+  if (!o->in_name || !o->in_path || !o->out || !o->param) {
     fprintf(stderr, "tdsl: error: out of memory\n");
     return 1;
   }
@@ -166,7 +167,6 @@ static int parse_opts(int argc, char **argv, opts *o) {
       }
     } else if (!strcmp(a, "--param")) {
       if (!val || !strchr(val, '=') || val[0] == '=') return bad_usage("--param needs NAME=VALUE (a model parameter), got '%s'", val ? val : "nothing");
-      if (o->n_param == MAX_ARGS) return bad_usage("too many %s options", a);
       o->param[o->n_param++] = val;
       i++;
     } else if (!strcmp(a, "--entry") || !strcmp(a, "--in") || !strcmp(a, "--weights") || !strcmp(a, "--save-weights") ||
@@ -581,6 +581,7 @@ out:
   td_free(o.in_name);
   td_free(o.in_path);
   td_free(o.out);
+  td_free(o.param);
   td_arena_free(arena);
   return rc;
 }
