@@ -301,13 +301,17 @@ static td_value b_sort(el_ctx *c, int which, td_value *a, td_span sp) {
   td_value v = el_none(sp), ix = el_none(sp);
   if (sort_core(c, &a[0], ax, desc, m, which != 1, &v, &ix, sp)) return el_err();
   if (which == 2 && (m < 0 || len < 0) && m != len) {
-    /* a symbolic k or axis: k <= the axis' size checked when the graph runs */
-    td_value pos = iota(c, m, TD_I64, 1, 0, sp);
-    td_value chk = pos.k == V_ERR ? pos : checked_zero(c, &pos, len, sp);
-    if (chk.k == V_ERR) return el_err();
-    td_value z = red(c, TD_IR_SUM, chk, 1, 0, sp);
-    ix = bin(c, TD_OP_ADD, ix, z, sp);
-    if (ix.k == V_ERR) return el_err();
+    /* a symbolic k or axis: k <= the axis' size is a run-time size check
+     * (lang/checks.c), made by every backend before anything runs, of
+     * arange(size)[0:k] */
+    td_value pos = iota(c, len, TD_I64, 1, 0, sp);
+    if (pos.k == V_ERR) return el_err();
+    td_attr at;
+    memset(&at, 0, sizeof at);
+    at.start[0] = 0;
+    at.step[0] = 1;
+    int in = pos.node;
+    if (el_emit(c, TD_IR_SLICE, TD_I64, 1, &m, &in, 1, &at, sp) < 0) return el_err();
   }
   return which == 1 ? ix : pair(c, v, ix, sp);
 }
