@@ -266,7 +266,11 @@ static int sort_core(el_ctx *c, const td_value *x0, int ax, int desc, td_dim m, 
   if (!want_values) return 0;
   td_value xv = t == TD_BOOL ? cast(c, x, TD_I32, sp) : x;
   td_value xe = unsq(c, &xv, ax, sp);
-  *vals = red(c, TD_IR_SUM, sel(c, hit, xe, el_int(0, sp), sp), 1u << (ax + 1), 0, sp);
+  /* selected again from the indices (not from `hit`), so that no
+   * [.., m, n, ..] mask is kept between two reductions: each reduction
+   * fuses its own comparison */
+  td_value pick = bin(c, TD_OP_EQ, unsq(c, idxs, ax + 1, sp), ie, sp);
+  *vals = red(c, TD_IR_SUM, sel(c, pick, xe, el_int(0, sp), sp), 1u << (ax + 1), 0, sp);
   if (vals->k != V_ERR && el_node(c, vals)->dtype != t) *vals = cast(c, *vals, t, sp);
   return vals->k == V_ERR ? -1 : 0;
 }
