@@ -367,12 +367,16 @@ static td_value b_norm(el_ctx *c, td_value *a, td_span sp) {
   if (pinf) r = red(c, pinf > 0 ? TD_IR_RMAX : TD_IR_RMIN, ab, mask, keep, sp);
   else if (p == 0) r = red(c, TD_IR_SUM, cast(c, bin(c, TD_OP_NE, x, el_int(0, sp), sp), work_dtype(t), sp), mask, keep, sp);
   else if (p == 1) r = red(c, TD_IR_SUM, ab, mask, keep, sp);
-  else if (p == 2) {
-    td_value s = red(c, TD_IR_SUM, bin(c, TD_OP_MUL, x, x, sp), mask, keep, sp);
-    r = s.k == V_ERR ? s : el_unary_op(c, TD_IR_SQRT, &s, sp);
-  } else {
-    td_value s = red(c, TD_IR_SUM, bin(c, TD_OP_POW, ab, el_float(p, sp), sp), mask, keep, sp);
-    r = bin(c, TD_OP_POW, s, el_float(1.0 / p, sp), sp);
+  else {
+    /* the root of s = sum(|x|^p), written where(s == 0, 0, root(where(s == 0, 1, s))):
+     * the same value, and a gradient of 0 at a zero vector (torch's
+     * subgradient) instead of the root's infinite slope times 0 */
+    td_value s = p == 2 ? red(c, TD_IR_SUM, bin(c, TD_OP_MUL, x, x, sp), mask, keep, sp)
+                        : red(c, TD_IR_SUM, bin(c, TD_OP_POW, ab, el_float(p, sp), sp), mask, keep, sp);
+    td_value z = bin(c, TD_OP_EQ, s, el_int(0, sp), sp);
+    td_value s1 = sel(c, z, el_int(1, sp), s, sp);
+    td_value rt = s1.k == V_ERR ? s1 : p == 2 ? el_unary_op(c, TD_IR_SQRT, &s1, sp) : bin(c, TD_OP_POW, s1, el_float(1.0 / p, sp), sp);
+    r = sel(c, z, el_int(0, sp), rt, sp);
   }
   return cast(c, r, t, sp);
 }

@@ -149,6 +149,9 @@ def cumsum_cumprod():
     line("grad cumsum0", (fd(lambda x: np.sum(w * np.cumsum(x, 0)), x), "f32"))
     line("grad cumprod1", (fd(lambda x: np.sum(w * np.cumprod(x, 1)), x), "f32"))
     line("grad cumprod0", (fd(lambda x: np.sum(w * np.cumprod(x, 0)), x), "f32"))
+    z = np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 1.5]])
+    line("grad cumprod zeros", (fd(lambda x: np.sum(w * np.cumprod(x, 1)), z), "f32"))
+    line("grad prod zeros", (fd(lambda x: np.sum(np.prod(x, 1) * np.array([1.0, 2.0])), z), "f32"))
 
 
 def index_add(x, idx, src, axis):

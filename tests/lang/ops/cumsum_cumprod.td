@@ -1,10 +1,12 @@
 # cumsum and cumprod (torch.cumsum / torch.cumprod) along either axis,
 # integers and bools (accumulated in i64, as PyTorch), infinities and NaN,
-# f64, and gradients.  Expected values: tests/data/composites_ref.py
+# f64, and gradients (also at zeros, where prod's gradient is the product
+# of the other factors, as PyTorch's).  Expected values: tests/data/composites_ref.py
 # (numpy float64; gradients by central finite differences).
 fn w_cumsum1(x) { sum(tensor([[1.0, -2.0, 0.5], [3.0, 1.0, -1.0]]) * cumsum(x, 1)) }
 fn w_cumsum0(x) { sum(tensor([[1.0, -2.0, 0.5], [3.0, 1.0, -1.0]]) * cumsum(x, axis = 0)) }
 fn w_cumprod1(x) { sum(tensor([[1.0, -2.0, 0.5], [3.0, 1.0, -1.0]]) * cumprod(x, -1)) }
+fn w_prod(x) { sum(prod(x, axis = 1) * tensor([1.0, 2.0])) }
 fn w_cumprod0(x) { sum(tensor([[1.0, -2.0, 0.5], [3.0, 1.0, -1.0]]) * cumprod(x, 0)) }
 
 fn main() {
@@ -24,6 +26,10 @@ fn main() {
   print("grad cumsum0", grad(w_cumsum0)(x))
   print("grad cumprod1", grad(w_cumprod1)(x))
   print("grad cumprod0", grad(w_cumprod0)(x))
+  # zeros: the product of the other factors, as torch (not y / x)
+  let z = tensor([[2.0, 0.0, 3.0], [0.0, 0.0, 1.5]])
+  print("grad cumprod zeros", grad(w_cumprod1)(z))
+  print("grad prod zeros", grad(w_prod)(z))
   # expect: cumsum1 [[ 1.5000, -0.5000,  2.5000],
   # expect:          [ 0.5000,  4.5000,  3.5000]] (f32[2, 3])
   # expect: cumsum0 [[ 1.5000, -2.0000,  3.0000],
@@ -44,4 +50,8 @@ fn main() {
   # expect:                [11.0000,  1.0000, -2.0000]] (f32[2, 3])
   # expect: grad cumprod0 [[ 2.5000,  2.0000,  1.5000],
   # expect:                [ 4.5000, -2.0000, -3.0000]] (f32[2, 3])
+  # expect: grad cumprod zeros [[ 1.0000, -1.0000,  0.0000],
+  # expect:                     [ 3.0000,  0.0000,  0.0000]] (f32[2, 3])
+  # expect: grad prod zeros [[0.0000, 6.0000, 0.0000],
+  # expect:                  [0.0000, 0.0000, 0.0000]] (f32[2, 3])
 }

@@ -1,6 +1,7 @@
 # norm (torch.linalg.vector_norm): p = 2 (the default), 1, "inf", "-inf",
 # 0 (the count of non-zeros), other positive and negative p, over all
-# elements, one axis, a list of axes, keepdims, f64, and gradients.
+# elements, one axis, a list of axes, keepdims, f64, and gradients (0 at a
+# zero vector, as PyTorch).
 # Expected values: tests/data/composites_ref.py (numpy float64; gradients
 # by central finite differences).
 fn n2(y) { norm(y) }
@@ -18,6 +19,8 @@ fn main() {
   print("grad p2", grad(n2)(y))
   print("grad p1", grad(n1)(y))
   print("grad p3 axis1", grad(n3)(y))
+  # at a zero vector: 0 (torch's subgradient; hand-computed), not NaN
+  print("grad at zero", grad(n2)(zeros([3])), grad(n3)(zeros([2, 2])))
   # expect: p2 5.8310 p1 12.0000 inf 4.0000 -inf 0.0000 p0 5.0000
   # expect: p3 4.7622 p0.5 57.1608 p-1 0.5000
   # expect: axis1 [5.0000, 3.0000] (f32[2]) [7.0000, 5.0000] (f32[2])
@@ -30,4 +33,6 @@ fn main() {
   # expect:          [ 1.0000,  1.0000, -1.0000]] (f32[2, 3])
   # expect: grad p3 axis1 [[ 0.0491, -0.4416,  0.7851],
   # expect:                [-0.2168, -1.9514,  0.0136]] (f32[2, 3])
+  # expect: grad at zero [0.0000, 0.0000, 0.0000] (f32[3]) [[0.0000, 0.0000],
+  # expect:                                                 [0.0000, 0.0000]] (f32[2, 2])
 }
