@@ -246,6 +246,8 @@ def einsum():
     line("chain", (np.einsum("ij,jk,kl->il", a, b, c), "f32"))
     line("ellipsis", (np.einsum("...ij->...ji", p), "f32"))
     line("ellipsis-mm", (np.einsum("...ij,...jk->...ik", p, q), "f32"))
+    line("ellipsis-rank", (np.einsum("...ij,...jk->...ik", p, b), "f32"))
+    line("mid-ellipsis", (np.einsum("i...j,j->...i", p, u), "f32"), (np.einsum("Ba", a), "f32"))
     line("matvec", (np.einsum("ij,j->i", a, u), "f32"), "dot", float(np.einsum("i,i->", u, u)))
     line("bsum", (np.einsum("bij->bj", p), "f32"))
     line("int", (np.einsum("ij,jk->ik", np.array([[1, 2], [3, 4]]), np.array([[5, 6], [7, 8]])), "i64"))

@@ -1,7 +1,8 @@
 # einsum (numpy.einsum / torch.einsum): matmul, implicit output (letters
 # that appear once, in alphabetical order), transpose, sums, trace and
 # diagonal (a letter repeated in one operand), outer and elementwise
-# products, batched matmul, three operands, `...`, integers, and
+# products, batched matmul, three operands, `...` (also of fewer axes in
+# one operand, and in the middle), upper-case letters, integers, and
 # gradients with respect to both operands.  Expected values:
 # tests/data/composites_ref.py (numpy float64; gradients by central finite
 # differences).
@@ -28,6 +29,8 @@ fn main() {
   print("chain", einsum("ij,jk,kl->il", a, b, c))
   print("ellipsis", einsum("...ij->...ji", p))
   print("ellipsis-mm", einsum("...ij,...jk->...ik", p, q))
+  print("ellipsis-rank", einsum("...ij,...jk->...ik", p, b))
+  print("mid-ellipsis", einsum("i...j,j->...i", p, u), einsum("Ba", a))
   print("matvec", einsum("ij,j->i", a, u), "dot", einsum("i,i->", u, u))
   print("bsum", einsum("bij->bj", p))
   print("int", einsum("ij,jk->ik", tensor([[1, 2], [3, 4]]), tensor([[5, 6], [7, 8]])))
@@ -68,6 +71,14 @@ fn main() {
   # expect:
   # expect:              [[ 26.0000,  29.0000],
   # expect:               [ 62.0000,  69.5000]]] (f32[2, 2, 2])
+  # expect: ellipsis-rank [[[-10.0000, -13.0000, -16.0000, -19.0000],
+  # expect:                 [ -1.0000,  -1.7500,  -2.5000,  -3.2500]],
+  # expect:
+  # expect:                [[  8.0000,   9.5000,  11.0000,  12.5000],
+  # expect:                 [ 17.0000,  20.7500,  24.5000,  28.2500]]] (f32[2, 2, 4])
+  # expect: mid-ellipsis [[-6.0000,  6.0000],
+  # expect:               [ 0.0000, 12.0000]] (f32[2, 2]) [[-2.0000, -1.0000,  0.0000],
+  # expect:                                                [ 1.0000,  2.0000,  3.0000]] (f32[2, 3])
   # expect: matvec [0.0000, 6.0000] (f32[2]) dot 14.0000
   # expect: bsum [[-7.0000, -5.0000, -3.0000],
   # expect:       [ 5.0000,  7.0000,  9.0000]] (f32[2, 3])
