@@ -131,6 +131,7 @@ static td_value b_cum(el_ctx *c, int prod, td_value *a, td_span sp) {
   td_dtype t = n->dtype, wt = td_dtype_is_float(t) ? work_dtype(t) : TD_I64;
   int r = n->rank, ax;
   if (el_axis(c, &a[1], r ? r : 1, &ax)) return el_err();
+  if (r + 1 > TD_MAX_RANK) { td_error(c->diags, sp, "%s needs a tensor of at most %d dimensions", fn, TD_MAX_RANK - 1); return el_err(); }
   td_value x = cast(c, a[0], wt, sp);
   if (r == 0 || x.k == V_ERR) return cast(c, x, td_dtype_is_float(t) ? t : TD_I64, sp);
   td_dim len = el_node(c, &x)->shape[ax];
@@ -230,12 +231,12 @@ static int sort_args(el_ctx *c, const char *fn, td_value *x, const td_value *axv
 }
 
 /* values and indices of the first m positions of x sorted along ax. */
-static int sort_core(el_ctx *c, const td_value *x0, int ax, int desc, td_dim m, int want_values,
+static int sort_core(el_ctx *c, const char *fn, const td_value *x0, int ax, int desc, td_dim m, int want_values,
                      td_value *vals, td_value *idxs, td_span sp) {
   const td_node *n = el_node(c, x0);
   td_dtype t = n->dtype;
   int r = n->rank;
-  if (r + 1 > TD_MAX_RANK) { td_error(c->diags, sp, "sorting needs a tensor of at most %d dimensions", TD_MAX_RANK - 1); return -1; }
+  if (r + 1 > TD_MAX_RANK) { td_error(c->diags, sp, "%s needs a tensor of at most %d dimensions", fn, TD_MAX_RANK - 1); return -1; }
   td_dim len = n->shape[ax];
   td_value x = cast(c, *x0, td_dtype_is_half(t) ? TD_F32 : t, sp);
   td_value xi = unsq(c, &x, ax + 1, sp), xj = unsq(c, &x, ax, sp);   /* i at ax, j at ax + 1 */
@@ -303,7 +304,7 @@ static td_value b_sort(el_ctx *c, int which, td_value *a, td_span sp) {
     }
   }
   td_value v = el_none(sp), ix = el_none(sp);
-  if (sort_core(c, &a[0], ax, desc, m, which != 1, &v, &ix, sp)) return el_err();
+  if (sort_core(c, fn, &a[0], ax, desc, m, which != 1, &v, &ix, sp)) return el_err();
   if (which == 2 && (m < 0 || len < 0) && m != len) {
     /* a symbolic k or axis: k <= the axis' size is a run-time size check
      * (lang/checks.c), made by every backend before anything runs, of
