@@ -130,11 +130,11 @@ static const builtin table[] = {
   /* composites over the primitives (builtins_extra.c) */
   {"cumsum", B_EXTRA, 0, 2, {"x", "axis"}},
   {"cumprod", B_EXTRA, 1, 2, {"x", "axis"}},
-  {"index_add", B_EXTRA, 2, 3, {"x", "idx", "src", "axis"}},
+  {"index_add", B_EXTRA, 2, 3, {"x", "idx", "src", "axis", "alpha"}},
   {"scatter_add", B_EXTRA, 3, 3, {"x", "idx", "src", "axis"}},
-  {"sort", B_EXTRA, 4, 1, {"x", "axis", "descending"}},
-  {"argsort", B_EXTRA, 5, 1, {"x", "axis", "descending"}},
-  {"topk", B_EXTRA, 6, 2, {"x", "k", "axis", "largest"}},
+  {"sort", B_EXTRA, 4, 1, {"x", "axis", "descending", "stable"}},
+  {"argsort", B_EXTRA, 5, 1, {"x", "axis", "descending", "stable"}},
+  {"topk", B_EXTRA, 6, 2, {"x", "k", "axis", "largest", "sorted"}},
   {"einsum", B_EXTRA, 7, 1, {"equation"}},
   {"norm", B_EXTRA, 8, 1, {"x", "p", "axis", "keepdims"}},
 };

@@ -208,6 +208,18 @@ static td_value b_scatter(el_ctx *c, int is_scatter, td_value *a, td_span sp) {
   td_value dd = iota(c, d, el_node(c, &a[1])->dtype, r + 1, ax, sp);
   td_value m = bin(c, TD_OP_EQ, ie, dd, sp);
   td_value src = cast(c, a[2], wt, sp);
+  if (!is_scatter && a[4].k != V_NONE) {   /* index_add's alpha: src scaled first, as torch */
+    if (a[4].k != V_INT && a[4].k != V_FLOAT) {
+      td_error(c->diags, a[4].span, "index_add's alpha must be a number, found %s", el_kind_name(&a[4]));
+      return el_err();
+    }
+    if (a[4].k == V_FLOAT && !td_dtype_is_float(t)) {
+      td_diag *g = td_error(c->diags, a[4].span, "index_add's alpha is a float but x is %s", td_dtype_name(t));
+      td_diag_help(c->diags, g, "use an integer alpha, or convert x and src to a float dtype");
+      return el_err();
+    }
+    src = bin(c, TD_OP_MUL, src, a[4], sp);
+  }
   td_value se = unsq(c, &src, ax, sp);
   td_value s = red(c, TD_IR_SUM, sel(c, m, se, el_int(0, sp), sp), 1u << (ax + 1), 0, sp);
   td_value out = bin(c, TD_OP_ADD, cast(c, a[0], wt, sp), s, sp);
@@ -290,8 +302,11 @@ static td_value pair(el_ctx *c, td_value a, td_value b, td_span sp) {
 static td_value b_sort(el_ctx *c, int which, td_value *a, td_span sp) {
   const char *fn = which == 0 ? "sort" : which == 1 ? "argsort" : "topk";
   td_value *axv = which == 2 ? &a[2] : &a[1], *flag = which == 2 ? &a[3] : &a[2];
-  int ax, desc;
-  if (sort_args(c, fn, &a[0], axv, &ax) || opt_flag(c, flag, which == 2, &desc)) return el_err();
+  int ax, desc, always;
+  /* stable (sort, argsort) and sorted (topk) are accepted for PyTorch's
+   * signatures: the result is stable and sorted either way */
+  if (sort_args(c, fn, &a[0], axv, &ax) || opt_flag(c, flag, which == 2, &desc) ||
+      opt_flag(c, which == 2 ? &a[4] : &a[3], 1, &always)) return el_err();
   td_dim len = el_node(c, &a[0])->shape[ax], m = len;
   if (which == 2) {
     if (a[1].k == V_TENSOR) { el_err_host_read(c, &a[1], "topk's k"); return el_err(); }

@@ -182,6 +182,8 @@ def index_add_scatter_add():
     line("cols", (index_add(x, [1, 1, 0], src1, 1), "f32"))
     line("int", (index_add(np.zeros(3, np.int64), [2, 2], np.array([5, 7]), 0), "i32"))
     line("inf", (index_add(np.zeros(3), [1], np.array([inf]), 0), "f32"))
+    line("alpha", (index_add(np.zeros(3), [0, 0, 2], -0.5 * np.array([1.0, 2.0, 3.0]), 0), "f32"),
+         (index_add(np.zeros(2, np.int64), [1], 2 * np.array([3]), 0), "i64"))
     line("scatter1d", (scatter_add(np.zeros(3), [0, 2, 0, 1], np.array([1.0, 2.0, 3.0, 4.0]), 0), "f32"))
     i2 = np.array([[0, 1, 0, 2], [2, 2, 1, 0]])
     s2 = np.array([[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]])
@@ -222,6 +224,7 @@ def sort_topk():
     s, i = sort_np(n)
     line("int", (s, "i32"), (i, "i64"))
     line("bool", (sort_np(np.array([1, 0, 1, 0]))[1], "i64"))
+    line("stable-kw", (sort_np(np.array([2, 1, 2]))[1], "i64"), (sort_np(np.array([1.0, 3.0, 2.0]), desc=True)[0][:2], "f32"))
     x = np.array([[0.5, -1.5, 2.0, 1.0], [3.0, 0.25, -2.0, 1.5]])
     w = np.array([[1.0, 2.0, -1.0, 0.5], [-3.0, 1.0, 2.0, 4.0]])
     line("grad sort", (fd(lambda x: np.sum(w * sort_np(x, desc=True)[0]), x), "f32"))

@@ -22,6 +22,8 @@ fn main() {
   print("cols", index_add(x, tensor([1, 1, 0], dtype = i32), src1, axis = 1))
   print("int", index_add(zeros([3], dtype = i32), tensor([2, 2]), tensor([5, 7], dtype = i32), 0))
   print("inf", index_add(zeros([3]), tensor([1]), tensor([1.0]) / tensor([0.0])))
+  print("alpha", index_add(zeros([3]), tensor([0, 0, 2]), tensor([1.0, 2.0, 3.0]), alpha = -0.5),
+        index_add(zeros([2], dtype = i64), tensor([1]), tensor([3]), 0, 2))
   print("scatter1d", scatter_add(zeros([3]), tensor([0, 2, 0, 1]), tensor([1.0, 2.0, 3.0, 4.0]), 0))
   let i2 = tensor([[0, 1, 0, 2], [2, 2, 1, 0]])
   let s2 = tensor([[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]])
@@ -43,6 +45,7 @@ fn main() {
   # expect:       [10.5000, 12.0000]] (f32[4, 2])
   # expect: int [ 0,  0, 12] (i32[3])
   # expect: inf [0.0000,    inf, 0.0000] (f32[3])
+  # expect: alpha [-1.5000,  0.0000, -1.5000] (f32[3]) [0, 6] (i64[2])
   # expect: scatter1d [4.0000, 4.0000, 2.0000] (f32[3])
   # expect: scatter-axis1 [[ 4.0000,  2.0000,  4.0000],
   # expect:                [ 8.0000,  7.0000, 11.0000]] (f32[2, 3])

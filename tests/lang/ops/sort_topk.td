@@ -39,6 +39,9 @@ fn main() {
   let (nv, ni) = sort(tensor([5, 3, 5, 1], dtype = i32))
   print("int", nv, ni)
   print("bool", argsort(tensor([true, false, true, false])))
+  # PyTorch's stable = and sorted = are accepted (the result is stable and sorted anyway)
+  let (kv2, ki2) = topk(tensor([1.0, 3.0, 2.0]), 2, sorted = false)
+  print("stable-kw", argsort(tensor([2, 1, 2]), stable = false), kv2)
   let x = tensor([[0.5, -1.5, 2.0, 1.0], [3.0, 0.25, -2.0, 1.5]])
   print("grad sort", grad(w_sort)(x))
   print("grad topk", grad(w_topk)(x))
@@ -64,6 +67,7 @@ fn main() {
   # expect:                                                    [0, 1, 2]] (i64[2, 3])
   # expect: int [1, 3, 5, 5] (i32[4]) [3, 1, 0, 2] (i64[4])
   # expect: bool [1, 3, 0, 2] (i64[4])
+  # expect: stable-kw [1, 0, 2] (i64[3]) [3.0000, 2.0000] (f32[2])
   # expect: grad sort [[-1.0000,  0.5000,  1.0000,  2.0000],
   # expect:            [-3.0000,  2.0000,  4.0000,  1.0000]] (f32[2, 4])
   # expect: grad topk [[ 2.0000,  1.0000,  0.0000,  0.0000],
