@@ -51,6 +51,10 @@ static td_value unsq(el_ctx *c, const td_value *x, int ax, td_span sp) {
 
 /* arange(n) of dtype dt as a tensor of rank `rank`, n at axis pos, 1 elsewhere. */
 static td_value iota(el_ctx *c, td_dim n, td_dtype dt, int rank, int pos, td_span sp) {
+  if (rank > TD_MAX_RANK) {
+    td_error(c->diags, sp, "this needs more axes than a tensor may have (%d)", TD_MAX_RANK);
+    return el_err();
+  }
   td_attr at;
   memset(&at, 0, sizeof at);
   at.i2 = 1;
@@ -90,8 +94,12 @@ static td_dtype work_dtype(td_dtype t) { return td_dtype_is_half(t) ? TD_F32 : t
  * whose evaluation checks every index against -d <= i < d, eagerly and
  * compiled alike (a take is never removed as dead code). */
 static td_value checked_zero(el_ctx *c, const td_value *idx, td_dim d, td_span sp) {
+  /* copied: emitting nodes may move the node array */
   const td_node *ix = el_node(c, idx);
   td_dtype it = ix->dtype;
+  int ir = ix->rank;
+  td_dim is[TD_MAX_RANK];
+  memcpy(is, ix->shape, sizeof is);
   td_value z = el_int(0, sp);
   int zid = el_as_tensor(c, &z, it, sp);
   if (zid < 0) return el_err();
@@ -102,7 +110,7 @@ static td_value checked_zero(el_ctx *c, const td_value *idx, td_dim d, td_span s
   memset(&at, 0, sizeof at);
   at.axis = 0;
   int in[2] = {zd.node, idx->node};
-  return tensor_of(el_emit(c, TD_IR_GATHER, it, ix->rank, ix->shape, in, 2, &at, sp), sp);
+  return tensor_of(el_emit(c, TD_IR_GATHER, it, ir, is, in, 2, &at, sp), sp);
 }
 
 /* idx checked against the size d and made non-negative (i < 0 counts from the end). */
@@ -193,19 +201,20 @@ static td_value b_scatter(el_ctx *c, int is_scatter, td_value *a, td_span sp) {
       return el_err();
     }
   }
-  td_dtype t = x->dtype, wt = work_dtype(t);
-  td_dim d = x->shape[ax];
+  if (r + 1 > TD_MAX_RANK) { td_error(c->diags, sp, "%s needs x of at most %d dimensions", fn, TD_MAX_RANK - 1); return el_err(); }
+  /* copied before anything is emitted, which may move the node array */
+  td_dtype t = x->dtype, wt = work_dtype(t), it = ix->dtype;
+  td_dim d = x->shape[ax], np = ix->shape[0];
   td_value idx = norm_index(c, &a[1], d, sp);
   /* [.., D, P, ..]: position i of the output (axis ax) against src's j (ax + 1) */
   td_value ie;
   if (is_scatter) ie = unsq(c, &idx, ax, sp);
   else {
     td_dim s[TD_MAX_RANK];
-    if (r + 1 > TD_MAX_RANK) { td_error(c->diags, sp, "%s needs x of at most %d dimensions", fn, TD_MAX_RANK - 1); return el_err(); }
-    for (int i = 0; i <= r; i++) s[i] = i == ax + 1 ? ix->shape[0] : 1;
+    for (int i = 0; i <= r; i++) s[i] = i == ax + 1 ? np : 1;
     ie = idx.k == V_ERR ? idx : el_reshape(c, &idx, r + 1, s, sp);
   }
-  td_value dd = iota(c, d, el_node(c, &a[1])->dtype, r + 1, ax, sp);
+  td_value dd = iota(c, d, it, r + 1, ax, sp);
   td_value m = bin(c, TD_OP_EQ, ie, dd, sp);
   td_value src = cast(c, a[2], wt, sp);
   if (!is_scatter && a[4].k != V_NONE) {   /* index_add's alpha: src scaled first, as torch */
