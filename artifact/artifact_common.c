@@ -561,6 +561,13 @@ static int exe_usage(const char *prog, const char *msg) {
 
 int tda_exe_parse(int argc, char **argv, tda_exe_opts *o) {
   memset(o, 0, sizeof *o);
+  o->in_name = td_calloc((size_t)argc + 1, sizeof *o->in_name);
+  o->in_path = td_calloc((size_t)argc + 1, sizeof *o->in_path);
+  o->out = td_calloc((size_t)argc + 1, sizeof *o->out);
+  if (!o->in_name || !o->in_path || !o->out) {
+    fprintf(stderr, "%s: error: out of memory\n", argv[0]);
+    return 1;
+  }
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--entry") && strcmp(a, "--in") && strcmp(a, "--out") && strcmp(a, "--weights") &&
@@ -571,15 +578,22 @@ int tda_exe_parse(int argc, char **argv, tda_exe_opts *o) {
     if (!strcmp(a, "--entry")) o->entry = v;
     else if (!strcmp(a, "--weights")) o->weights = v;
     else if (!strcmp(a, "--bench")) o->bench = strtol(v, NULL, 10);
-    else if (!strcmp(a, "--out") && o->n_out < 64) o->out[o->n_out++] = v;
-    else if (!strcmp(a, "--in") && o->n_in < 64 && strchr(v, '=') > v && strchr(v, '=')[1]) {
+    else if (!strcmp(a, "--out")) o->out[o->n_out++] = v;
+    else if (!strcmp(a, "--in") && strchr(v, '=') > v && strchr(v, '=')[1]) {
       char *eq = strchr(argv[i], '=');
       *eq = 0;                 /* NAME=FILE.npy: the name ends here */
       o->in_name[o->n_in] = argv[i];
       o->in_path[o->n_in++] = eq + 1;
-    } else return exe_usage(argv[0], "bad --in or --out");
+    } else return exe_usage(argv[0], "--in needs ARG=FILE.npy");
   }
   return 0;
+}
+
+void tda_exe_opts_free(tda_exe_opts *o) {
+  td_free(o->in_name);
+  td_free(o->in_path);
+  td_free(o->out);
+  o->in_name = o->in_path = o->out = NULL;
 }
 
 /* The state of one command line run. */
@@ -588,9 +602,9 @@ typedef struct exe_run {
   const tda_exe_opts *o;
   tda_entry *e;
   int ei;
-  td_tensor *in[64], *out[64];
-  int64_t syms[64];
-  void *args[128];
+  td_tensor **in, **out;     /* the entry's, n_in and n_out of them */
+  int64_t *syms;             /* its n_args symbolic sizes */
+  void **args;               /* n_in + n_out */
   char err[sizeof(td_err)];
   int problems;              /* err is a list of problems, one per line */
 } exe_run;
@@ -607,15 +621,32 @@ static int run_fail(exe_run *r, const char *fmt, ...) {
 /* A failure of the model: its message. */
 static int model_fail(exe_run *r) { return run_fail(r, "%s", r->x->error(r->x->m)); }
 
+static int exe_open(exe_run *r, td_npy_file *files);
+
 /* The entry's .npy inputs, then the weights, each checked from its header
  * (runtime/sig.c, as `tdsl run` checks them) before any data is read; the
- * entry's sizes are bound from the inputs' shapes. */
+ * entry's sizes are bound from the inputs' shapes.  The run's arrays are
+ * sized for the entry (any number of inputs, outputs and sizes). */
 static int exe_inputs(exe_run *r) {
   tda_entry *e = r->e;
+  td_npy_file *files = td_calloc((size_t)e->n_in + 1, sizeof *files);
+  r->in = td_calloc((size_t)e->n_in + 1, sizeof *r->in);
+  r->out = td_calloc((size_t)e->n_out + 1, sizeof *r->out);
+  r->syms = td_calloc((size_t)e->n_args + 1, sizeof *r->syms);
+  r->args = td_calloc((size_t)e->n_in + (size_t)e->n_out + 1, sizeof *r->args);
+  if (!files || !r->in || !r->out || !r->syms || !r->args) {
+    td_free(files);
+    return run_fail(r, "out of memory");
+  }
+  int rc = exe_open(r, files);
+  td_free(files);
+  return rc;
+}
+
+static int exe_open(exe_run *r, td_npy_file *files) {
+  tda_entry *e = r->e;
   const tda_exe_opts *o = r->o;
-  td_npy_file files[64];
   td_err err;
-  if (e->n_in > 64) return run_fail(r, "%s has %d inputs, more than the 64 this command line takes", e->name, e->n_in);
   if (td_sig_open_inputs(&e->sizes, e->name, e->sig_in, e->n_in, o->in_name, o->in_path, o->n_in, files, e->symvals,
                          &err)) {
     r->problems = 1;
@@ -722,10 +753,12 @@ int tda_exe_run(const tda_exe_model *x, const tda_exe_opts *o, const char *argv0
   int rc = exe_steps(r) ? 1 : 0;
   if (rc && r->problems) td_sig_print_errors(stderr, argv0, r->err);
   else if (rc) fprintf(stderr, "%s: error: %s\n", argv0, r->err);
-  for (int i = 0; i < 64; i++) {
-    td_tensor_release(r->in[i]);
-    td_tensor_release(r->out[i]);
-  }
+  for (int i = 0; r->e && r->in && i < r->e->n_in; i++) td_tensor_release(r->in[i]);
+  for (int i = 0; r->e && r->out && i < r->e->n_out; i++) td_tensor_release(r->out[i]);
+  td_free(r->in);
+  td_free(r->out);
+  td_free(r->syms);
+  td_free(r->args);
   td_free(r);
   return rc;
 }

@@ -226,13 +226,16 @@ int tda_run_prints(const tda_entry *e, tda_fetch_fn fetch, void *ud, void (*prin
 /* ---- the --exe command line ---- */
 
 typedef struct tda_exe_opts {
-  const char *entry, *weights, *in_name[64], *in_path[64], *out[64];
+  const char *entry, *weights;
+  const char **in_name, **in_path, **out;   /* as many as the command line has */
   int n_in, n_out;
   long bench;
 } tda_exe_opts;
 
-/* 0, or 2 after a usage message on stderr. */
+/* 0, or 2 after a usage message on stderr (1 when out of memory); what it
+ * allocated is freed by tda_exe_opts_free, whatever it returned. */
 int tda_exe_parse(int argc, char **argv, tda_exe_opts *o);
+void tda_exe_opts_free(tda_exe_opts *o);
 
 /* A model as the command line drives it. */
 typedef int (*tda_call_fn)(void *m, int ei, const int64_t *syms, void *const *args);

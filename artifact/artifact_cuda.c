@@ -581,14 +581,19 @@ static const char *exe_error(void *m) { return tdcu_error(m); }
 int tdcu_exe_main(int argc, char **argv, const int64_t *desc, const unsigned char *data) {
   tda_exe_opts o;
   int rc = tda_exe_parse(argc, argv, &o);
-  if (rc) return rc;
+  if (rc) {
+    tda_exe_opts_free(&o);
+    return rc;
+  }
   tdcu_model *m = tdcu_create(TDCU_ABI, (uint64_t)desc[3], desc, data);
   if (!m) {
     fprintf(stderr, "%s: error: %s\n", argv[0], tdcu_error(NULL));
+    tda_exe_opts_free(&o);
     return 1;
   }
   tda_exe_model x = {m, m->n_entries, exe_entry, exe_load, exe_call, exe_quiet, exe_error, NULL};
   rc = tda_exe_run(&x, &o, argv[0]);
   tdcu_free(m);
+  tda_exe_opts_free(&o);
   return rc;
 }

@@ -732,14 +732,19 @@ static const char *exe_error(void *m) { return tdrt_error(m); }
 int tdrt_exe_main(int argc, char **argv, const int64_t *desc, const unsigned char *data, tdrt_kernels_fn kernels) {
   tda_exe_opts o;
   int rc = tda_exe_parse(argc, argv, &o);
-  if (rc) return rc;
+  if (rc) {
+    tda_exe_opts_free(&o);
+    return rc;
+  }
   tdrt_model *m = tdrt_create(TDRT_ABI, (uint64_t)desc[3], desc, data, kernels);
   if (!m) {
     fprintf(stderr, "%s: error: cannot create the model: %s\n", argv[0], tdrt_error(NULL));
+    tda_exe_opts_free(&o);
     return 1;
   }
   tda_exe_model x = {m, m->n_entries, entry_of, exe_load, exe_call, exe_quiet, exe_error, exe_direct};
   rc = tda_exe_run(&x, &o, argv[0]);
   tdrt_free(m);
+  tda_exe_opts_free(&o);
   return rc;
 }

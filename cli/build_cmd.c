@@ -21,6 +21,7 @@
 #include "driver/driver.h"
 #include "gpu/build_cuda.h"
 #include "runtime/mem.h"
+#include "cli/explain_cmd.h"
 #include "cli/search.h"
 
 static int busage(const char *msg, const char *arg) {
@@ -60,6 +61,10 @@ static void default_prefix(const char *file, char *out, size_t n) {
 
 static void add_dir(void *ud, const char *dir) { td_program_add_search_dir(ud, dir); }
 
+#define MAX_OPTS 64
+static const char *entry_specs[MAX_OPTS], *param_opts[MAX_OPTS];
+static int n_entry_specs, n_param_opts;
+
 static int parse(int argc, char **argv, td_build_opts *o, const char **file, td_backend *b) {
   const char *device = NULL;
   for (int i = 2; i < argc; i++) {
@@ -68,10 +73,14 @@ static int parse(int argc, char **argv, td_build_opts *o, const char **file, td_
     else if (!strcmp(a, "--embed-weights")) o->embed_weights = 1;
     else if (!strncmp(a, "--embed-weights=", 16)) return busage("--embed-weights takes no value, got '%s'", a);
     else if (!strcmp(a, "-o") || !strcmp(a, "--name") || !strcmp(a, "--seed") || !strcmp(a, "--march") ||
-             !strcmp(a, "--device") || !strcmp(a, "--arch")) {
+             !strcmp(a, "--device") || !strcmp(a, "--arch") || !strcmp(a, "--entry") || !strcmp(a, "--param")) {
       if (!v) return busage("%s needs a value", a);
       i++;
-      if (!strcmp(a, "-o")) o->dir = v;
+      if (!strcmp(a, "--entry") || !strcmp(a, "--param")) {
+        int *n = !strcmp(a, "--entry") ? &n_entry_specs : &n_param_opts;
+        if (*n == MAX_OPTS) return busage("too many %s options", a);
+        (!strcmp(a, "--entry") ? entry_specs : param_opts)[(*n)++] = v;
+      } else if (!strcmp(a, "-o")) o->dir = v;
       else if (!strcmp(a, "--name")) o->prefix = v;
       else if (!strcmp(a, "--march")) o->march = v;
       else if (!strcmp(a, "--device")) device = v;
@@ -129,7 +138,16 @@ int td_cli_build(int argc, char **argv) {
   int color = isatty(2) && !getenv("NO_COLOR");
   td_err err;
   rc = 0;
-  if (td_program_load_file(p, file) == 0 && td_drive_build(p, b, &o, &err)) {
+  const char *entries[MAX_OPTS];
+  if (td_program_load_file(p, file) == 0) {
+    /* --param, and the entries (an --entry may carry parameters: Net(T=5).forward) */
+    for (int k = 0; k < n_entry_specs && rc == 0; k++)
+      if (cli_model_args(p, NULL, 0, entry_specs[k], &entries[k])) rc = 1;
+    if (rc == 0 && (cli_model_args(p, param_opts, n_param_opts, NULL, NULL) || td_program_check_model_args(p))) rc = 1;
+    o.entries = entries;
+    o.n_entries = n_entry_specs;
+  }
+  if (rc == 0 && !d.n_errors && td_drive_build(p, b, &o, &err)) {
     if (!d.n_errors) fprintf(stderr, "tdsl: error: %s\n", err.msg);
     rc = 1;
   }

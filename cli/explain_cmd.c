@@ -30,6 +30,8 @@ typedef struct xopts {
   const char *size_names[MAX_SIZES];
   int64_t size_values[MAX_SIZES];
   unsigned dumps;          /* TD_DUMP_* bits: passes and fused */
+  const char *params[MAX_SIZES];   /* --param NAME=VALUE */
+  int n_params;
   td_backend device;       /* --device: cpu (the default) or cuda */
 } xopts;
 
@@ -76,10 +78,14 @@ static int parse_xopts(int argc, char **argv, xopts *o) {
       if (td_backend_parse(val, &o->device))
         return xusage("--device needs cpu or cuda, got '%s'", val ? val : "");
       i++;
-    }    else if (!strcmp(a, "--entry") || !strcmp(a, "--size")) {
+    }    else if (!strcmp(a, "--entry") || !strcmp(a, "--size") || !strcmp(a, "--param")) {
       if (!val) return xusage("%s needs a value", a);
       i++;
       if (!strcmp(a, "--entry")) o->entry = val;
+      else if (!strcmp(a, "--param")) {
+        if (o->n_params == MAX_SIZES) return xusage("too many %s options", a);
+        o->params[o->n_params++] = val;
+      }
       else rc = parse_size(o, val);
     } else if (a[0] == '-' && a[1]) return xusage("unknown option '%s'", a);
     else if (o->file) return xusage("only one file can be given, found another: '%s'", a);
@@ -143,7 +149,10 @@ int td_cli_explain(int argc, char **argv) {
   const char **names = NULL;
   td_plan **plans = NULL;
   int n = 0;
-  if (p && td_program_load_file(p, o.file) == 0) {
+  if (p && td_program_load_file(p, o.file) == 0 &&
+      (cli_model_args(p, o.params, o.n_params, o.entry, &o.entry) || td_program_check_model_args(p)))
+    rc = 1;
+  else if (p && !d.n_errors) {
     n = td_program_entries(p, &names);
     if (o.entry) { names = &o.entry; n = 1; }
     plans = td_arena_alloc(arena, (size_t)(n + 1) * sizeof *plans);

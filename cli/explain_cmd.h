@@ -19,4 +19,10 @@ td_backend td_cli_backend(int cuda, int compiled);
  * cache's warning on stderr once per process. */
 td_drive_opts td_cli_drive_opts(td_backend b, unsigned dumps, const td_diags *d);
 
+/* Gives p the --param NAME=VALUE options (n of them) and the parameters
+ * of an --entry spec (Net(T=5).forward, lang/model_args.c); *entry
+ * receives the entry's name, or stays as it is when spec is NULL.  0, or
+ * -1 (the error is printed, or in p's diagnostics). */
+int cli_model_args(td_program *p, const char *const *params, int n, const char *spec, const char **entry);
+
 #endif

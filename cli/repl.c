@@ -15,7 +15,8 @@
  * is handed to the session (driver/session.h), which does the work; this file
  * only reads lines, decides when an input is complete, prints results and
  * renders diagnostics.  The history is $XDG_STATE_HOME/tdsl/history when
- * XDG_STATE_HOME is set, ~/.tdsl_history otherwise.
+ * XDG_STATE_HOME is set, ~/.tdsl_history otherwise; a multi-line input is
+ * one entry of it (its lines joined by newlines), recalled whole.
  */
 #include <errno.h>
 #include <signal.h>
@@ -128,7 +129,7 @@ static void cmd_help(repl *r, const char *arg) {
   for (const command *c = commands; c->name; c++) {
     char head[64];
     snprintf(head, sizeof head, ":%s%s%s", c->name, c->args ? " " : "", c->args ? c->args : "");
-    printf("  %-22s %s\n", head, c->help);
+    printf("  %-24s %s\n", head, c->help);
   }
   puts("Ctrl-C interrupts a computation, Ctrl-D exits.  Docs: docs/repl.md.");
 }
@@ -269,6 +270,60 @@ static void cmd_load(repl *r, const char *arg) {
   report(r, rc);
 }
 
+/* The blank-separated words of arg (at most max, each cut at n - 1
+ * characters) into w; their count, or -1 for more than max. */
+static int words(const char *arg, char (*w)[1024], int max) {
+  int n = 0;
+  for (;;) {
+    arg += strspn(arg, " \t\r\n");
+    if (!*arg) return n;
+    if (n == max) return -1;
+    size_t k = strcspn(arg, " \t\r\n");
+    size_t c = k < 1023 ? k : 1023;
+    memcpy(w[n], arg, c);
+    w[n++][c] = 0;
+    arg += k;
+  }
+}
+
+#define WEIGHTS_USAGE ":load-weights FILE.safetensors NAME [--prefix FROM=TO] [--strict=false] [--convert]"
+
+static void cmd_load_weights(repl *r, const char *arg) {
+  char w[6][1024];
+  int n = words(arg, w, 6);
+  td_weights_opts o = {NULL, 0, 0};
+  const char *bad = n < 2 ? "`:load-weights` needs a file and a model instance" : NULL;
+  for (int i = 2; !bad && i < n; i++) {
+    if (!strcmp(w[i], "--convert")) o.convert = 1;
+    else if (!strcmp(w[i], "--strict=false")) o.lenient = 1;
+    else if (!strcmp(w[i], "--strict=true")) o.lenient = 0;
+    else if (!strcmp(w[i], "--prefix") && i + 1 < n && td_weights_prefix_ok(w[i + 1])) o.prefix = w[++i];
+    else bad = "`:load-weights` takes --prefix FROM=TO, --strict=false and --convert after the file and the name";
+  }
+  if (bad) {
+    usage_error(r, bad, "e.g. " WEIGHTS_USAGE);
+    return;
+  }
+  char *note = NULL;
+  int rc = td_session_load_weights(r->s, w[1], w[0], &o, &note);
+  if (rc == 0) printf("Loaded %s into %s.\n", w[0], w[1]);
+  if (note) printf("note: %s\n", note);
+  free(note);
+  report(r, rc);
+}
+
+static void cmd_save_weights(repl *r, const char *arg) {
+  char w[3][1024];
+  if (words(arg, w, 2) != 2) {
+    usage_error(r, "`:save-weights` needs a file and a model instance", "e.g. :save-weights m.safetensors m");
+    return;
+  }
+  int count = 0;
+  int rc = td_session_save_weights(r->s, w[1], w[0], &count);
+  if (rc == 0) printf("Saved %d tensor%s of %s to %s.\n", count, count == 1 ? "" : "s", w[1], w[0]);
+  report(r, rc);
+}
+
 static void cmd_reload(repl *r, const char *arg) {
   (void)arg;
   int rc = td_session_reload(r->s);
@@ -291,6 +346,8 @@ static const command commands[] = {
   {"device", "cpu|cuda", "where inputs run: the CPU, or CUDA kernels on an NVIDIA GPU", 0, cmd_device},
   {"load", "FILE", "load the models and functions of a .td file", 0, cmd_load},
   {"reload", NULL, "load the files given to :load again", 0, cmd_reload},
+  {"load-weights", "FILE NAME", "load a safetensors state_dict into model instance NAME", 0, cmd_load_weights},
+  {"save-weights", "FILE NAME", "write model instance NAME's state_dict to a safetensors file", 0, cmd_save_weights},
   {"quit", NULL, "leave (also Ctrl-D)", 0, cmd_quit},
   {NULL, NULL, NULL, 0, NULL},
 };
@@ -473,9 +530,22 @@ static void setup_editing(repl *r) {
   if (r->history) read_history(r->history);
 }
 
+/* Adds a whole input (its lines joined by newlines) to the history as one
+ * entry, so Up recalls all of a multi-line `fn` or `model` at once. */
+static void remember(repl *r, text *h) {
+  while (h->len && (h->s[h->len - 1] == '\n' || h->s[h->len - 1] == ' ')) h->s[--h->len] = 0;
+  if (h->len) {
+    add_history(h->s);
+    if (r->history) write_history(r->history);
+  }
+  h->len = 0;
+  if (h->s) h->s[0] = 0;
+}
+
 /* Interactive use: libedit, prompts, Ctrl-C. */
 static void read_terminal(repl *r) {
   setup_editing(r);
+  text hist = {0};   /* the lines of the input being typed, for the history */
   while (!r->quit) {
     interrupted = 0;
     int more = r->buf.len > 0 || r->cmd;
@@ -485,16 +555,23 @@ static void read_terminal(repl *r) {
       if (more) puts("(input abandoned)");
       else putchar('\n');
       reset_input(r);
+      remember(r, &hist);       /* an abandoned input can be recalled and fixed */
       continue;
     }
-    if (line[strspn(line, " \t")]) {
-      add_history(line);
-      if (r->history) write_history(r->history);
-    }
     interrupted = 0;
-    feed_line(r, line);
+    /* a recalled entry may hold several lines: each is fed as typed */
+    for (char *p = line, *nl; !r->quit; p = nl + 1) {
+      nl = strchr(p, '\n');
+      if (nl) *nl = 0;
+      if (p[strspn(p, " \t")] && (text_add(&hist, p, strlen(p)) || text_add(&hist, "\n", 1))) hist.len = 0;
+      feed_line(r, p);
+      if (!r->buf.len && !r->cmd) remember(r, &hist);   /* the input ran (or was a command) */
+      if (!nl) break;
+    }
     free(line);
   }
+  remember(r, &hist);
+  free(hist.s);
   if (!r->quit) putchar('\n');
   clear_matches();
   free(matches);

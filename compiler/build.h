@@ -24,6 +24,8 @@ typedef struct td_build_opts {
   int embed_weights;     /* store the initial parameters in the library (else
                             create makes them from their recipes) */
   const char *cuda_arch; /* gpu/build_cuda.h's builds: "sm_90"; NULL: sm_90 */
+  const char *const *entries;  /* --entry: build only these entry points (n_entries > 0) */
+  int n_entries;
   /* The program's sources, for messages naming a file:line:col (set by
    * the driver's td_drive_build). */
   const td_diags *diags;

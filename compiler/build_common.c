@@ -61,6 +61,14 @@ static void name_entries(tdb_builder *b) {
   }
 }
 
+/* Whether the build makes entry point `name` (every one without --entry). */
+static int wanted(const td_build_opts *o, const char *name) {
+  if (o->n_entries <= 0) return 1;
+  for (int k = 0; k < o->n_entries; k++)
+    if (!strcmp(o->entries[k], name)) return 1;
+  return 0;
+}
+
 void *tdb_collect_entries(tdb_builder *b, td_program *prog, size_t each) {
   const char **names;
   int n = td_program_entries(prog, &names);
@@ -71,8 +79,21 @@ void *tdb_collect_entries(tdb_builder *b, td_program *prog, size_t each) {
     return NULL;
   }
   memset(extra, 0, (size_t)(n + 1) * each);
+  for (int k = 0; k < b->o->n_entries; k++) {   /* --entry: each must be an entry point */
+    int found = 0;
+    for (int i = 0; i < n && !found; i++) found = strcmp(names[i], "main") && !strcmp(names[i], b->o->entries[k]);
+    if (found) continue;
+    char list[600];
+    size_t w = 0;
+    list[0] = 0;
+    for (int i = 0; i < n && w < sizeof list; i++)
+      if (strcmp(names[i], "main")) w += (size_t)snprintf(list + w, sizeof list - w, "%s%s", w ? ", " : "", names[i]);
+    td_err_set(b->err, "--entry %s: %s has no entry point of that name (its entry points: %s)", b->o->entries[k],
+               b->o->source, w ? list : "none");
+    return NULL;
+  }
   for (int i = 0; i < n; i++)
-    if (strcmp(names[i], "main")) {
+    if (strcmp(names[i], "main") && wanted(b->o, names[i])) {
       memset(&b->e[b->n_e], 0, sizeof *b->e);
       b->e[b->n_e++].name = names[i];
     }

@@ -81,6 +81,7 @@ td_session *td_session_new(const td_session_opts *o) {
     return NULL;
   }
   td_program_set_seed(s->prog, s->o.seed);
+  td_program_allow_files(s->prog, 1);   /* load() and save(): tds_run_once and td_session_eval */
   return s;
 }
 
@@ -436,6 +437,10 @@ int tds_finish_graph(td_session *s, lowering *L, int bind, int show_leaves) {
   for (int i = 0; i < L->n; i++) L->out_of[i] = L->new_slot[i] = -1;
   if (bind && walk_session(s, L, W_COLLECT, NULL)) { tds_oom(s); return -1; }
   for (int k = 0; k < L->n_shown; k++) need_shown(L, &L->shown[k]);
+  const td_host_file *sv;
+  int n_sv = td_program_saves(s->prog, &sv);
+  for (int k = 0; bind && k < n_sv; k++)   /* save()'s values, written by td_session_eval */
+    if (sv[k].node >= 0 && sv[k].node < L->n) L->need[sv[k].node] = 1;
   for (int i = show_leaves ? 0 : L->n_attach; i < L->n; i++) {
     if (!L->need[i] || (g->nodes[i].op == TD_IR_PARAM && i >= L->n_attach)) continue;
     L->out_of[i] = g->n_outputs;
@@ -507,8 +512,25 @@ int tds_run_once(td_session *s, lowering *L, int quiet, td_prepared *prep) {
   td_err err;
   td_span sp = tds_no_span();
   int rc = -1;
-  if (!inputs) { tds_oom(s); return -1; }
-  for (int k = 0; k < r->n_inputs; k++) inputs[k] = s->slots[L->attach[L->orig[r->inputs[k]]]].t;
+  unsigned char *own = td_calloc((size_t)r->n_inputs + 1, 1);
+  if (!inputs || !own) { td_free(inputs); td_free(own); tds_oom(s); return -1; }
+  const td_host_file *ld;
+  int n_ld = td_program_loads(s->prog, &ld);
+  for (int k = 0; k < r->n_inputs; k++) {
+    int x = L->orig[r->inputs[k]];
+    if (x < L->n_attach) {
+      inputs[k] = s->slots[L->attach[x]].t;
+      continue;
+    }
+    for (int j = 0; j < n_ld; j++)   /* a load(): its data, read now (lang/builtins_io.c) */
+      if (ld[j].node == x) {
+        own[k] = 1;
+        if (!(inputs[k] = td_host_read(&ld[j], &L->g->nodes[x], &err))) {
+          td_error(&s->diags, ld[j].span, "%s", err.msg);
+          goto out;
+        }
+      }
+  }
   td_run_opts io;
   memset(&io, 0, sizeof io);
   io.on_print = quiet || !s->o.on_print ? ignore_print : s->o.on_print;
@@ -533,8 +555,32 @@ int tds_run_once(td_session *s, lowering *L, int quiet, td_prepared *prep) {
   } else {
     rc = 0;
   }
+out:
+  for (int k = 0; k < r->n_inputs; k++)
+    if (own[k]) td_tensor_release(inputs[k]);
+  td_free(own);
   td_free(inputs);
   return rc;
+}
+
+/* Writes the files of the input's save()s, in program order; 0, or -1
+ * with a diagnostic at the save() that failed. */
+static int write_saves(td_session *s, lowering *L) {
+  const td_host_file *sv;
+  int n = td_program_saves(s->prog, &sv);
+  for (int k = 0; k < n; k++) {
+    td_tensor *t = tds_node_tensor(s, L, sv[k].node);
+    td_err err;
+    if (!t) {
+      td_error(&s->diags, sv[k].span, "internal error: save()'s value was not computed");
+      return -1;
+    }
+    if (td_host_write(&sv[k], t, &err)) {
+      td_error(&s->diags, sv[k].span, "%s", err.msg);
+      return -1;
+    }
+  }
+  return 0;
 }
 
 /* The tensor of node x of g after the run (NULL when there is none). */
@@ -627,6 +673,7 @@ int td_session_eval(td_session *s, const char *text, int first_line) {
   int rc = tds_lower_text(s, &L, text, first_line);
   if (rc == 0) rc = tds_finish_graph(s, &L, 1, 0);
   if (rc == 0 && L.run->n_nodes > 0) rc = tds_run_once(s, &L, 0, NULL);
+  if (rc == 0) rc = write_saves(s, &L);
   char **texts = NULL;
   if (rc == 0 && s->o.on_value && !(texts = tds_value_texts(s, &L))) {
     tds_oom(s);

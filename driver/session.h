@@ -30,6 +30,7 @@
 #include "driver/driver.h"
 #include "lang/diag.h"
 #include "lang/ir.h"
+#include "runtime/weights.h"
 
 typedef struct td_session td_session;
 
@@ -125,6 +126,18 @@ typedef int (*td_session_runner)(void *ud, const td_graph *g, const td_diags *d,
                                  const td_run_opts *io, td_tensor ***outs, td_err *err,
                                  td_span *err_span);
 void td_session_set_runner(td_session *s, td_session_runner run, void *ud);
+
+/* :load-weights: loads the state_dict in safetensors file `path` into the
+ * model instance bound to `name` (names relative to the instance, checked
+ * as `tdsl run --weights` checks them, with o's options; o may be NULL).
+ * All or nothing.  *note receives the non-strict note (malloc'd) or NULL.
+ * 0, or -1 with diagnostics.  driver/session_weights.c. */
+int td_session_load_weights(td_session *s, const char *name, const char *path, const td_weights_opts *o,
+                            char **note);
+/* :save-weights: writes the state_dict of the instance bound to `name` to
+ * a safetensors file (a temporary file renamed); *count: tensors written.
+ * 0, or -1 with diagnostics. */
+int td_session_save_weights(td_session *s, const char *name, const char *path, int *count);
 
 /* Number of tensors the session holds (bound values, model parameters);
  * a tensor nothing refers to any more is freed after the input that

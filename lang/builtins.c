@@ -19,7 +19,7 @@ td_value el_apply_index(el_ctx *c, int in, const int *kind, const td_value *lo,
                         const td_value *hi, const td_value *step, td_span sp);
 
 typedef enum {
-  B_UNARY, B_BINARY, B_REDUCE, B_CAST, B_CREATE, B_OTHER, B_TRAIN, B_SCAN, B_CONV, B_EXTRA
+  B_UNARY, B_BINARY, B_REDUCE, B_CAST, B_CREATE, B_OTHER, B_TRAIN, B_SCAN, B_CONV, B_IO, B_EXTRA
 } bkind;
 
 #define BUILTIN_MAX_PARAMS 8
@@ -127,6 +127,9 @@ static const builtin table[] = {
   {"conv_transpose3d", B_CONV, 6, 2, {"x", "weight", "bias", "stride", "padding", "output_padding", "groups", "dilation"}},
   {"max_pool2d", B_CONV, 10, 2, {"x", "kernel_size", "stride", "padding", "dilation", "ceil_mode"}},
   {"avg_pool2d", B_CONV, 11, 2, {"x", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"}},
+  /* files (builtins_io.c) */
+  {"load", B_IO, 0, 1, {"path"}},
+  {"save", B_IO, 1, 2, {"path", "x"}},
   /* composites over the primitives (builtins_extra.c) */
   {"cumsum", B_EXTRA, 0, 2, {"x", "axis"}},
   {"cumprod", B_EXTRA, 1, 2, {"x", "axis"}},
@@ -635,6 +638,19 @@ static td_value b_stack(el_ctx *c, td_value *a, td_span sp) {
       return el_err();
     }
   }
+  for (int i = 0; i < a[0].n; i++)   /* named as stack's, not as the unsqueeze it is made of */
+    if (a[0].items[i].k != V_TENSOR) {
+      if (a[0].items[i].k == V_ERR) return el_err();
+      int numbers = 1;
+      for (int j = 0; j < a[0].n; j++) numbers &= a[0].items[j].k == V_INT || a[0].items[j].k == V_FLOAT ||
+                                                  a[0].items[j].k == V_BOOL;
+      td_diag *g = td_error(c->diags, a[0].items[i].span, "stack() stacks tensors, but element %d of the list is %s",
+                            i, el_kind_name(&a[0].items[i]));
+      if (numbers)
+        td_diag_help(c->diags, g, "to make a tensor of these numbers write tensor(%s)",
+                     td_span_text(c->diags, a[0].span));
+      return el_err();
+    }
   for (int i = 0; i < a[0].n; i++) {
     xs[i] = b_unsqueeze(c, &a[0].items[i], &ax, sp);
     if (xs[i].k == V_ERR) return el_err();
@@ -957,6 +973,7 @@ td_value el_builtin_call(el_ctx *c, int bi, td_value *args, const char **kw, int
   case B_TRAIN: return el_train_builtin(c, b->op, a, sp);
   case B_SCAN: return el_scan_builtin(c, b->op, a, sp);
   case B_CONV: return el_conv_builtin(c, b->op, a, sp);
+  case B_IO: return el_io_builtin(c, b->op, a, sp);
   case B_EXTRA: return el_extra_builtin(c, b->op, a, sp);
   }
   return el_err();

@@ -254,7 +254,9 @@ td_value el_scan_builtin(el_ctx *c, int which, td_value *a, td_span sp) {
   call[1] = args[1];
   for (int k = 0; k < n_extra; k++) call[2 + k] = a[5].k == V_TUPLE || a[5].k == V_LIST ? a[5].items[k] : a[5];
   for (int k = 0; k < 2 + n_extra; k++) kw[k] = NULL;
+  c->in_scan++;   /* load() and save() refuse to be inside (builtins_io.c) */
   td_value r = el_call_value(c, &a[0], call, kw, 2 + n_extra, sp, NULL);
+  c->in_scan--;
   td_value carry = r, y = el_none(sp);
   if (r.k != V_ERR && !which) {
     if (r.k != V_TUPLE || r.n != 2) {

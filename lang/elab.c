@@ -1254,6 +1254,14 @@ static td_value index_tensor(el_ctx *c, el_scope *s, const td_value *x, const td
       if (lo[ax].k == V_ERR) return el_err();
       if (lo[ax].k == V_TENSOR) {
         const char *xs = td_span_text(c->diags, e->a->span), *is = td_span_text(c->diags, it->span);
+        if (el_node(c, &lo[ax])->dtype == TD_BOOL) {   /* a mask: how many it keeps is known only at run time */
+          td_diag *g = td_error(c->diags, it->span, "indexing with a boolean mask: the number of elements it selects "
+                                "depends on the values, so the result's shape would not be known when the graph is built");
+          td_diag_help(c->diags, g, "keep the shape and zero what the mask drops: where(%s, %s, 0)\n"
+                       "or reduce over the selected elements: sum(where(%s, %s, 0)), or count them: sum(i64(%s))",
+                       is, xs, is, xs, is);
+          return el_err();
+        }
         td_diag *g = td_error(c->diags, it->span, "indexing with a tensor: index positions must be known when the graph is built");
         td_diag_help(c->diags, g, "to select with runtime indices use take (a gather inside the graph):\n    take(%s, %s, axis = %d)",
                      xs, is, ax);

@@ -53,4 +53,45 @@ void td_program_set_node_limit(td_program *p, int n);
  * of errors. */
 int td_program_check(td_program *p);
 
+/* ---- a model's parameters from the command line (lang/model_args.c) ----
+ * Each entry point's model is made with the given parameters it declares
+ * (keyword arguments, checked against its annotations).  A name given twice
+ * takes the last value.  0, or -1 when memory runs out. */
+int td_program_add_model_arg(td_program *p, const char *name, const char *value);
+/* An --entry spec: "Model.method", or "Model(NAME=VALUE, ...).method",
+ * whose values are added as above; *entry receives "Model.method".  0, or
+ * -1 with why filled. */
+int td_program_entry_spec(td_program *p, const char *spec, const char **entry, char *why, size_t why_n);
+/* Reports every given name that no model of the main file declares (with
+ * "did you mean"); the number of errors. */
+int td_program_check_model_args(td_program *p);
+
+/* ---- load("x.npy") and save("y.npy", t) (lang/builtins_io.c) ----
+ * load() reads the header of a .npy file while the program is elaborated
+ * and becomes an INPUT node of the graph with the file's dtype and shape,
+ * beyond the entry's arguments; whoever runs the graph reads its data
+ * (td_host_read).  save() records a node whose value is written to a .npy
+ * file after the graph has run (td_host_write).  Only a caller that does
+ * both allows them (td_program_allow_files): `tdsl run`, `tdsl check` and
+ * the REPL; elsewhere (tdsl build, train, explain) they are errors at their
+ * call. */
+typedef struct td_host_file {
+  int node;                  /* the INPUT node (load) or the value (save) */
+  const char *path;
+  td_span span;              /* the call */
+} td_host_file;
+void td_program_allow_files(td_program *p, int allow);
+/* The load()s and save()s of the graph last elaborated, in program order. */
+int td_program_loads(const td_program *p, const td_host_file **out);
+int td_program_saves(const td_program *p, const td_host_file **out);
+/* Reads the data of load f, whose INPUT node is n (the file must still
+ * have n's dtype and shape).  NULL with err filled. */
+td_tensor *td_host_read(const td_host_file *f, const td_node *n, td_err *err);
+/* Writes save f's value t to its file (a temporary file renamed).  0 or -1. */
+int td_host_write(const td_host_file *f, const td_tensor *t, td_err *err);
+/* The arguments of g (an entry as elaborated): the indices k of
+ * g->inputs[k] that are not load()s, into pos[] (room for g->n_inputs);
+ * their count. */
+int td_program_arg_inputs(const td_program *p, const td_graph *g, int *pos);
+
 #endif

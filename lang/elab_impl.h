@@ -111,6 +111,14 @@ struct td_program {
   int node_limit;              /* graph size cap for this lowering */
   int node_limit_set;          /* the configured cap */
   long steps, step_limit;      /* evaluation steps: bounds compile-time work */
+  /* load() and save() of the graph being built (builtins_io.c) */
+  int files_ok;                /* td_program_allow_files: they may be used */
+  int in_scan;                 /* elaborating a scan's step function */
+  td_host_file *loads, *saves;
+  int n_loads, cap_loads, n_saves, cap_saves;
+  /* --param NAME=VALUE: an entry model's parameters (model_args.c) */
+  const char **marg_names, **marg_vals;
+  int n_margs, cap_margs;
 };
 
 typedef struct td_program el_ctx;
@@ -198,6 +206,13 @@ td_value el_call_gradfn(el_ctx *c, const td_value *gf, td_value *args, const cha
 /* ---- loops (builtins_scan.c) ---- */
 /* scan (0) and fold (1), with f, init, xs, length, reverse in a[]. */
 td_value el_scan_builtin(el_ctx *c, int which, td_value *a, td_span sp);
+/* ---- command-line model parameters (model_args.c) ---- */
+/* The --param values model declares, as keyword arguments (*args, *kw in
+ * the arena); their count, or -1 when memory runs out. */
+int el_entry_model_args(el_ctx *c, const td_ast *model, td_value **args, const char ***kw);
+/* ---- files (builtins_io.c) ---- */
+/* load (0) and save (1), with path and x in a[]. */
+td_value el_io_builtin(el_ctx *c, int which, td_value *a, td_span sp);
 /* dtype named by a cast builtin value (f32 ...), or -1. */
 int el_builtin_dtype(const td_value *v);
 

@@ -344,6 +344,7 @@ td_graph *el_graph_begin(td_program *p, td_arena *a, const char *name) {
   p->n_insts = 0;
   p->ret = NULL;
   p->inst_prefix = NULL;
+  p->n_loads = p->n_saves = 0;
   return p->g;
 }
 
@@ -373,7 +374,11 @@ static td_graph *lower(td_program *p, const td_ast *model, const td_ast *fn, con
     def.k = V_MODELDEF;
     def.def = model;
     def.mod = p->main;
-    td_value m = el_instantiate(p, &def, NULL, NULL, 0, model->span);
+    td_value *margs;
+    const char **mkw;
+    int nm = el_entry_model_args(p, model, &margs, &mkw);   /* --param (model_args.c) */
+    if (nm < 0) return NULL;
+    td_value m = el_instantiate(p, &def, margs, mkw, nm, model->span);
     if (m.k != V_MODEL) return NULL;
     inst = m.inst;
     env = inst->env;
@@ -384,7 +389,7 @@ static td_graph *lower(td_program *p, const td_ast *model, const td_ast *fn, con
   const char **kw = td_arena_alloc(p->arena, (size_t)(fn->n + 1) * sizeof *kw);
   if (!args || !kw) return NULL;
   for (int i = 0; i < fn->n; i++) {
-    args[i] = el_make_input(p, s, fn->list[i], i);
+    args[i] = el_make_input(p, s, fn->list[i], p->g->n_inputs);   /* after any load() of a member */
     kw[i] = NULL;
   }
   if (p->diags->n_errors > before) return NULL;

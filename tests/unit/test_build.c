@@ -185,6 +185,57 @@ Test(build, exe_entry_with_two_outputs) {
   cr_expect_eq(sh("'%s' > /dev/null 2>&1", path("mlp")), 1);
 }
 
+/* An entry of 70 inputs and 70 outputs: the executable and `tdsl run` take
+ * as many --in and --out as it has (both once stopped at 64, the
+ * executable saying "bad --in or --out", and its run arrays were 64 long).
+ * Output i is 2 * x_i + i with x_i filled with i + 0.5, so 3i + 1. */
+Test(build, exe_and_run_take_any_number_of_inputs_and_outputs) {
+  skip_if_sanitized();
+  enum { K = 70 };
+  char *src = calloc(1, 16 * 1024), *cmd = calloc(1, 64 * 1024);
+  cr_assert(src && cmd);
+  size_t w = (size_t)snprintf(src, 16 * 1024, "fn many(");
+  for (int i = 0; i < K; i++) w += (size_t)snprintf(src + w, 16 * 1024 - w, "%sx%d: f32[N]", i ? ", " : "", i);
+  w += (size_t)snprintf(src + w, 16 * 1024 - w, ") {\n  (");
+  for (int i = 0; i < K; i++) w += (size_t)snprintf(src + w, 16 * 1024 - w, "%s2.0 * x%d + %d.0", i ? ", " : "", i, i);
+  snprintf(src + w, 16 * 1024 - w, ")\n}\n");
+  write_file(path("many.td"), src);
+  cr_assert_eq(sh("'%s' build '%s' -o '%s' --exe", TDSL_BIN, path("many.td"), dir), 0);
+  for (int i = 0; i < K; i++) {
+    int64_t shape[1] = {3};
+    td_err err;
+    td_tensor *t = td_tensor_new(TD_F32, 1, shape, &err);
+    cr_assert_not_null(t);
+    for (int j = 0; j < 3; j++) ((float *)t->data)[j] = (float)i + 0.5f;
+    char name[32];
+    snprintf(name, sizeof name, "x%d.npy", i);
+    cr_assert_eq(td_npy_write(path(name), t, &err), 0, "%s", err.msg);
+    td_tensor_release(t);
+  }
+  for (int mode = 0; mode < 2; mode++) {   /* the executable, then tdsl run */
+    size_t c = mode ? (size_t)snprintf(cmd, 64 * 1024, "'%s' run '%s' --entry many", TDSL_BIN, path("many.td"))
+                    : (size_t)snprintf(cmd, 64 * 1024, "'%s'", path("many"));
+    for (int i = 0; i < K; i++) {
+      char in[32], out[32];
+      snprintf(in, sizeof in, "x%d.npy", i);
+      c += (size_t)snprintf(cmd + c, 64 * 1024 - c, " --in x%d='%s'", i, path(in));
+      snprintf(out, sizeof out, "y%d_%d.npy", mode, i);
+      c += (size_t)snprintf(cmd + c, 64 * 1024 - c, " --out '%s'", path(out));
+    }
+    cr_assert_eq(sh("%s", cmd), 0, "%s", mode ? "tdsl run" : "the executable");
+    for (int i = 0; i < K; i++) {
+      char out[32];
+      snprintf(out, sizeof out, "y%d_%d.npy", mode, i);
+      td_tensor *y = read_npy(out);
+      cr_assert_eq(y->shape[0], 3);
+      for (int j = 0; j < 3; j++) cr_expect_eq(((float *)y->data)[j], (float)(3 * i + 1), "%s[%d]", out, j);
+      td_tensor_release(y);
+    }
+  }
+  free(src);
+  free(cmd);
+}
+
 Test(build, exe_bench_prints_latency) {
   skip_if_sanitized();
   build("examples/seed/simple.td", "--exe");

@@ -843,3 +843,394 @@ Test(cli, explain_on_cuda_adds_the_launches_after_the_report) {
   drop(&cujs);
   drop(&bad);
 }
+
+/* ---- weights options: --weights-prefix, --weights-strict, --weights-convert ---- */
+
+/* Adds a tensor to m: f32/f64 from vals, f16/bf16 from raw bits. */
+static void put(td_tensor_map *m, const char *name, td_dtype dt, int rank, const int64_t *shape,
+                const double *vals, const uint16_t *bits) {
+  td_err err;
+  td_tensor *t = td_tensor_new(dt, rank, shape, &err);
+  cr_assert_not_null(t, "%s", err.msg);
+  for (int64_t i = 0; i < t->numel; i++) {
+    if (bits) ((uint16_t *)t->data)[i] = bits[i];
+    else td_tensor_set(t, i, vals[i]);
+  }
+  cr_assert_eq(td_tensor_map_put(m, name, t, &err), 0, "%s", err.msg);
+  td_tensor_release(t);
+}
+
+static void write_map(const char *name, td_tensor_map *m) {
+  td_err err;
+  cr_assert_eq(td_safetensors_write(path(name), m, &err), 0, "%s", err.msg);
+  td_tensor_map_free(m);
+}
+
+static const int64_t W_SHAPE[2] = {2, 3}, B_SHAPE[1] = {2};
+static const double W_VALS[6] = {1, 2, 3, -1, 0, 2}, B_VALS[2] = {0.5, -1};
+
+/* Runs MODEL's M.forward on x = [[1, 1, 1], [2, 0, -1]] with extra
+ * arguments (NULL-terminated), saving the weights it ran with to
+ * used.safetensors and its output to y.npy. */
+static result run_with(const char *const *extra) {
+  write_text("m.td", MODEL);
+  int64_t xs[2] = {2, 3};
+  double xv[6] = {1, 1, 1, 2, 0, -1};
+  write_npy("x.npy", TD_F32, 2, xs, xv);
+  static char in[600];
+  snprintf(in, sizeof in, "x=%s", path("x.npy"));
+  const char *args[32] = {"run", path("m.td"), "--entry", "M.forward", "--in", in, "--out", path("y.npy"),
+                          "--save-weights", path("used.safetensors")};
+  int n = 10;
+  for (int i = 0; extra[i] && n < 31; i++) args[n++] = extra[i];
+  args[n] = NULL;
+  unlink(path("y.npy"));
+  unlink(path("used.safetensors"));
+  return tdsl(args);
+}
+
+/* The weights a run used (saved by run_with), as float64 values. */
+static void used_weight(const char *name, double *out, int n) {
+  td_tensor_map m;
+  td_tensor_map_init(&m);
+  td_err err;
+  cr_assert_eq(td_safetensors_read(path("used.safetensors"), &m, &err), 0, "%s", err.msg);
+  td_tensor *t = td_tensor_map_get(&m, name);
+  cr_assert_not_null(t, "no %s saved", name);
+  cr_assert_eq(t->dtype, TD_F32);
+  cr_assert_eq(t->numel, n);
+  for (int i = 0; i < n; i++) out[i] = ((float *)t->data)[i];
+  td_tensor_map_free(&m);
+}
+
+Test(cli, weights_prefix_reads_a_checkpoints_names) {
+  td_tensor_map m;
+  td_tensor_map_init(&m);
+  put(&m, "model.fc.weight", TD_F32, 2, W_SHAPE, W_VALS, NULL);
+  put(&m, "model.fc.bias", TD_F32, 1, B_SHAPE, B_VALS, NULL);
+  write_map("w.safetensors", &m);
+  char w[600];
+  snprintf(w, sizeof w, "%s", path("w.safetensors"));
+  result r = run_with((const char *[]){"--weights", w, NULL});
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "missing weight 'fc.weight'"), "%s", r.err);
+  cr_expect(strstr(r.err, "help: the file has 'model.fc.") && strstr(r.err, "--weights-prefix model.="),
+            "no prefix suggested: %s", r.err);
+  drop(&r);
+  r = run_with((const char *[]){"--weights", w, "--weights-prefix", "model.=", NULL});
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  drop(&r);
+  double got[6];
+  used_weight("fc.weight", got, 6);
+  for (int i = 0; i < 6; i++) cr_expect_eq(got[i], W_VALS[i], "fc.weight[%d]", i);
+  used_weight("fc.bias", got, 2);
+  cr_expect(got[0] == 0.5 && got[1] == -1);
+  /* a prefix that adds: names without "fc." read as "fc." + name */
+  td_tensor_map_init(&m);
+  put(&m, "weight", TD_F32, 2, W_SHAPE, W_VALS, NULL);
+  put(&m, "bias", TD_F32, 1, B_SHAPE, B_VALS, NULL);
+  write_map("w.safetensors", &m);
+  r = run_with((const char *[]){"--weights", w, "--weights-prefix", "=fc.", NULL});
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  drop(&r);
+  r = run_with((const char *[]){"--weights", w, "--weights-prefix", "fc", NULL});
+  cr_expect_eq(r.status, 2);
+  cr_expect(strstr(r.err, "--weights-prefix needs FROM=TO"), "%s", r.err);
+  drop(&r);
+  r = run_with((const char *[]){"--weights-prefix", "a.=", NULL});
+  cr_expect_eq(r.status, 2);
+  cr_expect(strstr(r.err, "go with --weights FILE"), "%s", r.err);
+  drop(&r);
+}
+
+Test(cli, weights_not_strict_loads_what_matches_and_says_what_it_did_not) {
+  /* what nn.Linear's bias is at seed 0 with no weights */
+  result r = run_with((const char *[]){NULL});
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  drop(&r);
+  double init_bias[2];
+  used_weight("fc.bias", init_bias, 2);
+  td_tensor_map m;
+  td_tensor_map_init(&m);
+  put(&m, "fc.weight", TD_F32, 2, W_SHAPE, W_VALS, NULL);
+  put(&m, "head.weight", TD_F32, 1, B_SHAPE, B_VALS, NULL);
+  write_map("w.safetensors", &m);
+  char w[600];
+  snprintf(w, sizeof w, "%s", path("w.safetensors"));
+  r = run_with((const char *[]){"--weights", w, NULL});
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "missing weight 'fc.bias'") && strstr(r.err, "unexpected weight 'head.weight'"), "%s", r.err);
+  cr_expect_eq(access(path("y.npy"), F_OK), -1);
+  drop(&r);
+  r = run_with((const char *[]){"--weights", w, "--weights-strict=false", NULL});
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_expect(strstr(r.err, "loaded 1 of 2 parameters; ignored 1 weight the model lacks: 'head.weight'; "
+                          "1 parameter missing from the file kept its initial value: 'fc.bias'"), "%s", r.err);
+  drop(&r);
+  double got[6];
+  used_weight("fc.weight", got, 6);
+  for (int i = 0; i < 6; i++) cr_expect_eq(got[i], W_VALS[i], "fc.weight[%d]", i);
+  used_weight("fc.bias", got, 2);
+  cr_expect(got[0] == init_bias[0] && got[1] == init_bias[1], "the missing bias did not keep its initial value");
+  /* a shape that differs is still an error */
+  td_tensor_map_init(&m);
+  int64_t wrong[2] = {3, 2};
+  put(&m, "fc.weight", TD_F32, 2, wrong, W_VALS, NULL);
+  write_map("w.safetensors", &m);
+  r = run_with((const char *[]){"--weights", w, "--weights-strict=false", NULL});
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "weight 'fc.weight' is f32[3, 2], expected f32[2, 3]"), "%s", r.err);
+  drop(&r);
+  r = run_with((const char *[]){"--weights", w, "--weights-strict=maybe", NULL});
+  cr_expect_eq(r.status, 2);
+  drop(&r);
+}
+
+Test(cli, weights_convert_rounds_f64_to_nearest_even_and_widens_halves) {
+  /* f64 values halfway between two f32s round to the even one:
+   * 1 + 2^-24 -> 1, 1 + 3 * 2^-24 -> 1 + 2^-22; 1 + 2^-24 + 2^-40 is
+   * above the half -> 1 + 2^-23; -(1 + 2^-24) -> -1; 2^-150 (half the
+   * smallest f32 denormal) -> 0 and 3 * 2^-150 -> 2^-148 (2 * denormal). */
+  double e = 0x1p-24;
+  double wv[6] = {1 + e, 1 + 3 * e, 1 + e + 0x1p-40, -(1 + e), 0x1p-150, 3 * 0x1p-150};
+  double want_w[6] = {1, 1 + 0x1p-22, 1 + 0x1p-23, -1, 0, 0x1p-148};
+  /* f16 0x3C01 = 1 + 2^-10, 0xC000 = -2; bf16 used below: 0x3F81 = 1 + 2^-7 */
+  uint16_t bb[2] = {0x3C01, 0xC000};
+  td_tensor_map m;
+  td_tensor_map_init(&m);
+  put(&m, "fc.weight", TD_F64, 2, W_SHAPE, wv, NULL);
+  put(&m, "fc.bias", TD_F16, 1, B_SHAPE, NULL, bb);
+  write_map("w.safetensors", &m);
+  char w[600];
+  snprintf(w, sizeof w, "%s", path("w.safetensors"));
+  result r = run_with((const char *[]){"--weights", w, NULL});
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "weight 'fc.weight' has dtype f64, expected f32") && strstr(r.err, "help: --weights-convert"),
+            "%s", r.err);
+  drop(&r);
+  r = run_with((const char *[]){"--weights", w, "--weights-convert", NULL});
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  drop(&r);
+  double got[6];
+  used_weight("fc.weight", got, 6);
+  for (int i = 0; i < 6; i++) cr_expect_eq(got[i], want_w[i], "fc.weight[%d]: %a, want %a", i, got[i], want_w[i]);
+  used_weight("fc.bias", got, 2);
+  cr_expect(got[0] == 1 + 0x1p-10 && got[1] == -2, "f16 bias: %a %a", got[0], got[1]);
+  uint16_t bf[2] = {0x3F81, 0xBF80};   /* 1 + 2^-7, -1 */
+  td_tensor_map_init(&m);
+  put(&m, "fc.weight", TD_F32, 2, W_SHAPE, W_VALS, NULL);
+  put(&m, "fc.bias", TD_BF16, 1, B_SHAPE, NULL, bf);
+  write_map("w.safetensors", &m);
+  r = run_with((const char *[]){"--weights", w, "--weights-convert", NULL});
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  drop(&r);
+  used_weight("fc.bias", got, 2);
+  cr_expect(got[0] == 1 + 0x1p-7 && got[1] == -1, "bf16 bias: %a %a", got[0], got[1]);
+  /* the output: relu(x @ W.T + b) with W = W_VALS, b = [1 + 2^-7, -1]:
+   * row 0 = relu([6 + 1 + 2^-7, 1 - 1]), row 1 = relu([2 - 3 + 1 + 2^-7, -2 - 2 - 1]) */
+  td_tensor *y;
+  td_err err;
+  cr_assert_eq(td_npy_read(path("y.npy"), &y, &err), 0, "%s", err.msg);
+  float want_y[4] = {7 + 0x1p-7f, 0, 0x1p-7f, 0};
+  for (int i = 0; i < 4; i++) cr_expect_eq(((float *)y->data)[i], want_y[i], "y[%d]", i);
+  td_tensor_release(y);
+}
+
+Test(cli, weights_near_miss_names_get_a_did_you_mean) {
+  td_tensor_map m;
+  td_tensor_map_init(&m);
+  put(&m, "fc.weigth", TD_F32, 2, W_SHAPE, W_VALS, NULL);
+  put(&m, "fc.bias", TD_F32, 1, B_SHAPE, B_VALS, NULL);
+  write_map("w.safetensors", &m);
+  char w[600];
+  snprintf(w, sizeof w, "%s", path("w.safetensors"));
+  result r = run_with((const char *[]){"--weights", w, NULL});
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "help: did you mean 'fc.weigth' for the parameter 'fc.weight'?"), "%s", r.err);
+  drop(&r);
+  /* nothing near: no suggestion */
+  td_tensor_map_init(&m);
+  put(&m, "encoder.layers.0.attn", TD_F32, 2, W_SHAPE, W_VALS, NULL);
+  put(&m, "fc.bias", TD_F32, 1, B_SHAPE, B_VALS, NULL);
+  write_map("w.safetensors", &m);
+  r = run_with((const char *[]){"--weights", w, NULL});
+  cr_expect_eq(r.status, 1);
+  cr_expect(!strstr(r.err, "did you mean"), "%s", r.err);
+  drop(&r);
+}
+
+/* ---- load() and save() in tdsl run ---- */
+
+Test(cli, load_and_save_in_main_eager_and_compiled) {
+  int64_t s[2] = {2, 2};
+  double v[4] = {1, -2, 0.25, 4};
+  write_npy("a.npy", TD_F32, 2, s, v);
+  char prog[2048];
+  snprintf(prog, sizeof prog,
+           "fn main() {\n"
+           "  let a = load(\"%s\")\n"
+           "  save(\"%s\", a @ a)\n"
+           "  save(\"%s\", sum(a) > 3)\n"
+           "}\n", path("a.npy"), path("b.npy"), path("c.npy"));
+  write_text("p.td", prog);
+  for (int compiled = 0; compiled < 2; compiled++) {
+    unlink(path("b.npy"));
+    unlink(path("c.npy"));
+    result r = tdsl((const char *[]){"run", path("p.td"), compiled ? "--compiled" : NULL, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_str_empty(r.out);
+    drop(&r);
+    td_tensor *b, *c;
+    td_err err;
+    cr_assert_eq(td_npy_read(path("b.npy"), &b, &err), 0, "%s", err.msg);
+    cr_assert_eq(td_npy_read(path("c.npy"), &c, &err), 0, "%s", err.msg);
+    /* [[1, -2], [0.25, 4]] squared: [[1 - 0.5, -2 - 8], [0.25 + 1, -0.5 + 16]] */
+    float want[4] = {0.5f, -10, 1.25f, 15.5f};
+    cr_assert_eq(b->dtype, TD_F32);
+    for (int i = 0; i < 4; i++) cr_expect_eq(((float *)b->data)[i], want[i], "b[%d]", i);
+    cr_expect(c->dtype == TD_BOOL && c->rank == 0 && ((unsigned char *)c->data)[0] == 1);   /* 3.25 > 3 */
+    td_tensor_release(b);
+    td_tensor_release(c);
+  }
+  /* the file changed type between checking and running cannot happen in
+   * one run; a missing directory is an error at save's line, and no
+   * temporary file is left behind */
+  snprintf(prog, sizeof prog, "fn main() {\n  save(\"%s\", ones([2]))\n}\n", path("no/dir/b.npy"));
+  write_text("q.td", prog);
+  result r = tdsl((const char *[]){"run", path("q.td"), NULL});
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "q.td:2:3: error: ") && strstr(r.err, "no/dir/b.npy"), "%s", r.err);
+  drop(&r);
+  /* built artifacts refuse it at the call */
+  write_text("e.td", "fn f(x: f32[2]) { x + load(\"a.npy\") }\n");
+  r = tdsl((const char *[]){"build", path("e.td"), "-o", path("out"), NULL});
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "e.td:1:23: error: load() reads a file, which only `tdsl run`"), "%s", r.err);
+  drop(&r);
+}
+
+/* ---- model parameters from the command line: --param, --entry 'Net(T=5).f' ---- */
+
+static const char *PMODEL =
+    "model Net(T: int = 8, scale: float = 1.0) {\n"
+    "  param w: f32[T] = ones()\n"
+    "  fn forward(x: f32[N, T]) { x * w * scale }\n"
+    "}\n"
+    "model Other(K: int = 2) {\n"
+    "  fn forward(x: f32[K]) { x + 1 }\n"
+    "}\n";
+
+/* Runs Net.forward (spec) on x = [[1, 2, 3]] with extra arguments; the
+ * output's three values into y (when it ran). */
+static result run_net(const char *spec, const char *const *extra, float *y) {
+  write_text("pm.td", PMODEL);
+  int64_t xs[2] = {1, 3};
+  double xv[3] = {1, 2, 3};
+  write_npy("x.npy", TD_F32, 2, xs, xv);
+  static char in[600];
+  snprintf(in, sizeof in, "x=%s", path("x.npy"));
+  const char *args[24] = {"run", path("pm.td"), "--entry", spec, "--in", in, "--out", path("y.npy")};
+  int n = 8;
+  for (int i = 0; extra[i] && n < 23; i++) args[n++] = extra[i];
+  args[n] = NULL;
+  unlink(path("y.npy"));
+  result r = tdsl(args);
+  td_tensor *t;
+  td_err err;
+  if (r.status == 0 && td_npy_read(path("y.npy"), &t, &err) == 0) {
+    cr_assert_eq(t->numel, 3);
+    memcpy(y, t->data, 3 * sizeof *y);
+    td_tensor_release(t);
+  }
+  return r;
+}
+
+Test(cli, model_parameters_from_the_command_line) {
+  float y[3] = {0};
+  /* the default T = 8 does not fit x */
+  result r = run_net("Net.forward", (const char *[]){NULL}, y);
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "expected f32[N, 8]"), "%s", r.err);
+  drop(&r);
+  r = run_net("Net.forward", (const char *[]){"--param", "T=3", "--param", "scale=2.5", NULL}, y);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_expect(y[0] == 2.5f && y[1] == 5 && y[2] == 7.5f, "%g %g %g", y[0], y[1], y[2]);   /* x * 1 * 2.5 */
+  drop(&r);
+  r = run_net("Net(T=3, scale=-1).forward", (const char *[]){NULL}, y);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_expect(y[0] == -1 && y[1] == -2 && y[2] == -3, "%g %g %g", y[0], y[1], y[2]);
+  drop(&r);
+  /* the last value of a name counts; the entry's spec is read after --param */
+  r = run_net("Net(scale=0.5).forward", (const char *[]){"--param", "T=4", "--param", "T=3", NULL}, y);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_expect(y[0] == 0.5f && y[2] == 1.5f, "%g %g %g", y[0], y[1], y[2]);
+  drop(&r);
+  r = run_net("Net.forward", (const char *[]){"--param", "t=3", NULL}, y);
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "--param t: no model of ") && strstr(r.err, "help: did you mean 'T'?"), "%s", r.err);
+  drop(&r);
+  r = run_net("Net.forward", (const char *[]){"--param", "sacle=3", NULL}, y);
+  cr_expect(strstr(r.err, "help: did you mean 'scale'?"), "%s", r.err);
+  drop(&r);
+  r = run_net("Net.forward", (const char *[]){"--param", "depth=3", NULL}, y);
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "help: the models' parameters: Net(T), Net(scale), Other(K)"), "%s", r.err);
+  drop(&r);
+  r = run_net("Net.forward", (const char *[]){"--param", "T=three", NULL}, y);
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "argument 'T' of 'Net' should be int, found a string"), "%s", r.err);
+  drop(&r);
+  r = run_net("Net(T=3.forward", (const char *[]){NULL}, y);
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "write Model(NAME=VALUE, ...).method"), "%s", r.err);
+  drop(&r);
+  r = run_net("Net.forward", (const char *[]){"--param", "=3", NULL}, y);
+  cr_expect_eq(r.status, 2);
+  drop(&r);
+  /* main makes its models itself: --param without --entry is refused, not ignored */
+  write_text("main.td", "fn main() { print(1) }\n");
+  r = tdsl((const char *[]){"run", path("main.td"), "--param", "T=3", NULL});
+  cr_expect_eq(r.status, 2);
+  cr_expect(strstr(r.err, "fn main makes its models itself"), "%s", r.err);
+  drop(&r);
+  /* check and explain take them too */
+  r = tdsl((const char *[]){"check", path("pm.td"), "--param", "T=x", NULL});
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "should be int"), "%s", r.err);
+  drop(&r);
+  r = tdsl((const char *[]){"explain", path("pm.td"), "--entry", "Net(T=4).forward", NULL});
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "over [N, 4]"), "%s", r.out);
+  drop(&r);
+  r = tdsl((const char *[]){"explain", path("pm.td"), "--param", "K=9", NULL});
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "over [9]"), "%s", r.out);
+  drop(&r);
+}
+
+Test(cli, build_entry_builds_only_those_entry_points) {
+  write_text("pm.td", PMODEL);
+  result r = tdsl((const char *[]){"build", path("pm.td"), "-o", path("b1"), "--entry", "Net.forward", "--param",
+                                   "T=3", NULL});
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  drop(&r);
+  char *h = read_text(path("b1/pm.h"));
+  cr_assert_not_null(h);
+  cr_expect(strstr(h, "Net.forward(x: f32[N, 3])"), "%s", h);
+  cr_expect(!strstr(h, "Other"), "an entry not asked for was built:\n%s", h);
+  free(h);
+  r = tdsl((const char *[]){"build", path("pm.td"), "-o", path("b2"), "--entry", "Other(K=5).forward", "--exe", NULL});
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  drop(&r);
+  h = read_text(path("b2/pm.h"));
+  cr_assert_not_null(h);
+  cr_expect(strstr(h, "Other.forward(x: f32[5])") && !strstr(h, "Net."), "%s", h);
+  free(h);
+  cr_expect_eq(access(path("b2/pm"), X_OK), 0, "--exe wrote no executable");
+  r = tdsl((const char *[]){"build", path("pm.td"), "-o", path("b3"), "--entry", "Net.fwd", NULL});
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "--entry Net.fwd: ") && strstr(r.err, "(its entry points: Net.forward, Other.forward)"),
+            "%s", r.err);
+  cr_expect_eq(access(path("b3/pm.so"), F_OK), -1);
+  drop(&r);
+}

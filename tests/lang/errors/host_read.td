@@ -17,10 +17,10 @@ fn main() {
   let c = reshape(x, [3, max(x)])               # error: tensors never leave the graph: a tensor's value cannot be used as a dimension
   let d = [1, 2, 3][argmax(x)]                  # error: tensors never leave the graph: a tensor's value cannot be used as a list index
   let e = eye(sum(x))                           # error: tensors never leave the graph: a tensor's value cannot be used as eye's size
-  let f = x[sum(x) > 1.0]                       # error: indexing with a tensor
+  let f = x[argmax(x)]                          # error: indexing with a tensor
   let g = x.tolist()                            # error: tensors never leave the graph: .tolist() would copy a value to the host
 }
 # help: return the value from the entry point, e.g. (y, mean(x))
 # help: i64(sum(x))
 # help: f32(max(x))
-# help: take(x, sum(x) > 1.0, axis = 0)
+# help: take(x, argmax(x), axis = 0)
