@@ -132,6 +132,39 @@ static int int_index(el_ctx *c, const td_value *v, const char *fn) {
 
 /* ---- cumsum, cumprod ---- */
 
+td_value el_apply_index(el_ctx *c, int in, const int *kind, const td_value *lo,
+                        const td_value *hi, const td_value *step, td_span sp);
+
+/* x[.., lo:hi, ..] along axis ax (literal bounds). */
+static td_value slice_ax(el_ctx *c, td_value x, int ax, int64_t lo, int64_t hi, td_span sp) {
+  if (x.k == V_ERR) return x;
+  int kind[TD_MAX_RANK] = {0};
+  td_value l[TD_MAX_RANK], h[TD_MAX_RANK], st[TD_MAX_RANK];
+  for (int i = 0; i < TD_MAX_RANK; i++) l[i] = h[i] = st[i] = el_none(sp);
+  kind[ax] = 2;
+  l[ax] = el_int(lo, sp);
+  h[ax] = el_int(hi, sp);
+  return el_apply_index(c, x.node, kind, l, h, st, sp);
+}
+
+/* The inclusive (or exclusive) cumulative sum or product of x along ax,
+ * each output its own masked reduction: out[.., i, ..] = sum (prod) over
+ * j <= i (j < i) of x[.., j, ..].  x has at most TD_MAX_RANK - 1 axes. */
+static td_value cum_mask(el_ctx *c, td_value x, int ax, int prod, int exclusive, td_span sp) {
+  if (x.k == V_ERR) return x;
+  const td_node *n = el_node(c, &x);
+  int r = n->rank;
+  td_dim len = n->shape[ax];
+  td_value xe = unsq(c, &x, ax, sp);
+  td_value ii = iota(c, len, TD_I64, r + 1, ax, sp), jj = iota(c, len, TD_I64, r + 1, ax + 1, sp);
+  td_value m = bin(c, exclusive ? TD_OP_LT : TD_OP_LE, jj, ii, sp);
+  td_value w = sel(c, m, xe, prod ? el_int(1, sp) : el_int(0, sp), sp);
+  return red(c, prod ? TD_IR_PROD : TD_IR_SUM, w, 1u << (ax + 1), 0, sp);
+}
+
+/* Axes longer than this (literal sizes) are scanned in blocks. */
+#define CUM_BLOCKED_FROM 64
+
 static td_value b_cum(el_ctx *c, int prod, td_value *a, td_span sp) {
   const char *fn = prod ? "cumprod" : "cumsum";
   if (need_tensor(c, &a[0], fn, "x")) return el_err();
@@ -143,12 +176,45 @@ static td_value b_cum(el_ctx *c, int prod, td_value *a, td_span sp) {
   td_value x = cast(c, a[0], wt, sp);
   if (r == 0 || x.k == V_ERR) return cast(c, x, td_dtype_is_float(t) ? t : TD_I64, sp);
   td_dim len = el_node(c, &x)->shape[ax];
-  /* out[.., i, ..] = sum (prod) over j <= i of x[.., j, ..] */
-  td_value xe = unsq(c, &x, ax, sp);
-  td_value ii = iota(c, len, TD_I64, r + 1, ax, sp), jj = iota(c, len, TD_I64, r + 1, ax + 1, sp);
-  td_value m = bin(c, TD_OP_LE, jj, ii, sp);
-  td_value w = sel(c, m, xe, prod ? el_int(1, sp) : el_int(0, sp), sp);
-  td_value s = red(c, prod ? TD_IR_PROD : TD_IR_SUM, w, 1u << (ax + 1), 0, sp);
+  td_value s;
+  if (!TD_DIM_IS_CONST(len) || len <= CUM_BLOCKED_FROM || r + 2 > TD_MAX_RANK) {
+    s = cum_mask(c, x, ax, prod, 0, sp);
+  } else {
+    /* Blocks of B ~ sqrt(n): the axis padded (0 for sums, 1 for products)
+     * to nb * B and split into [nb, B]; each element is its block's
+     * inclusive scan combined with the exclusive scan of the blocks'
+     * totals.  O(n sqrt(n)) per row instead of O(n^2), and a NaN or
+     * infinity still reaches only the positions after it. */
+    int64_t B = 1;
+    while (B * B < len) B++;
+    int64_t nb = (len + B - 1) / B, pad = nb * B - len;
+    td_dim sh[TD_MAX_RANK];
+    memcpy(sh, el_node(c, &x)->shape, sizeof sh);
+    if (pad) {
+      sh[ax] = pad;
+      td_value one = prod ? el_int(1, sp) : el_int(0, sp);
+      int k = el_as_tensor(c, &one, wt, sp);
+      if (k < 0) return el_err();
+      td_value kt = el_tensor(k, sp);
+      td_value parts[2] = {x, el_broadcast_to(c, &kt, r, sh, sp)};
+      if (parts[1].k == V_ERR) return el_err();
+      x = el_concat(c, parts, 2, ax, sp);
+      if (x.k == V_ERR) return x;
+    }
+    td_dim bs[TD_MAX_RANK];
+    for (int i = 0, k = 0; i < r; i++) {
+      if (i == ax) { bs[k++] = nb; bs[k++] = B; }
+      else bs[k++] = el_node(c, &x)->shape[i];
+    }
+    td_value xb = el_reshape(c, &x, r + 1, bs, sp);
+    td_value within = cum_mask(c, xb, ax + 1, prod, 0, sp);              /* [.., nb, B, ..] */
+    td_value tot = slice_ax(c, within, ax + 1, B - 1, B, sp);                  /* [.., nb, 1, ..] */
+    td_value before = cum_mask(c, tot, ax, prod, 1, sp);                   /* blocks before */
+    td_value all = bin(c, prod ? TD_OP_MUL : TD_OP_ADD, within, before, sp);
+    for (int i = 0, k = 0; i < r; i++) bs[k++] = i == ax ? nb * B : el_node(c, &x)->shape[i];
+    td_value flat = all.k == V_ERR ? all : el_reshape(c, &all, r, bs, sp);
+    s = pad ? slice_ax(c, flat, ax, 0, len, sp) : flat;
+  }
   return td_dtype_is_half(t) ? cast(c, s, t, sp) : s;
 }
 

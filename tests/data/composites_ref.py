@@ -154,6 +154,31 @@ def cumsum_cumprod():
     line("grad prod zeros", (fd(lambda x: np.sum(np.prod(x, 1) * np.array([1.0, 2.0])), z), "f32"))
 
 
+def cumsum_blocked():
+    i = np.arange(70)
+    x = ((i * 7) % 9 - 4) * 0.25
+    cs = np.cumsum(x)
+    line("head", (cs[0:5], "f32"), "tail", (cs[62:70], "f32"))
+    y = x.copy()
+    y[20], y[40] = inf, -inf
+    with np.errstate(all="ignore"):
+        cy = np.cumsum(y)
+    line("special", (cy[18:22], "f32"), (cy[38:42], "f32"), (cy[66:70], "f32"))
+    line("int", (np.cumsum((i * 7) % 9 - 4)[60:70], "i64"))
+    z = np.where(i % 3 == 0, 2.0, np.where(i % 3 == 1, 0.5, 1.0))
+    cz = np.cumprod(z)
+    line("prod", (cz[0:6], "f32"), (cz[64:70], "f32"))
+    m = np.stack([x, -x], 1)
+    line("axis0", (np.cumsum(m, 0)[65:70], "f32"))
+    w = np.cos(i * 0.3)
+    g = fd(lambda x: np.sum(w * np.cumsum(x)), x)
+    line("grad", (g[0:5], "f32"), (g[65:70], "f32"))
+    z0 = z.copy()
+    z0[50] = 0.0
+    gp = fd(lambda z: np.sum(w * np.cumprod(z)), z0)
+    line("grad prod", (gp[46:52], "f32"), (gp[64:70], "f32"))
+
+
 def index_add(x, idx, src, axis):
     out = np.array(x, dtype=np.float64 if np.asarray(x).dtype.kind == "f" else np.int64)
     xm = np.moveaxis(out, axis, 0)
@@ -305,6 +330,7 @@ def symbolic():
 
 TESTS = {
     "cumsum_cumprod": cumsum_cumprod,
+    "cumsum_blocked": cumsum_blocked,
     "index_add_scatter_add": index_add_scatter_add,
     "sort_topk": sort_topk,
     "einsum": einsum,
