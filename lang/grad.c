@@ -441,7 +441,9 @@ static void r_prod(ad *A, int id, int g) {
     rest = nx < 0 ? -1 : add(A, TD_IR_PROD, dt, n->rank, s, &nx, 1, &at);
   }
   int at_zero = k_where(A, k_bin(A, TD_IR_EQ, nz, k_const(A, dt, 1)), rest, zero);
-  int d = k_where(A, isz, at_zero, k_bin(A, TD_IR_DIV, Y, x));
+  /* y / x away from zeros; the zeros divide by 1 instead, so that no
+   * discarded value is an Inf or NaN that --check-numerics would report */
+  int d = k_where(A, isz, at_zero, k_bin(A, TD_IR_DIV, Y, k_where(A, isz, k_const(A, dt, 1), x)));
   accum(A, x, k_bin(A, TD_IR_MUL, g, d));
 }
 static void r_rmaxmin(ad *A, int id, int g) {   /* split among the elements equal to the result */
