@@ -19,7 +19,7 @@ td_value el_apply_index(el_ctx *c, int in, const int *kind, const td_value *lo,
                         const td_value *hi, const td_value *step, td_span sp);
 
 typedef enum {
-  B_UNARY, B_BINARY, B_REDUCE, B_CAST, B_CREATE, B_OTHER, B_TRAIN, B_SCAN, B_CONV, B_IO
+  B_UNARY, B_BINARY, B_REDUCE, B_CAST, B_CREATE, B_OTHER, B_TRAIN, B_SCAN, B_CONV, B_IO, B_EXTRA
 } bkind;
 
 #define BUILTIN_MAX_PARAMS 8
@@ -130,6 +130,16 @@ static const builtin table[] = {
   /* files (builtins_io.c) */
   {"load", B_IO, 0, 1, {"path"}},
   {"save", B_IO, 1, 2, {"path", "x"}},
+  /* composites over the primitives (builtins_extra.c) */
+  {"cumsum", B_EXTRA, 0, 2, {"x", "axis"}},
+  {"cumprod", B_EXTRA, 1, 2, {"x", "axis"}},
+  {"index_add", B_EXTRA, 2, 3, {"x", "idx", "src", "axis", "alpha"}},
+  {"scatter_add", B_EXTRA, 3, 3, {"x", "idx", "src", "axis"}},
+  {"sort", B_EXTRA, 4, 1, {"x", "axis", "descending", "stable"}},
+  {"argsort", B_EXTRA, 5, 1, {"x", "axis", "descending", "stable"}},
+  {"topk", B_EXTRA, 6, 2, {"x", "k", "axis", "largest", "sorted"}},
+  {"einsum", B_EXTRA, 7, 1, {"equation"}},
+  {"norm", B_EXTRA, 8, 1, {"x", "p", "axis", "keepdims"}},
 };
 #define N_BUILTINS ((int)(sizeof table / sizeof table[0]))
 
@@ -940,6 +950,7 @@ td_value el_builtin_call(el_ctx *c, int bi, td_value *args, const char **kw, int
   (void)call;
   const builtin *b = &table[bi];
   if (b->kind == B_OTHER && b->op == 14) return b_print(c, args, kw, n, sp);
+  if (b->kind == B_EXTRA && b->op == 7) return el_einsum(c, args, kw, n, sp);
   td_value a[BUILTIN_MAX_PARAMS];
   if (getargs(c, b, args, kw, n, a, sp)) return el_err();
   for (int i = 0; i < BUILTIN_MAX_PARAMS && b->params[i]; i++)
@@ -963,6 +974,7 @@ td_value el_builtin_call(el_ctx *c, int bi, td_value *args, const char **kw, int
   case B_SCAN: return el_scan_builtin(c, b->op, a, sp);
   case B_CONV: return el_conv_builtin(c, b->op, a, sp);
   case B_IO: return el_io_builtin(c, b->op, a, sp);
+  case B_EXTRA: return el_extra_builtin(c, b->op, a, sp);
   }
   return el_err();
 }

@@ -211,13 +211,15 @@ static int edit_distance(const char *a, const char *b) {
       int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
       int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
       d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < d[i][j])
+        d[i][j] = d[i - 2][j - 2] + 1;   /* two letters swapped: one typo */
     }
   return d[la][lb];
 }
 
 static void consider(const char *name, const char *cand, const char **best, int *bd) {
   int d = edit_distance(name, cand);
-  int lim = (int)strlen(name) <= 3 ? 1 : 2;
+  int lim = (int)strlen(name) <= 4 ? 1 : 2;   /* 'nope' is not a typo of 'norm' */
   if (d <= lim && d < *bd && strcmp(name, cand)) { *bd = d; *best = cand; }
 }
 

@@ -196,6 +196,11 @@ td_value el_train_builtin(el_ctx *c, int which, td_value *a, td_span sp);
 /* conv1d, conv2d, conv3d (which = 1, 2, 3), conv_transpose1d/2d/3d (4, 5, 6), max_pool2d (10),
  * avg_pool2d (11) (builtins_conv.c) */
 td_value el_conv_builtin(el_ctx *c, int which, td_value *a, td_span sp);
+/* cumsum (0), cumprod (1), index_add (2), scatter_add (3), sort (4),
+ * argsort (5), topk (6), norm (8) (builtins_extra.c) */
+td_value el_extra_builtin(el_ctx *c, int which, td_value *a, td_span sp);
+/* einsum(equation, operands...), with the call's arguments as written */
+td_value el_einsum(el_ctx *c, td_value *args, const char **kw, int n, td_span sp);
 /* Calls a V_GRADFN: evaluates f, then appends its gradient. */
 td_value el_call_gradfn(el_ctx *c, const td_value *gf, td_value *args, const char **kw, int n, td_span sp);
 /* ---- loops (builtins_scan.c) ---- */

@@ -419,8 +419,32 @@ static void r_where(ad *A, int id, int g) {
 /* Reductions keep their axes, so the adjoint (of the output's shape)
  * broadcasts back over the input as it is. */
 static void r_sum(ad *A, int id, int g) { accum(A, IN(0), g); }
-static void r_prod(ad *A, int id, int g) {   /* y / x: not defined where x == 0 */
-  accum(A, IN(0), k_bin(A, TD_IR_DIV, k_bin(A, TD_IR_MUL, g, Y), IN(0)));
+/* prod: the product of the other elements, as torch.prod's backward: y / x
+ * where x != 0; where x is the only zero of its reduction, the product of
+ * the rest; 0 where the reduction has two zeros or more.  (cumprod, a
+ * masked prod, gets its gradient at zeros from this.) */
+static void r_prod(ad *A, int id, int g) {
+  int x = IN(0);
+  const td_node *n = N(A, id);
+  td_dtype dt = n->dtype;
+  int zero = k_const(A, dt, 0);
+  int isz = k_bin(A, TD_IR_EQ, x, zero);
+  int nz = k_sum(A, k_cast(A, isz, dt), n->attr.axes);
+  int rest = -1;
+  if (isz >= 0) {
+    td_attr at;
+    memset(&at, 0, sizeof at);
+    at.axes = n->attr.axes;
+    td_dim s[TD_MAX_RANK];
+    memcpy(s, n->shape, sizeof s);
+    int nx = k_where(A, isz, k_const(A, dt, 1), x);
+    rest = nx < 0 ? -1 : add(A, TD_IR_PROD, dt, n->rank, s, &nx, 1, &at);
+  }
+  int at_zero = k_where(A, k_bin(A, TD_IR_EQ, nz, k_const(A, dt, 1)), rest, zero);
+  /* y / x away from zeros; the zeros divide by 1 instead, so that no
+   * discarded value is an Inf or NaN that --check-numerics would report */
+  int d = k_where(A, isz, at_zero, k_bin(A, TD_IR_DIV, Y, k_where(A, isz, k_const(A, dt, 1), x)));
+  accum(A, x, k_bin(A, TD_IR_MUL, g, d));
 }
 static void r_rmaxmin(ad *A, int id, int g) {   /* split among the elements equal to the result */
   int x = IN(0);

@@ -131,7 +131,7 @@ class Gen:
         f = [("unary", 12), ("binary", 14), ("where", 5), ("clamp", 2), ("logic", 1),
              ("reduce", 15), ("nn", 5), ("matmul", 7), ("reshape", 4), ("flatten", 1),
              ("permute", 4), ("concat", 3), ("stack", 2), ("split", 2), ("squeeze", 3),
-             ("broadcast_to", 2), ("index", 11), ("take", 3), ("one_hot", 1), ("cast", 5),
+             ("broadcast_to", 2), ("index", 11), ("take", 3), ("one_hot", 1), ("cumsum", 2), ("cast", 5),
              ("create", 3), ("print", 1), ("movechain", 4)]
         if self.allow_layers:
             f.append(("layer", 6))
@@ -691,6 +691,14 @@ class Gen:
         idx = self.fresh(rng.choice(["i64", "i32"]), ishape, "index", bound=d,
                          neg=rng.random() < 0.3, oob=not safe and rng.random() < 0.04)
         self.add(ops.mk_take(x, idx, axis - x.rank if rng.random() < 0.3 else axis))
+        return True
+
+    def g_cumsum(self):
+        rng = self.rng
+        x = self.pick(lambda n: 1 <= n.rank < 8)
+        axis = rng.randrange(x.rank)
+        fn = "cumsum" if rng.random() < 0.7 else "cumprod"
+        self.add(ops.mk_cum(fn, x, axis - x.rank if rng.random() < 0.3 else axis))
         return True
 
     def g_one_hot(self):

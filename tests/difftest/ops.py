@@ -452,6 +452,16 @@ def mk_take(x, idx, axis):
     return node("take", [x, idx], dict(axis=axis), x.dt, shape)
 
 
+def mk_cum(fn, x, axis):
+    """cumsum / cumprod along axis: ints and bools accumulate in i64."""
+    if x.rank == 0 or x.rank > 7:
+        raise Invalid("cumsum rank")
+    ax = axis + x.rank if axis < 0 else axis
+    if not 0 <= ax < x.rank:
+        raise Invalid("cumsum axis")
+    return node("cum", [x], dict(fn=fn, axis=axis), x.dt if x.dt in FLOATS else "i64", x.shape)
+
+
 def mk_one_hot(idx, n):
     if idx.dt not in INTS:
         raise Invalid("one_hot of non-int")
@@ -731,6 +741,8 @@ def render(n, a):
         return "%s[%s]" % (a(n.args[0], "postfix"), _render_items(at["items"], at["ellipsis"]))
     if op == "take":
         return "take(%s, %s, axis = %d)" % (a(n.args[0], "arg"), a(n.args[1], "arg"), at["axis"])
+    if op == "cum":
+        return "%s(%s, %d)" % (at["fn"], a(n.args[0], "arg"), at["axis"])
     if op == "one_hot":
         return "one_hot(%s, %d)" % (a(n.args[0], "arg"), at["n"])
     if op == "cast":
@@ -1018,6 +1030,15 @@ def evaluate(n, get, env, params):
         return rindex(args[0], n.args[0].shape, at["items"], env)
     if op == "take":
         return R.take(args[0], args[1], at["axis"] % args[0].v.ndim)
+    if op == "cum":
+        # each prefix is its own sum (product): reduce's bound for i + 1 terms
+        x = R.cast(args[0], n.dt)
+        ax = at["axis"] % x.v.ndim
+        L = x.shape[ax]
+        if L == 0:
+            return x
+        fn = "sum" if at["fn"] == "cumsum" else "prod"
+        return R.concat([R.reduce(fn, R.slice_axis(x, ax, 0, 1, i + 1), [ax], True) for i in range(L)], ax, n.dt)
     if op == "one_hot":
         idx = args[0]
         eq = rcmp("eq", idx.map(lambda t: t[..., None]), R.Val(np.arange(at["n"]), idx.dt))
