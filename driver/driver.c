@@ -76,9 +76,9 @@ static void dump_pass(void *ud, const char *pass, const td_graph *g) {
   td_graph_print(g, o->diags, o->dump);
 }
 
-/* A SCAN runs in the interpreter, the CPU compiler and CPU artifacts, so
- * far: CUDA (run, explain and build) refuses it with where it is and what
- * runs it. */
+/* A SCAN runs in the interpreter, the CPU compiler, CPU artifacts and
+ * `tdsl run --device cuda` (a host loop, gpu/runtime_cuda.c); CUDA
+ * artifacts refuse it with where it is and what runs it. */
 static int refuse_scan(const td_graph *g, const td_drive_opts *o, const char *what, td_err *err) {
   for (int i = 0; i < g->n_nodes; i++) {
     if (g->nodes[i].op != TD_IR_SCAN) continue;
@@ -218,7 +218,6 @@ static int cpu_run(td_prepared *p, td_tensor *const *inputs, td_tensor *const *p
 static int cuda_prepare(td_prepared *p, td_err *err) {
   /* no GPU is said before lowering, unless the module is to be printed */
   if (!(p->o.dump && (p->o.dumps & TD_DUMP_CUDA)) && td_cuda_ready(err)) return -1;
-  if (refuse_scan(p->g, &p->o, "the CUDA backend", err)) return -1;
   return (p->plan = td_lower(p->g, &p->o, NULL, err)) ? 0 : -1;
 }
 
@@ -349,7 +348,6 @@ int td_drive_explain(const td_graph *g, const td_drive_opts *o, const td_explain
                      FILE *out, td_plan **plan, td_err *err) {
   td_opt_stats st;
   const td_graph *run = td_graph_with_update_outputs(g, o && o->backend == TD_BACKEND_CPU, err);   /* what td_prepare runs */
-  if (run && o && o->backend == TD_BACKEND_CUDA && refuse_scan(run, o, "the CUDA backend", err)) return -1;
   td_plan *p = run ? td_lower(run, o, &st, err) : NULL;
   if (plan) *plan = p;
   if (!p) return -1;
