@@ -76,23 +76,6 @@ static void dump_pass(void *ud, const char *pass, const td_graph *g) {
   td_graph_print(g, o->diags, o->dump);
 }
 
-/* A SCAN runs in the interpreter, the CPU compiler, CPU artifacts and
- * `tdsl run --device cuda` (a host loop, gpu/runtime_cuda.c); CUDA
- * artifacts refuse it with where it is and what runs it. */
-static int refuse_scan(const td_graph *g, const td_drive_opts *o, const char *what, td_err *err) {
-  for (int i = 0; i < g->n_nodes; i++) {
-    if (g->nodes[i].op != TD_IR_SCAN) continue;
-    td_span sp = g->nodes[i].span;
-    const td_source *s = o && o->diags ? td_diags_source(o->diags, sp.file) : NULL;
-    char where[600];
-    if (s) snprintf(where, sizeof where, "%s:%d:%d", s->path, sp.line, sp.col);
-    else snprintf(where, sizeof where, "line %d, column %d", sp.line, sp.col);
-    return td_err_set(err, "entry '%s' uses scan (%s), which %s does not compile yet: run it with `tdsl run` "
-                      "(eager) or `tdsl run --compiled` (the CPU compiler)", g->name, where, what);
-  }
-  return 0;
-}
-
 td_plan *td_lower(const td_graph *g, const td_drive_opts *o, td_opt_stats *st, td_err *err) {
   unsigned dumps = o && o->dump ? o->dumps : 0;
   td_opt_opts oo = {dump_pass, (void *)o, dumps & TD_DUMP_PASSES};
@@ -122,14 +105,6 @@ static td_plan *lower_quietly(const td_graph *g, const td_build_opts *o, td_err 
   return td_lower(g, NULL, NULL, err);
 }
 
-/* ... and a CUDA build refuses scans first. */
-static td_plan *lower_quietly_cuda(const td_graph *g, const td_build_opts *o, td_err *err) {
-  td_drive_opts d;
-  memset(&d, 0, sizeof d);
-  d.diags = o->diags;
-  if (refuse_scan(g, &d, "`tdsl build --device cuda`", err)) return NULL;
-  return lower_quietly(g, o, err);
-}
 
 /* ---- the interpreter ---------------------------------------------------- */
 
@@ -369,6 +344,6 @@ int td_drive_build(td_program *p, td_backend which, const td_build_opts *o, td_e
   if (!b->build) return td_err_set(err, "the %s backend builds no artifact (cpu or cuda)", b->name);
   td_build_opts bo = *o;
   bo.diags = td_program_diags(p);
-  bo.lower = which == TD_BACKEND_CUDA ? lower_quietly_cuda : lower_quietly;
+  bo.lower = lower_quietly;
   return b->build(p, &bo, err);
 }
