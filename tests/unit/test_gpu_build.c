@@ -827,7 +827,8 @@ Test(gpu_build, scans_run_under_a_stand_in_driver) {
 }
 
 /* `tdsl run --device cuda` runs the same scans under the stand-in driver
- * (runtime_cuda.c's host loop) and prints what eager mode prints. */
+ * (runtime_cuda.c's host loop), plain and captured into a CUDA Graph, and
+ * prints what eager mode prints. */
 Test(gpu_build, run_device_cuda_runs_scans_under_a_stand_in_driver) {
   need_runnable();
   make_fake_driver();
@@ -841,6 +842,13 @@ Test(gpu_build, run_device_cuda_runs_scans_under_a_stand_in_driver) {
   cr_assert_eq(sh("'%s' run '%s' >'%s' 2>&1", TDSL_BIN, path("scan.td"), path("eager.txt")), 0);
   char *gpu = read_all(path("gpu.txt"), NULL), *eager = read_all(path("eager.txt"), NULL);
   cr_expect(strlen(eager) > 100, "%s", eager);
+  cr_expect_str_eq(gpu, eager);
+  free(gpu);
+  /* every step's launches (and the copies between steps) in one CUDA Graph */
+  cr_assert_eq(sh("%s TDSL_CACHE_DIR='%s' '%s' run '%s' --device cuda --cuda-graph >'%s' 2>&1", env, path("cache"),
+                  TDSL_BIN, path("scan.td"), path("gpu.txt")),
+               0, "%s", read_all(path("gpu.txt"), NULL));
+  gpu = read_all(path("gpu.txt"), NULL);
   cr_expect_str_eq(gpu, eager);
   free(gpu);
   free(eager);

@@ -602,8 +602,9 @@ static int gpu_promised(const td_graph *g, int n, char *memo) {
   if (memo[n]) return memo[n] == 1;
   const td_node *nd = &g->nodes[n];
   td_op op = nd->op;
+  /* a scan's outputs: whatever its body computes (not looked into) */
   int ok = td_ops[op].kind != TD_K_REDUCE && op != TD_IR_MATMUL && op != TD_IR_RANDN && op != TD_IR_SIN &&
-           op != TD_IR_COS && op != TD_IR_POW;
+           op != TD_IR_COS && op != TD_IR_POW && op != TD_IR_SCAN && op != TD_IR_SCAN_OUT;
   if (ok && nd->dtype == TD_F64)
     ok = op != TD_IR_EXP && op != TD_IR_LOG && op != TD_IR_TANH && op != TD_IR_ERF && op != TD_IR_SIGMOID &&
          op != TD_IR_SILU && op != TD_IR_GELU;
