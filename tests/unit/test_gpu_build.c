@@ -853,3 +853,34 @@ Test(gpu_build, run_device_cuda_runs_scans_under_a_stand_in_driver) {
   free(gpu);
   free(eager);
 }
+
+/* An index out of range in a scan's body at step 2 (of 0..3): `tdsl run
+ * --device cuda` under the stand-in driver stops with the CPU compiler's
+ * message, naming the step and the body's source line. */
+static const char scan_err_td[] =
+    "fn pick(c, i) {\n"
+    "  let v = arange(4.0)\n"
+    "  (c + take(v, i * 2, axis = 0), c)\n"
+    "}\n"
+    "fn main() {\n"
+    "  let (s, ys) = scan(pick, zeros([]), length = 4)\n"
+    "  print(s)\n"
+    "}\n";
+
+Test(gpu_build, run_device_cuda_names_the_step_of_an_error_in_a_scan) {
+  need_runnable();
+  make_fake_driver();
+  write_file(path("scanerr.td"), scan_err_td);
+  char module[1024], env[8192];
+  make_emulated_module_of(path("scanerr.td"), "main", module, sizeof module);
+  fake_env(env, sizeof env, module, 90);
+  cr_expect_eq(sh("%s TDSL_CACHE_DIR='%s' '%s' run '%s' --device cuda >'%s' 2>&1", env, path("cache"), TDSL_BIN,
+                  path("scanerr.td"), path("gpu.txt")), 1);
+  cr_expect_eq(sh("'%s' run '%s' --compiled >'%s' 2>&1", TDSL_BIN, path("scanerr.td"), path("cpu.txt")), 1);
+  char *gpu = read_all(path("gpu.txt"), NULL), *cpu = read_all(path("cpu.txt"), NULL);
+  cr_expect(strstr(cpu, "scanerr.td:3:8: error: take: an index is out of range for axis 0 of size 4, at step 2 of the "
+                        "scan"), "%s", cpu);
+  cr_expect_str_eq(gpu, cpu);
+  free(gpu);
+  free(cpu);
+}
