@@ -28,6 +28,11 @@
  *
  * Random numbers: call k of a model uses call index k, as on the CPU.
  *
+ * Scans: a host loop launching the body's kernels per step ("scans: the
+ * host loop" below); each step has a status word of its own (smem),
+ * sticky like the model's, so the synchronise names the step of an index
+ * error.
+ *
  * What does not depend on the device (the descriptor's common parts,
  * weights files, the print format, the --exe command line) is
  * artifact/artifact_common.c, shared with the CPU runtime.
@@ -77,6 +82,9 @@ typedef struct cu_entry {
   /* scans (an entry's): every step's tables, made on the host, copied once per call */
   size_t off_frames, frame_bytes;
   unsigned char *fhost;
+  int n_frames;              /* steps of a call at the current sizes */
+  int *fparent;              /* per step: the enclosing scan's step (-1: none) */
+  int64_t *fstep;            /* per step: its index */
 } cu_entry;
 
 /* A scan kernel (artifact_cuda.h, "per scan"): how its body's inputs and
@@ -106,6 +114,8 @@ struct tdcu_model {
   cu_entry *entries;
   td_cu_deviceptr pmem, mem;  /* parameters (+ status word), call memory */
   size_t status_off, mem_cap;
+  td_cu_deviceptr smem;      /* a status word per step of a scan, sticky like the other */
+  int scap, sused;           /* words of smem, words the calls since the synchronise used */
   int pending;               /* entry whose prints await the synchronise, or -1 */
   int pending_status;        /* an entry call since the last synchronise: 1 + entry */
   uint64_t calls;
@@ -376,7 +386,7 @@ static void free_kernels(cu_entry *e) {
                    s->in, s->cur, s->fin, s->dst, s->bytes, s->slice_b, s};
     for (size_t i = 0; i < sizeof own / sizeof *own; i++) td_free(own[i]);
   }
-  void *own[] = {e->kern, e->off, e->stage, e->argbytes, e->table, e->fhost};
+  void *own[] = {e->kern, e->off, e->stage, e->argbytes, e->table, e->fhost, e->fparent, e->fstep};
   for (size_t k = 0; k < sizeof own / sizeof *own; k++) td_free(own[k]);
 }
 
@@ -393,6 +403,7 @@ void tdcu_free(tdcu_model *m) {
   if (cu && m->stream) cu->cuStreamSynchronize(m->stream);
   if (cu && m->mem) cu->cuMemFree(m->mem);
   if (cu && m->pmem) cu->cuMemFree(m->pmem);
+  if (cu && m->smem) cu->cuMemFree(m->smem);
   for (int i = 0; m->entries && i < m->n_entries; i++) free_entry(cu, &m->entries[i]);
   for (int i = 0; m->params && i < m->n_params; i++) td_free(m->params[i].name);
   if (cu && m->stream) cu->cuStreamDestroy(m->stream);
@@ -456,7 +467,7 @@ static size_t frame_bytes(const cu_entry *b) { return sizeof(uint64_t) * ((size_
 
 /* Lays out the scans' bodies of e from *total on (their size checks
  * first), and adds the bytes of the frames one run of e makes to *frames. */
-static int prepare_bodies(tdcu_model *m, cu_entry *e, size_t *total, size_t *frames) {
+static int prepare_bodies(tdcu_model *m, cu_entry *e, size_t *total, size_t *frames, int64_t *steps) {
   for (int k = 0; k < e->n_kern; k++) {
     cu_scan *s = e->kern[k].scan;
     if (!s) continue;
@@ -487,10 +498,14 @@ static int prepare_bodies(tdcu_model *m, cu_entry *e, size_t *total, size_t *fra
       *total += up256((size_t)dim_eval(b, s->out_bytes[i]) + 1);
     }
     size_t inner = frame_bytes(b);
-    if (prepare_bodies(m, b, total, &inner)) return TDCU_EARG;
-    if (T && inner > ((size_t)1 << 40) / (size_t)T)
+    int64_t n1 = 1;
+    if (prepare_bodies(m, b, total, &inner, &n1)) return TDCU_EARG;
+    if (T && (inner > ((size_t)1 << 40) / (size_t)T || n1 > ((int64_t)1 << 30) / T))
       return fail(m, TDCU_EARG, "%s: a scan takes too many steps (%lld) to record", e->name, (long long)T);
     *frames += (size_t)T * inner;
+    *steps += T * n1;
+    if (*steps > ((int64_t)1 << 30))
+      return fail(m, TDCU_EARG, "%s: the scans take too many steps to record", e->name);
   }
   return 0;
 }
@@ -523,8 +538,20 @@ static int prepare(tdcu_model *m, cu_entry *e) {
   e->off_dv = total;
   total += up256(sizeof(int64_t) * (size_t)(e->n_dv + 1));
   size_t frames = 0;
-  int rc = prepare_bodies(m, e, &total, &frames);
+  int64_t steps = 0;
+  int rc = prepare_bodies(m, e, &total, &frames, &steps);
   if (rc) return rc;
+  if (steps != e->n_frames || (steps && !e->fstep)) {
+    td_free(e->fparent);
+    td_free(e->fstep);
+    e->fparent = NULL;
+    e->fstep = NULL;
+    e->n_frames = 0;
+    if (steps && (!(e->fparent = td_malloc((size_t)steps * sizeof *e->fparent)) ||
+                  !(e->fstep = td_malloc((size_t)steps * sizeof *e->fstep))))
+      return fail(m, TDCU_ENOMEM, "out of memory (a scan's steps)");
+    e->n_frames = (int)steps;
+  }
   e->off_frames = total;
   if (frames != e->frame_bytes || (frames && !e->fhost)) {
     td_free(e->fhost);
@@ -571,6 +598,29 @@ static int ensure_mem(tdcu_model *m, size_t need) {
   return 0;
 }
 
+/* The per-step status words hold at least n (growing waits for the stream
+ * and keeps the words set since the last synchronise). */
+static int ensure_steps(tdcu_model *m, int n) {
+  if (n <= m->scap) return 0;
+  int cap = n + n / 4 + 16;
+  td_cu_deviceptr s = 0;
+  if (ck(m, m->cu->cuStreamSynchronize(m->stream), "cuStreamSynchronize", NULL)) return TDCU_ECUDA;
+  if (ck(m, m->cu->cuMemAlloc(&s, 4 * (size_t)cap), "cuMemAlloc", NULL))
+    return fail(m, TDCU_ENOMEM, "out of GPU memory (a scan's %d steps): %s", n, m->err);
+  int rc = ck(m, m->cu->cuMemsetD32Async(s, 0, (size_t)cap, m->stream), "cuMemsetD32Async", NULL);
+  if (!rc && m->sused)
+    rc = ck(m, m->cu->cuMemcpyDtoDAsync(s, m->smem, 4 * (size_t)m->sused, m->stream), "cuMemcpyDtoDAsync", NULL);
+  if (!rc) rc = ck(m, m->cu->cuStreamSynchronize(m->stream), "cuStreamSynchronize", NULL);
+  if (rc) {
+    m->cu->cuMemFree(s);
+    return rc;
+  }
+  if (m->smem) m->cu->cuMemFree(m->smem);
+  m->smem = s;
+  m->scap = cap;
+  return 0;
+}
+
 /* ---- prints (the interpreter's format: artifact_common.c) ---- */
 
 /* Copies a printed value back from the GPU. */
@@ -596,6 +646,23 @@ static int run_prints(tdcu_model *m, cu_entry *e) {
 
 /* ---- calls ---- */
 
+/* The first step of a scan whose status word is set, or -1 (read after
+ * the stream is done). */
+static int failed_step(tdcu_model *m, int used, int *bad) {
+  *bad = 0;
+  if (!used) return -1;
+  int32_t *w = td_malloc(4 * (size_t)used);
+  if (!w) return fail(m, TDCU_ENOMEM, "out of memory"), *bad = 1, -1;
+  int f = -1;
+  if (ck(m, m->cu->cuMemcpyDtoHAsync(w, m->smem, 4 * (size_t)used, m->stream), "cuMemcpyDtoHAsync", NULL) ||
+      ck(m, m->cu->cuStreamSynchronize(m->stream), "cuStreamSynchronize", NULL))
+    *bad = 1;
+  for (int i = 0; !*bad && i < used && f < 0; i++)
+    if (w[i]) f = i;
+  td_free(w);
+  return f;
+}
+
 int tdcu_synchronize(tdcu_model *m) {
   if (!m) return TDCU_EARG;
   const td_cuda_api *cu = m->cu;
@@ -605,20 +672,35 @@ int tdcu_synchronize(tdcu_model *m) {
          NULL) ||
       ck(m, cu->cuStreamSynchronize(m->stream), "cuStreamSynchronize", NULL))
     return TDCU_ECUDA;
-  int last = m->pending_status - 1, pend = m->pending;
+  int last = m->pending_status - 1, pend = m->pending, used = m->sused, bad;
+  int f = failed_step(m, used, &bad);
+  if (bad) return TDCU_ECUDA;
   m->pending = -1;
   m->pending_status = 0;
+  m->sused = 0;
+  if (f >= 0 && ck(m, cu->cuMemsetD32Async(m->smem, 0, (size_t)used, m->stream), "cuMemsetD32Async", NULL))
+    return TDCU_ECUDA;
   if (status) {
     if (ck(m, cu->cuMemsetD32Async(m->pmem + m->status_off, 0, 1, m->stream), "cuMemsetD32Async", NULL))
       return TDCU_ECUDA;
     return fail(m, TDCU_EINDEX, "%s: take: an index is out of range", last >= 0 ? m->entries[last].name : "?");
   }
+  if (f >= 0) {   /* in a scan's step: named as the CPU runtime names it (steps of the last call) */
+    const cu_entry *e = last >= 0 ? &m->entries[last] : NULL;
+    fail(m, TDCU_EINDEX, "%s: take: an index is out of range", e ? e->name : "?");
+    for (int q = f; e && q >= 0 && q < e->n_frames; q = e->fparent[q]) {
+      char msg[sizeof m->err];
+      snprintf(msg, sizeof msg, "%s", m->err);
+      fail(m, TDCU_EINDEX, "%s, at step %lld of the scan", msg, (long long)e->fstep[q]);
+    }
+    return TDCU_EINDEX;
+  }
   return pend >= 0 ? run_prints(m, &m->entries[pend]) : 0;
 }
 
 /* Launches kernel k of e with the given tables. */
-static int launch_kernel(tdcu_model *m, const cu_entry *e, int k, td_cu_deviceptr table, td_cu_deviceptr dv) {
-  td_cu_deviceptr status = m->pmem + m->status_off;
+static int launch_kernel(tdcu_model *m, const cu_entry *e, int k, td_cu_deviceptr table, td_cu_deviceptr dv,
+                         td_cu_deviceptr status) {
   void *params[3] = {&table, &dv, &status};
   const cu_kern *kn = &e->kern[k];
   int64_t work = dim_eval(e, kn->work), mm = 0, nn = 0;
@@ -643,12 +725,18 @@ typedef struct walk {
   const cu_entry *top;
   int launching;
   size_t at;                     /* the next frame's offset */
+  int nf, frame;                 /* the next frame's number; the current one (-1: the entry's own kernels) */
   uint64_t call;
   int64_t steps[SCAN_DEPTH_MAX];
   int depth;
 } walk;
 
 static int walk_entry(walk *w, cu_entry *e, const uint64_t *addr, td_cu_deviceptr table, td_cu_deviceptr dv);
+
+/* Frame f's status word: the model's own outside scans, else the step's. */
+static td_cu_deviceptr status_of(const tdcu_model *m, int f) {
+  return f < 0 ? m->pmem + m->status_off : m->smem + 4 * (size_t)f;
+}
 
 static int copy_dd(tdcu_model *m, uint64_t dst, uint64_t src, size_t bytes) {
   if (!bytes || dst == src) return 0;
@@ -681,9 +769,12 @@ static int walk_scan(walk *w, cu_entry *e, cu_scan *s, const uint64_t *addr) {
     td_cu_deviceptr dtbl = m->mem + w->top->off_frames + w->at, ddv = dtbl + sizeof(uint64_t) * ((size_t)b->n_bufs + 1),
                     dt = ddv + sizeof(int64_t) * ((size_t)b->n_dv + 1);
     w->at += fb;
+    int f = w->nf++, parent = w->frame;
     for (int i = 0; i < s->no; i++)
       s->dst[i] = i >= nc ? s->fin[i] + (uint64_t)t * s->bytes[i] : (T - 1 - st) % 2 == 0 ? s->fin[i] : m->mem + s->alt[i];
     if (!w->launching) {
+      w->top->fparent[f] = parent;
+      w->top->fstep[f] = t;
       *tv = t;
       for (int i = 0; i < b->n_bufs; i++) {
         int j = (int)b->bindex[i];
@@ -706,7 +797,9 @@ static int walk_scan(walk *w, cu_entry *e, cu_scan *s, const uint64_t *addr) {
       }
     }
     w->depth++;
+    w->frame = f;
     rc = walk_entry(w, b, tbl, dtbl, ddv);
+    w->frame = parent;
     w->depth--;
     for (int i = 0; rc == 0 && w->launching && i < s->no; i++)
       if (!s->direct[i]) rc = copy_dd(m, s->dst[i], tbl[s->out_bbuf[i]], s->bytes[i]);
@@ -722,7 +815,7 @@ static int walk_scan(walk *w, cu_entry *e, cu_scan *s, const uint64_t *addr) {
 static int walk_entry(walk *w, cu_entry *e, const uint64_t *addr, td_cu_deviceptr table, td_cu_deviceptr dv) {
   for (int k = 0; k < e->n_kern; k++) {
     int rc = e->kern[k].scan ? walk_scan(w, e, e->kern[k].scan, addr)
-           : w->launching ? launch_kernel(w->m, e, k, table, dv) : 0;
+           : w->launching ? launch_kernel(w->m, e, k, table, dv, status_of(w->m, w->frame)) : 0;
     if (rc) return rc;
   }
   return 0;
@@ -737,6 +830,7 @@ static int launch(tdcu_model *m, cu_entry *e, uint64_t call) {
   w.m = m;
   w.top = e;
   w.call = call;
+  w.frame = -1;
   td_cu_deviceptr table = m->mem + e->off_table, dv = m->mem + e->off_dv;
   if (e->frame_bytes) {
     int rc = walk_entry(&w, e, e->table, table, dv);
@@ -747,6 +841,8 @@ static int launch(tdcu_model *m, cu_entry *e, uint64_t call) {
   }
   w.launching = 1;
   w.at = 0;
+  w.nf = 0;
+  if (e->n_frames > m->sused) m->sused = e->n_frames;
   return walk_entry(&w, e, e->table, table, dv);
 }
 
@@ -799,6 +895,7 @@ static int begin(tdcu_model *m, int ei, const int64_t *syms, void *const *args) 
   int rc = m->pending >= 0 ? tdcu_synchronize(m) : 0;   /* an earlier call's prints first */
   if (!rc) rc = set_sizes(m, e, syms);
   if (!rc) rc = ensure_mem(m, e->need);
+  if (!rc) rc = ensure_steps(m, e->n_frames);
   return rc;
 }
 

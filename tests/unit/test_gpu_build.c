@@ -748,6 +748,8 @@ static const char scan_td[] =
     "  let (n, sq) = scan(count, zeros([], dtype = i64), length = 5)\n"
     "  (h, ys, c, cs, f32(n) + f32(sum(sq)))\n"
     "}\n"
+    "fn pick(c, x) { c + take(arange(4.0), i64(x), axis = 0) }\n"
+    "fn picks(xs: f32[T]) { fold(pick, zeros([]), xs) }\n"
     "fn main() {\n"
     "  let xs = reshape(sin(arange(42.0) * 0.37), [7, 2, 3])\n"
     "  let w = reshape(cos(arange(9.0)), [3, 3]) * 0.5\n"
@@ -767,6 +769,7 @@ static void write_f32(const char *name, int rank, const int64_t *shape, double (
 static double xs_value(int64_t i) { return sin(0.37 * (double)i); }
 static double w_value(int64_t i) { return 0.5 * cos((double)i); }
 static double h0_value(int64_t i) { return 0.25 - 0.1 * (double)i; }
+static double pick_value(int64_t i) { return i == 2 ? 9.0 : (double)(i % 4); }
 
 /* Output o of the artifact's run (gO.npy) against eager's (eO.npy): the
  * same shape, values within 1e-5 (the matmul sums in another order). */
@@ -824,6 +827,19 @@ Test(gpu_build, scans_run_under_a_stand_in_driver) {
                  0, "T=%d: %s", T, read_all(path("eager.txt"), NULL));
     for (int o = 0; o < 5; o++) expect_npy_close(o, T);
   }
+  /* an index out of range at step 2 of 4: the step is named, as the CPU
+   * artifact names it; then the model still works (the step's status word
+   * was cleared) */
+  int64_t n4[1] = {4}, n2[1] = {2};
+  write_f32("p.npy", 1, n4, pick_value);
+  cr_expect_eq(sh("%s '%s' --entry picks --in xs='%s' --out '%s' >'%s' 2>&1", env, path("scan"), path("p.npy"),
+                  path("g0.npy"), path("gpu.txt")), 1);
+  char *msg = read_all(path("gpu.txt"), NULL);
+  cr_expect(strstr(msg, "picks: take: an index is out of range, at step 2 of the scan"), "%s", msg);
+  free(msg);
+  write_f32("p.npy", 1, n2, pick_value);
+  cr_expect_eq(sh("%s '%s' --entry picks --in xs='%s' --out '%s' >'%s' 2>&1", env, path("scan"), path("p.npy"),
+                  path("g0.npy"), path("gpu.txt")), 0, "%s", read_all(path("gpu.txt"), NULL));
 }
 
 /* `tdsl run --device cuda` runs the same scans under the stand-in driver
