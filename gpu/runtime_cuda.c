@@ -5,7 +5,10 @@
  * 64 bytes as on the CPU), every input, parameter and output buffer, the
  * table of buffer pointers the kernels index (bufs), the runtime table
  * (dv: sizes and random streams, computed exactly as compiler/compiled.c
- * does) and the gather status word.
+ * does) and the gather status word; with scans, each body's temporaries,
+ * outputs not written in place and carries' second buffers too, and a
+ * second allocation for the frames of every step (see "scans: the host
+ * loop" below).
  *
  * Modules: compiled once per (source, architecture, options, tdsl version):
  * looked up in a per-process list, then in the on-disk cache
