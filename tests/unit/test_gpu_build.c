@@ -22,6 +22,12 @@
  * The --exe executable's outputs (several, one of them an input, one a
  * parameter) and print() text must match eager mode too.
  *
+ * Scans: one artifact runs an RNN scan, a reversed scan and a scan over
+ * the step index at T = 0, 1 and 7 (eager's outputs) and names the step
+ * of an index error; `tdsl run --device cuda` runs the same scans, plain
+ * and captured into a CUDA Graph, and names the step of an error as the
+ * CPU compiler does.
+ *
  * Skipped, saying why, when NVRTC (the CUDA toolkit) or a C/C++ compiler
  * is missing, and under sanitizers (the artifact runtime is then
  * instrumented and cannot be loaded into an uninstrumented program).

@@ -19,7 +19,12 @@
  *     bit where the exactness contract promises it (gpu_promised; see
  *     "running the generated kernels on the CPU" below), and so do the
  *     tensor-core matmuls (TF32 m16n8k8, f16/bf16 m16n8k16) with an
- *     emulation of mma.sync's fragment exchange.
+ *     emulation of mma.sync's fragment exchange;
+ *   - programs with scans (tests/lang/scan, examples) are compiled and
+ *     emulated too: each scan's body kernels are in the module under their
+ *     s<k>_ names, and the emulation runs them once per step from a loop
+ *     written here (runtime_cuda.c's and artifact_cuda.c's own host loops
+ *     run under the stand-in driver in test_gpu_build.c).
  * Tests that need NVRTC are skipped, with the reason printed, when it is
  * not installed; the driver test is skipped where a driver exists.
  */
