@@ -27,10 +27,22 @@
  *               n_slots, slot bytes dims
  *               n_dv, per entry: is_rand, dim or stream
  *               n_kernels, per kernel: name, kind (td_kkind), work dim,
- *                 m dim, n dim, vec, cols (codegen_cuda.h's td_cuda_kernel)
+ *                 m dim, n dim, vec, cols (codegen_cuda.h's td_cuda_kernel);
+ *                 a scan (kind 4, TD_KERN_SCAN) then "per scan" below
  *               n_prints, per print: n_parts, per part: 0 and a string,
  *                 or 1, buffer, dtype, rank, dims[rank]
  *               cubin offset, cubin bytes, ptx offset, ptx bytes (in data)
+ *   per scan (as CPU artifacts describe one, artifact.h): trip count dim,
+ *               reverse, n_carry, n_xs, index input (-1: none),
+ *               n_inputs, per body input: outer buffer (-1: the step
+ *                 index), sliced, slice bytes dim
+ *               n_outputs, per body output: outer buffer, body buffer,
+ *                 bytes dim, written in place
+ *               the body as an entry: polys ... slots, checks, n_dv and
+ *               its dv entries, n_kernels and its kernels (functions in
+ *               the entry's module, named s<k>_...; nested scans the same)
+ * A scan runs from the host: its body's kernels launched once per step
+ * with that step's tables (artifact_cuda.c, "the host loop").
  */
 #ifndef TD_ARTIFACT_CUDA_H
 #define TD_ARTIFACT_CUDA_H

@@ -76,23 +76,6 @@ static void dump_pass(void *ud, const char *pass, const td_graph *g) {
   td_graph_print(g, o->diags, o->dump);
 }
 
-/* A SCAN runs in the interpreter, the CPU compiler and CPU artifacts, so
- * far: CUDA (run, explain and build) refuses it with where it is and what
- * runs it. */
-static int refuse_scan(const td_graph *g, const td_drive_opts *o, const char *what, td_err *err) {
-  for (int i = 0; i < g->n_nodes; i++) {
-    if (g->nodes[i].op != TD_IR_SCAN) continue;
-    td_span sp = g->nodes[i].span;
-    const td_source *s = o && o->diags ? td_diags_source(o->diags, sp.file) : NULL;
-    char where[600];
-    if (s) snprintf(where, sizeof where, "%s:%d:%d", s->path, sp.line, sp.col);
-    else snprintf(where, sizeof where, "line %d, column %d", sp.line, sp.col);
-    return td_err_set(err, "entry '%s' uses scan (%s), which %s does not compile yet: run it with `tdsl run` "
-                      "(eager) or `tdsl run --compiled` (the CPU compiler)", g->name, where, what);
-  }
-  return 0;
-}
-
 td_plan *td_lower(const td_graph *g, const td_drive_opts *o, td_opt_stats *st, td_err *err) {
   unsigned dumps = o && o->dump ? o->dumps : 0;
   td_opt_opts oo = {dump_pass, (void *)o, dumps & TD_DUMP_PASSES};
@@ -122,14 +105,6 @@ static td_plan *lower_quietly(const td_graph *g, const td_build_opts *o, td_err 
   return td_lower(g, NULL, NULL, err);
 }
 
-/* ... and a CUDA build refuses scans first. */
-static td_plan *lower_quietly_cuda(const td_graph *g, const td_build_opts *o, td_err *err) {
-  td_drive_opts d;
-  memset(&d, 0, sizeof d);
-  d.diags = o->diags;
-  if (refuse_scan(g, &d, "`tdsl build --device cuda`", err)) return NULL;
-  return lower_quietly(g, o, err);
-}
 
 /* ---- the interpreter ---------------------------------------------------- */
 
@@ -218,7 +193,6 @@ static int cpu_run(td_prepared *p, td_tensor *const *inputs, td_tensor *const *p
 static int cuda_prepare(td_prepared *p, td_err *err) {
   /* no GPU is said before lowering, unless the module is to be printed */
   if (!(p->o.dump && (p->o.dumps & TD_DUMP_CUDA)) && td_cuda_ready(err)) return -1;
-  if (refuse_scan(p->g, &p->o, "the CUDA backend", err)) return -1;
   return (p->plan = td_lower(p->g, &p->o, NULL, err)) ? 0 : -1;
 }
 
@@ -349,7 +323,6 @@ int td_drive_explain(const td_graph *g, const td_drive_opts *o, const td_explain
                      FILE *out, td_plan **plan, td_err *err) {
   td_opt_stats st;
   const td_graph *run = td_graph_with_update_outputs(g, o && o->backend == TD_BACKEND_CPU, err);   /* what td_prepare runs */
-  if (run && o && o->backend == TD_BACKEND_CUDA && refuse_scan(run, o, "the CUDA backend", err)) return -1;
   td_plan *p = run ? td_lower(run, o, &st, err) : NULL;
   if (plan) *plan = p;
   if (!p) return -1;
@@ -371,6 +344,6 @@ int td_drive_build(td_program *p, td_backend which, const td_build_opts *o, td_e
   if (!b->build) return td_err_set(err, "the %s backend builds no artifact (cpu or cuda)", b->name);
   td_build_opts bo = *o;
   bo.diags = td_program_diags(p);
-  bo.lower = which == TD_BACKEND_CUDA ? lower_quietly_cuda : lower_quietly;
+  bo.lower = lower_quietly;
   return b->build(p, &bo, err);
 }

@@ -17,7 +17,10 @@
  * as a whole at the end (compiler/build_dir.c), so a failed or killed
  * build leaves no partial files.
  * Only what differs from the CPU builder is here: the kernels' part of the
- * descriptor, the modules in the data blob, the _device calls, the stream.
+ * descriptor (a scan's body, generated into the entry's module, described
+ * as compiler/build.c describes it for CPU artifacts: the host loop of
+ * artifact_cuda.c runs it), the modules in the data blob, the _device
+ * calls, the stream.
  */
 #include "gpu/build_cuda.h"
 
@@ -51,24 +54,70 @@ typedef struct cbuilder {
 
 /* ---- the descriptor ---- */
 
-static void put_entry(cbuilder *b, int ei) {
+static int put_kernels(tdb_builder *c, const tdb_entry *e, const td_plan *p, const td_cuda_code *code);
+
+/* What the host loop needs of scan kernel k of p (artifact_cuda.h, "per
+ * scan"; compiler/build.c's put_scan for CPU artifacts): how the body's
+ * inputs and outputs map to p's buffers, then the body as an entry of its
+ * own (its plan, runtime table and kernels). */
+static int put_scan(tdb_builder *c, const tdb_entry *e, const td_plan *p, int k, const td_cuda_code *body) {
+  const td_plan *bp = p->kernels[k].body;
+  td_graph *bg = bp->g;
+  int id = p->kernels[k].root;
+  const td_node *s = &p->g->nodes[id];
+  const td_attr *a = &s->attr;
+  int nc = a->n_carry, nx = a->n_xs, idx = a->index ? nc + nx : -1;
+  for (int i = 0; i < bp->n_bufs; i++)   /* the elaborator refuses them: an internal error */
+    if (bp->bufs[i].kind != TD_BUF_INPUT && bp->bufs[i].kind != TD_BUF_OUTPUT && bp->bufs[i].kind != TD_BUF_TEMP)
+      return td_err_set(c->err, "internal compiler error in %s: a scan's body reads a parameter", e->name);
+  int64_t head[5] = {a->dim, a->reverse, nc, nx, idx};
+  for (int i = 0; i < 5; i++) tdb_put(c, head[i]);
+  tdb_put(c, bg->n_inputs);
+  for (int j = 0; j < bg->n_inputs; j++) {
+    int sliced = j >= nc && j < nc + nx;
+    tdb_put(c, j == idx ? -1 : p->buf_of[s->in[idx >= 0 && j > idx ? j - 1 : j]]);
+    tdb_put(c, sliced);
+    tdb_put(c, sliced ? td_node_bytes(bg, &bg->nodes[bg->inputs[j]]) : 0);
+  }
+  tdb_put(c, bg->n_outputs);
+  for (int i = 0; i < bg->n_outputs; i++) {
+    int on = bp->out_nodes[i], ob = bp->buf_of[on];
+    tdb_put(c, p->buf_of[id + 1 + i]);
+    tdb_put(c, ob);
+    tdb_put(c, td_node_bytes(bg, &bg->nodes[on]));
+    tdb_put(c, ob >= 0 && bp->bufs[ob].kind == TD_BUF_OUTPUT && bp->bufs[ob].index == i);
+  }
+  tdb_put_plan(c, e, bp);
+  tdb_put(c, body->n_dims);
+  for (int i = 0; i < body->n_dims; i++) tdb_put_dv1(c, bg, body->dims[i].rand_node, body->dims[i].dim);
+  return put_kernels(c, e, bp, body);
+}
+
+static int put_kernels(tdb_builder *c, const tdb_entry *e, const td_plan *p, const td_cuda_code *code) {
+  tdb_put(c, code->n_kernels);
+  for (int k = 0; k < code->n_kernels; k++) {
+    const td_cuda_kernel *kn = &code->kernels[k];
+    tdb_put_str(c, kn->name);
+    int64_t v[6] = {kn->kind, kn->work, kn->kind == TD_KERN_MATMUL ? kn->m : 0,
+                    kn->kind == TD_KERN_MATMUL ? kn->n : 0, kn->vec, kn->cols};
+    for (int i = 0; i < 6; i++) tdb_put(c, v[i]);
+    if (kn->body && put_scan(c, e, p, k, kn->body)) return -1;
+  }
+  return 0;
+}
+
+static int put_entry(cbuilder *b, int ei) {
   const tdb_entry *e = &b->c.e[ei];
   const cextra *x = &b->x[ei];
   tdb_builder *c = &b->c;
   tdb_put_entry_head(c, e);
   tdb_put(c, x->code.n_dims);
   for (int i = 0; i < x->code.n_dims; i++) tdb_put_dv1(c, e->opt, x->code.dims[i].rand_node, x->code.dims[i].dim);
-  tdb_put(c, x->code.n_kernels);
-  for (int k = 0; k < x->code.n_kernels; k++) {
-    const td_cuda_kernel *kn = &x->code.kernels[k];
-    tdb_put_str(c, kn->name);
-    int64_t v[6] = {kn->kind, kn->work, kn->kind == TD_KERN_MATMUL ? kn->m : 0,
-                    kn->kind == TD_KERN_MATMUL ? kn->n : 0, kn->vec, kn->cols};
-    for (int i = 0; i < 6; i++) tdb_put(c, v[i]);
-  }
+  if (put_kernels(c, e, e->plan, &x->code)) return -1;
   tdb_put_prints(c, e);
   int64_t mods[4] = {x->cubin_off, (int64_t)x->cubin_size, x->ptx_off, (int64_t)x->ptx_size};
   for (int i = 0; i < 4; i++) tdb_put(c, mods[i]);
+  return 0;
 }
 
 /* ---- one entry point ---- */
@@ -244,7 +293,8 @@ static int build_all(cbuilder *b, td_program *prog, const tdb_outs *out) {
     if (build_entry(b, prog, i)) return -1;
   if (pack_data(b)) return -1;
   tdb_put_start(&b->c, TDCU_MAGIC, TDCU_ABI, b->arch);
-  for (int i = 0; i < b->c.n_e; i++) put_entry(b, i);
+  for (int i = 0; i < b->c.n_e; i++)
+    if (put_entry(b, i)) return -1;
   if (b->c.err->msg[0]) return -1;
   if (compile_api(b, 0, out, out->tmp[TDB_SO]) || write_header(b, out->tmp[TDB_H])) return -1;
   if (b->c.o->exe && compile_api(b, 1, out, out->tmp[TDB_EXE])) return -1;

@@ -333,7 +333,7 @@ static int emit_kernel(cx *c, int ki, sbuf *out, td_cuda_kernel *info) {
   memset(c->buf_used, 0, (size_t)c->p->n_bufs);
   if (c->n_dims) memset(c->dim_used, 0, (size_t)c->n_dims);
   for (int i = 0; i < k->n_nodes; i++) c->in_k[k->nodes[i]] = 1;
-  info->name = k->name;
+  info->name = *c->prefix ? cu_fmt(c, "%s%s", c->prefix, k->name) : k->name;
   info->kind = k->kind;
   info->m = info->n = 1;
   c->vec = c->cols = 0;
@@ -355,14 +355,14 @@ static int emit_kernel(cx *c, int ki, sbuf *out, td_cuda_kernel *info) {
   else if (k->kind == TD_KERN_REDUCE) info->work = cu_extent(c, k->space, k->rank, ~k->red_axes);
   else cu_matmul_info(c, k, info);
   if (TD_DIM_IS_BAD(info->work)) return td_err_set(c->err, "size arithmetic overflows in kernel %s", k->name);
-  sb_add(out, "\n/* %s (%s): ", k->name, td_kkind_name(k->kind));
+  sb_add(out, "\n/* %s (%s): ", info->name, td_kkind_name(k->kind));
   for (int i = 0; i < k->n_nodes; i++) {
     const td_node *nd = ND(c, k->nodes[i]);
     if (nd->op != TD_IR_CONST && nd->op != TD_IR_DIM) sb_add(out, "%s ", td_ops[nd->op].name);
   }
   sb_add(out, "- source lines %s */\n", source_lines(c, k));
   sb_add(out, "extern \"C\" __global__ void __launch_bounds__(%d, 2)\n%s(void *const *__restrict__ bufs, "
-              "const int64_t *__restrict__ dv, int *__restrict__ status) {\n", TD_CUDA_BLOCK, k->name);
+              "const int64_t *__restrict__ dv, int *__restrict__ status) {\n", TD_CUDA_BLOCK, info->name);
   int root_buf = c->p->buf_of[k->root];
   for (int b = 0; b < c->p->n_bufs; b++) {
     if (!c->buf_used[b]) continue;
@@ -501,7 +501,22 @@ static const char half_mma_text[] =
     "}\n"
     "#endif\n";
 
-int td_cuda_codegen(const td_plan *p, td_arena *a, int tf32, td_cuda_code *out, td_err *err) {
+/* Does plan p or a scan body in it have f16/bf16 values (*half), a matmul
+ * on 16-bit tensor cores (*half_mm)? */
+static void tree_flags(const td_plan *p, int *half, int *half_mm) {
+  for (int i = 0; i < p->g->n_nodes; i++) *half |= td_dtype_is_half(p->g->nodes[i].dtype);
+  for (int k = 0; k < p->n_kernels; k++) {
+    if (p->kernels[k].kind == TD_KERN_SCAN && p->kernels[k].body) tree_flags(p->kernels[k].body, half, half_mm);
+    else *half_mm |= cu_half_matmul(p, k) != TD_F32;
+  }
+}
+
+/* The kernels of plan p, named prefix + the plan's names, appended to src
+ * (after the prelude); each scan's body the same way, its kernels named
+ * prefix s<k>_..., its code in a td_cuda_code of its own (tables in a,
+ * src NULL). */
+static int gen_plan(const td_plan *p, const char *prefix, td_arena *a, int tf32, sbuf *src, td_cuda_code *out,
+                    td_err *err) {
   memset(out, 0, sizeof *out);
   cx c;
   memset(&c, 0, sizeof c);
@@ -509,7 +524,7 @@ int td_cuda_codegen(const td_plan *p, td_arena *a, int tf32, td_cuda_code *out, 
   c.g = p->g;
   c.err = err;
   c.a = a;
-  err->msg[0] = 0;
+  c.prefix = prefix;
   c.in_k = td_arena_alloc(a, (size_t)p->g->n_nodes + 1);
   c.red_val = td_arena_alloc(a, (size_t)(p->g->n_nodes + 1) * sizeof *c.red_val);
   c.buf_used = td_arena_alloc(a, (size_t)p->n_bufs + 1);
@@ -521,27 +536,53 @@ int td_cuda_codegen(const td_plan *p, td_arena *a, int tf32, td_cuda_code *out, 
   c.elided = td_arena_alloc(a, (size_t)p->n_kernels + 1);
   if (!c.in_k || !c.red_val || !c.buf_used || !c.vec_loaded || !out->kernels || !c.mm_half || !c.elided)
     return td_err_set(err, "out of memory");
-  int half_mm = 0; /* some matmul runs on f16/bf16 tensor cores */
-  for (int k = 0; k < p->n_kernels; k++) half_mm |= (c.mm_half[k] = cu_half_matmul(p, k)) != TD_F32;
-  for (int k = 0; k < p->n_kernels; k++) c.elided[k] = (unsigned char)cu_elidable(p, c.mm_half, k);
+  memset(out->kernels, 0, (size_t)(p->n_kernels + 1) * sizeof *out->kernels);
+  for (int k = 0; k < p->n_kernels; k++)
+    c.mm_half[k] = p->kernels[k].kind == TD_KERN_SCAN ? TD_F32 : cu_half_matmul(p, k);
+  for (int k = 0; k < p->n_kernels; k++)
+    c.elided[k] = (unsigned char)(p->kernels[k].kind != TD_KERN_SCAN && cu_elidable(p, c.mm_half, k));
   memset(c.red_val, 0, (size_t)(p->g->n_nodes + 1) * sizeof *c.red_val);
-  sbuf src = {0};
-  int half = 0; /* the half conversions only where the graph has f16/bf16 values */
-  for (int i = 0; i < p->g->n_nodes; i++) half |= td_dtype_is_half(p->g->nodes[i].dtype);
-  sb_add(&src, "%s%s%s%s%s%s", prelude, scalar_h_text, philox_text, half ? half_text : "", tf32 ? tf32_text : "",
-         half_mm ? half_mma_text : "");
   int rc = 0;
-  for (int k = 0; k < p->n_kernels && !rc; k++) rc = emit_kernel(&c, k, &src, &out->kernels[k]);
-  td_free(c.body.s);
-  if (!rc && src.oom) rc = td_err_set(err, "out of memory");
-  if (rc) {
-    td_free(src.s);
-    return -1;
+  for (int k = 0; k < p->n_kernels && !rc; k++) {
+    const td_kernel *K = &p->kernels[k];
+    td_cuda_kernel *info = &out->kernels[k];
+    if (K->kind != TD_KERN_SCAN) {
+      rc = emit_kernel(&c, k, src, info);
+      continue;
+    }
+    /* a scan: its body's kernels, launched by the host once per step */
+    info->name = K->name;
+    info->kind = K->kind;
+    info->work = info->m = info->n = 1;
+    const char *sub = td_arena_printf(a, "%ss%d_", prefix, k);
+    if (!sub || !(info->body = td_arena_alloc(a, sizeof *info->body))) rc = td_err_set(err, "out of memory");
+    else if (!K->body) rc = td_err_set(err, "internal compiler error: scan kernel %s has no body plan", K->name);
+    else rc = gen_plan(K->body, sub, a, tf32, src, info->body, err);
   }
-  out->src = src.s;
+  td_free(c.body.s);
+  if (rc) return -1;
   out->n_kernels = p->n_kernels;
   out->dims = c.dims;
   out->n_dims = c.n_dims;
+  return 0;
+}
+
+int td_cuda_codegen(const td_plan *p, td_arena *a, int tf32, td_cuda_code *out, td_err *err) {
+  memset(out, 0, sizeof *out);
+  err->msg[0] = 0;
+  int half = 0, half_mm = 0; /* the half conversions and 16-bit mma only where some plan needs them */
+  tree_flags(p, &half, &half_mm);
+  sbuf src = {0};
+  sb_add(&src, "%s%s%s%s%s%s", prelude, scalar_h_text, philox_text, half ? half_text : "", tf32 ? tf32_text : "",
+         half_mm ? half_mma_text : "");
+  int rc = gen_plan(p, "", a, tf32, &src, out, err);
+  if (!rc && src.oom) rc = td_err_set(err, "out of memory");
+  if (rc) {
+    td_free(src.s);
+    memset(out, 0, sizeof *out);
+    return -1;
+  }
+  out->src = src.s;
   return 0;
 }
 

@@ -19,6 +19,11 @@
  *              operands read as 16-bit values by m16n8k16 mma.sync, sm_80
  *              and later), the epilogue applied to every accumulated element.
  *
+ * A scan kernel (TD_KERN_SCAN) has no function: its body's plan is
+ * generated into the same module, its kernels named s<k>_<name> after the
+ * scan's kernel k, and the host launches them once per step
+ * (runtime_cuda.c, artifact_cuda.c).
+ *
  * Every kernel has the signature
  *   extern "C" __global__ void NAME(void *const *bufs, const int64_t *dv, int *status)
  * bufs: the device pointer of every plan buffer (plan->bufs order); dv: the
@@ -43,9 +48,11 @@ typedef struct td_cuda_dimref {
   int rand_node;
 } td_cuda_dimref;
 
+struct td_cuda_code;
+
 /* What the host needs to launch one kernel. */
 typedef struct td_cuda_kernel {
-  const char *name;          /* the __global__ function */
+  const char *name;          /* the __global__ function (a scan's: the plan kernel's name) */
   td_kkind kind;
   td_dim work;               /* POINTWISE: elements; REDUCE: rows; MATMUL: batch */
   td_dim m, n;               /* MATMUL: rows and columns of the product */
@@ -53,6 +60,11 @@ typedef struct td_cuda_kernel {
   int cols;                  /* REDUCE: a thread per row (work = rows), not a block */
   int half_mma;              /* MATMUL: 16-bit operands on tensor cores (TD_F16 or TD_BF16), else 0 */
   int idle;                  /* POINTWISE: an empty kernel (a widening CAST no one reads) */
+  /* SCAN (kind TD_KERN_SCAN): no function of its own; the code of its
+   * body's plan (kernel k's body), whose functions are in the same module
+   * named s<k>_<body kernel> (nested: s<k>_s<j>_...), its runtime table its
+   * own (src NULL).  The host runs the body's kernels once per step. */
+  struct td_cuda_code *body;
 } td_cuda_kernel;
 
 typedef struct td_cuda_code {

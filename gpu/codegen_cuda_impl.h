@@ -49,6 +49,7 @@ typedef struct cx {
   td_cuda_dimref *dims;
   int n_dims, cap_dims;
   const td_kernel *k;
+  const char *prefix;          /* of the kernels' names: "" for an entry, "s3_" for scan kernel 3's body */
   sbuf body;
   int indent;
   int nv;                      /* locals made so far in this kernel */

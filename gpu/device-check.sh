@@ -14,6 +14,10 @@
 #      with --device cuda --cuda-graph; the printed output must match the
 #      interpreter's, numbers within a relative 2e-3 (the printed digits)
 #      and everything else exactly;
+#   2b. the scans on their own row: examples/generate.td (KV-cache decoding
+#      in a scan) and tests/lang/scan/basics.td (carries, reverse, nested
+#      scans) through `tdsl run --device cuda`, plain and as a CUDA Graph,
+#      against the interpreter (the host loop of runtime_cuda.c), timed;
 #   3. builds the CUDA artifacts of examples/mlp.td and
 #      examples/transformer.td (`tdsl build --device cuda`) and calls
 #      MLP.forward and Block.forward through tests/gpu/artifact_check.c with host
@@ -30,8 +34,8 @@
 # and prints one short table.  Everything, including each failing diff,
 # goes to LOGDIR/device-check.log.  Nothing is installed; when a dependency
 # is missing the script says which and stops (exit 2).  Exit code: 0 when
-# the build, every differential test, the artifact checks and the GEMM
-# checks passed, 1 otherwise.
+# the build, every differential test, the scan rows, the artifact checks and
+# the GEMM checks passed, 1 otherwise.
 set -u
 if [ $# -ne 1 ]; then
   echo "usage: gpu/device-check.sh LOGDIR" >&2
@@ -136,6 +140,29 @@ if [ -n "$failed" ]; then
   say "  failed: $(echo $failed | tr ' ' '\n' | head -n 8 | tr '\n' ' ')(all in the log)"
 fi
 
+# ---- 2b. scans ----------------------------------------------------------------------
+# The host loop launching a body's kernels per step: its own row, whether
+# or not the differential tests reached these files in their time budget.
+scan_fail=0
+for f in examples/generate.td tests/lang/scan/basics.td; do
+  if ! (cd "$src/$(dirname "$f")" && timeout 60 "$tdsl" run "$src/$f") >"$out/scan-cpu.txt" 2>&1; then
+    row "scan ${f##*/}" "FAILED in the interpreter (see $log)"; scan_fail=1; continue
+  fi
+  res=
+  for mode in plain graph; do
+    flag=; [ $mode = graph ] && flag=--cuda-graph
+    t0=$(date +%s%N)
+    if (cd "$src/$(dirname "$f")" && timeout 60 "$tdsl" run "$src/$f" --device cuda $flag) >"$out/scan-gpu.txt" \
+         2>"$out/scan-gpu.err" && same_output "$out/scan-cpu.txt" "$out/scan-gpu.txt"; then
+      res="$res $mode ok ($(( ($(date +%s%N) - t0) / 1000000 )) ms)"
+    else
+      res="$res $mode FAILED"; scan_fail=1
+      echo "=== FAIL scan $f ($mode)"; cat "$out/scan-gpu.err"; diff "$out/scan-cpu.txt" "$out/scan-gpu.txt" | head -n 40
+    fi
+  done
+  row "scan ${f##*/}" "${res# }"
+done
+
 # ---- 3. CUDA artifacts -----------------------------------------------------------
 # artifact NAME FILE ENTRY C_ENTRY SYMS IN_N OUT_N: build, call both ways, compare.
 art_fail=0
@@ -191,5 +218,5 @@ else
   row benchmarks "bench_gpu did not build (see $log)"
 fi
 row "total time" "$(elapsed) s"
-[ "$fail" -eq 0 ] && [ "$art_fail" -eq 0 ] && [ "$gemm_fail" -eq 0 ] || exit 1
+[ "$fail" -eq 0 ] && [ "$scan_fail" -eq 0 ] && [ "$art_fail" -eq 0 ] && [ "$gemm_fail" -eq 0 ] || exit 1
 exit 0

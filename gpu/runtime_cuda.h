@@ -7,7 +7,10 @@
  * device allocation, copies inputs and parameters in, launches the kernels
  * asynchronously on one stream (optionally captured into a CUDA Graph and
  * launched as one), copies outputs and printed values back, and prints what
- * the program's print() calls print, after the call.
+ * the program's print() calls print, after the call.  A scan's body is
+ * generated into the same module and launched once per step from a host
+ * loop, with the semantics of compiler/compiled.c's run_scan (docs/gpu.md,
+ * "Scans").
  *
  * Without a driver, NVRTC or a device it fails with one sentence saying
  * which (the same sentence for every later call: the device is set up

@@ -25,8 +25,8 @@
  * context is per thread: calls that need one fail with
  * CUDA_ERROR_INVALID_CONTEXT (201) on a thread that has not made the
  * primary context current, or while nobody holds it retained.  Streams
- * are distinct objects.  Stream capture is emulated: launches on a
- * capturing stream are recorded (another thread's launch on that stream
+ * are distinct objects.  Stream capture is emulated: launches (and
+ * device-to-device copies) on a capturing stream are recorded (another thread's launch on that stream
  * is recorded too, as on a GPU), cuGraphLaunch replays them; during a
  * capture in CU_STREAM_CAPTURE_MODE_GLOBAL (0) the unsafe calls
  * (cuMemAlloc, cuMemFree, cuModuleLoadData, cuModuleUnload) of every
@@ -72,7 +72,8 @@ struct fake_fn {
 };
 
 /* One recorded launch: the kernel, its grid and its three arguments'
- * values (copied when it is recorded, as the driver copies parameters). */
+ * values (copied when it is recorded, as the driver copies parameters);
+ * fn NULL: a device-to-device copy (dst, src, bytes). */
 typedef struct rec {
   fake_fn *fn;
   unsigned grid[3];
@@ -321,7 +322,8 @@ CUresult cuMemFreeHost(void *p) {
   return 0;
 }
 /* Copies and sets run at once; one queued on a capturing stream would be
- * captured, which the fake does not emulate (tdsl captures launches only). */
+ * captured, which the fake emulates only for device-to-device copies
+ * (a scan's copies between steps, runtime_cuda.c): the others fail. */
 static CUresult queue_ok(void *s) {
   CUresult r = need_ctx();
   return r ? r : capturing(s) ? E_NOT_SUPPORTED : 0;
@@ -336,10 +338,21 @@ CUresult cuMemcpyDtoHAsync_v2(void *dst, uint64_t src, size_t n, void *s) {
   if (!r) memcpy(dst, (const void *)(uintptr_t)src, n);
   return r;
 }
+static CUresult add_rec(rec **list, int *n, int *cap, const rec *k);
 CUresult cuMemcpyDtoDAsync_v2(uint64_t dst, uint64_t src, size_t n, void *s) {
-  CUresult r = queue_ok(s);
-  if (!r) memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
-  return r;
+  CUresult r = need_ctx();
+  if (r) return r;
+  fake_stream *fs = s;
+  rec k = {NULL, {0, 0, 0}, {dst, src, (uint64_t)n}};   /* fn NULL: a copy */
+  pthread_mutex_lock(&mu);
+  if (fs && fs->capturing) {   /* recorded, replayed by cuGraphLaunch */
+    r = add_rec(&fs->recs, &fs->n, &fs->cap, &k);
+    pthread_mutex_unlock(&mu);
+    return r;
+  }
+  pthread_mutex_unlock(&mu);
+  memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+  return 0;
 }
 CUresult cuMemsetD32Async(uint64_t dst, unsigned v, size_t n, void *s) {
   CUresult r = queue_ok(s);
@@ -352,6 +365,10 @@ CUresult cuMemsetD32Async(uint64_t dst, unsigned v, size_t n, void *s) {
 /* ---- launches ---- */
 
 static CUresult run_rec(const rec *k) {
+  if (!k->fn) {   /* a captured device-to-device copy */
+    memmove((void *)(uintptr_t)k->arg[0], (const void *)(uintptr_t)k->arg[1], (size_t)k->arg[2]);
+    return 0;
+  }
   void *const *bufs = (void *const *)(uintptr_t)k->arg[0];
   const int64_t *dv = (const int64_t *)(uintptr_t)k->arg[1];
   int *status = (int *)(uintptr_t)k->arg[2];

@@ -22,6 +22,12 @@
  * The --exe executable's outputs (several, one of them an input, one a
  * parameter) and print() text must match eager mode too.
  *
+ * Scans: one artifact runs an RNN scan, a reversed scan and a scan over
+ * the step index at T = 0, 1 and 7 (eager's outputs) and names the step
+ * of an index error; `tdsl run --device cuda` runs the same scans, plain
+ * and captured into a CUDA Graph, and names the step of an error as the
+ * CPU compiler does.
+ *
  * Skipped, saying why, when NVRTC (the CUDA toolkit) or a C/C++ compiler
  * is missing, and under sanitizers (the artifact runtime is then
  * instrumented and cannot be loaded into an uninstrumented program).
@@ -308,6 +314,36 @@ static void make_emulated_modules(const char *file, char *list, size_t n) {
     snprintf(list + at, n - at, "%s%s", k ? ":" : "", so);
     k++;
   }
+  td_arena_free(a);
+}
+
+/* The CUDA module of one entry point of file, compiled for the CPU under
+ * the emulation shim, into list (the first path). */
+static void make_emulated_module_of(const char *file, const char *entry, char *list, size_t n) {
+  td_arena *a = td_arena_new();
+  td_diags d;
+  td_diags_init(&d, a);
+  td_program *p = td_program_new(a, &d);
+  td_program_add_search_dir(p, TDSL_SRCDIR "/stdlib");
+  cr_assert_eq(td_program_load_file(p, file), 0, "%s does not load", file);
+  td_graph *g = td_program_lower(p, entry), *opt;
+  td_plan *plan = NULL;
+  td_err err;
+  cr_assert_not_null(g);
+  cr_assert_eq(td_optimize(g, NULL, &opt, NULL, &err), 0, "%s", err.msg);
+  cr_assert_not_null(plan = td_plan_build(opt, &err), "%s", err.msg);
+  td_cuda_code code;
+  cr_assert_eq(td_cuda_codegen(plan, a, 0, &code, &err), 0, "%s", err.msg);
+  char cpp[600];
+  snprintf(cpp, sizeof cpp, "%s/emu_%s.cpp", dir, entry);
+  snprintf(list, n, "%s/emu_%s.so", dir, entry);
+  FILE *f = fopen(cpp, "w");
+  cr_assert_not_null(f);
+  fputs(emu_shim, f);
+  fputs(code.src, f);
+  fclose(f);
+  td_cuda_code_free(&code);
+  cr_assert_eq(sh("c++ -std=c++17 -O1 -w -shared -fPIC -pthread -o '%s' '%s'", list, cpp), 0, "%s", cpp);
   td_arena_free(a);
 }
 
@@ -698,4 +734,175 @@ Test(gpu_build, runtime_and_artifacts_on_four_threads_under_a_stand_in_driver) {
     cr_log_info("pass %d: %s", pass, out);
     free(out);
   }
+}
+
+/* ---- scans ---- */
+
+/* An RNN as a scan (carry h, per-step outputs with a random draw, so the
+ * streams must be mixed with the step as eager mode mixes them), reversed
+ * fold and the step index in a second scan; main runs it on fixed data. */
+static const char scan_td[] =
+    "fn cell(h, x, w) {\n"
+    "  let h2 = tanh(h @ w + x)\n"
+    "  (h2, sum(h2, axis = 1) + rand([2], seed = 7))\n"
+    "}\n"
+    "fn back(c, x) { (c * 0.5 + x, c) }\n"
+    "fn count(c, i) { (c + i, i * i) }\n"
+    "fn rnn(h0: f32[2, 3], xs: f32[T, 2, 3], w: f32[3, 3]) {\n"
+    "  let (h, ys) = scan(cell, h0, xs, args = w)\n"
+    "  let (c, cs) = scan(back, h0, xs, reverse = true)\n"
+    "  let (n, sq) = scan(count, zeros([], dtype = i64), length = 5)\n"
+    "  (h, ys, c, cs, f32(n) + f32(sum(sq)))\n"
+    "}\n"
+    "fn pick(c, x) { c + take(arange(4.0), i64(x), axis = 0) }\n"
+    "fn picks(xs: f32[T]) { fold(pick, zeros([]), xs) }\n"
+    "fn main() {\n"
+    "  let xs = reshape(sin(arange(42.0) * 0.37), [7, 2, 3])\n"
+    "  let w = reshape(cos(arange(9.0)), [3, 3]) * 0.5\n"
+    "  let (h, ys, c, cs, q) = rnn(full([2, 3], 0.25), xs, w)\n"
+    "  print(h, ys, c, cs, q)\n"
+    "}\n";
+
+static void write_f32(const char *name, int rank, const int64_t *shape, double (*f)(int64_t)) {
+  td_err err;
+  td_tensor *t = td_tensor_new(TD_F32, rank, shape, &err);
+  cr_assert_not_null(t, "%s", err.msg);
+  for (int64_t i = 0; i < t->numel; i++) ((float *)t->data)[i] = (float)f(i);
+  cr_assert_eq(td_npy_write(path(name), t, &err), 0, "%s", err.msg);
+  td_tensor_release(t);
+}
+
+static double xs_value(int64_t i) { return sin(0.37 * (double)i); }
+static double w_value(int64_t i) { return 0.5 * cos((double)i); }
+static double h0_value(int64_t i) { return 0.25 - 0.1 * (double)i; }
+static double pick_value(int64_t i) { return i == 2 ? 9.0 : (double)(i % 4); }
+
+/* Output o of the artifact's run (gO.npy) against eager's (eO.npy): the
+ * same shape, values within 1e-5 (the matmul sums in another order). */
+static void expect_npy_close(int o, int T) {
+  char g[16], e[16];
+  snprintf(g, sizeof g, "g%d.npy", o);
+  snprintf(e, sizeof e, "e%d.npy", o);
+  td_tensor *got = NULL, *want = NULL;
+  td_err err;
+  cr_assert_eq(td_npy_read(path(g), &got, &err), 0, "%s", err.msg);
+  cr_assert_eq(td_npy_read(path(e), &want, &err), 0, "%s", err.msg);
+  cr_assert_eq(got->rank, want->rank, "T=%d output %d", T, o);
+  for (int k = 0; k < want->rank; k++) cr_expect_eq(got->shape[k], want->shape[k], "T=%d output %d axis %d", T, o, k);
+  cr_assert_eq(got->numel, want->numel);
+  for (int64_t k = 0; k < want->numel; k++) {
+    double a = ((float *)got->data)[k], b = ((float *)want->data)[k];
+    cr_expect(fabs(a - b) <= 1e-5 * (1 + fabs(b)), "T=%d output %d element %lld: artifact %.9g, eager %.9g", T, o,
+              (long long)k, a, b);
+  }
+  td_tensor_release(got);
+  td_tensor_release(want);
+}
+
+/* One CUDA artifact (T symbolic) runs the scans under the stand-in driver
+ * at T = 0, 1 and 7 - the host loop of artifact_cuda.c launching the
+ * body's kernels per step - and every output (carries, stacked per-step
+ * outputs, random draws, the reversed scan with the step index) matches
+ * eager mode, `tdsl run --entry`. */
+Test(gpu_build, scans_run_under_a_stand_in_driver) {
+  need_runnable();
+  make_fake_driver();
+  write_file(path("scan.td"), scan_td);
+  char modules[4096], env[8192];
+  make_emulated_modules(path("scan.td"), modules, sizeof modules);
+  build(path("scan.td"), "--arch sm_90 --exe");
+  fake_env(env, sizeof env, modules, 90);
+  int64_t hs[2] = {2, 3}, ws[2] = {3, 3};
+  write_f32("h0.npy", 2, hs, h0_value);
+  write_f32("w.npy", 2, ws, w_value);
+  static const int trips[] = {0, 1, 7};
+  for (int i = 0; i < 3; i++) {
+    int T = trips[i];
+    int64_t xs[3] = {T, 2, 3};
+    write_f32("xs.npy", 3, xs, xs_value);
+    const char *ins = "--in h0='%s' --in xs='%s' --in w='%s'";
+    char in[2048];
+    snprintf(in, sizeof in, ins, path("h0.npy"), path("xs.npy"), path("w.npy"));
+    cr_assert_eq(sh("%s '%s' --entry rnn %s --out '%s' --out '%s' --out '%s' --out '%s' --out '%s' >'%s' 2>&1", env,
+                    path("scan"), in, path("g0.npy"), path("g1.npy"), path("g2.npy"), path("g3.npy"), path("g4.npy"),
+                    path("gpu.txt")),
+                 0, "T=%d: %s", T, read_all(path("gpu.txt"), NULL));
+    cr_assert_eq(sh("'%s' run '%s' --entry rnn %s --out '%s' --out '%s' --out '%s' --out '%s' --out '%s' >'%s' 2>&1",
+                    TDSL_BIN, path("scan.td"), in, path("e0.npy"), path("e1.npy"), path("e2.npy"), path("e3.npy"),
+                    path("e4.npy"), path("eager.txt")),
+                 0, "T=%d: %s", T, read_all(path("eager.txt"), NULL));
+    for (int o = 0; o < 5; o++) expect_npy_close(o, T);
+  }
+  /* an index out of range at step 2 of 4: the step is named, as the CPU
+   * artifact names it; then the model still works (the step's status word
+   * was cleared) */
+  int64_t n4[1] = {4}, n2[1] = {2};
+  write_f32("p.npy", 1, n4, pick_value);
+  cr_expect_eq(sh("%s '%s' --entry picks --in xs='%s' --out '%s' >'%s' 2>&1", env, path("scan"), path("p.npy"),
+                  path("g0.npy"), path("gpu.txt")), 1);
+  char *msg = read_all(path("gpu.txt"), NULL);
+  cr_expect(strstr(msg, "picks: take: an index is out of range, at step 2 of the scan"), "%s", msg);
+  free(msg);
+  write_f32("p.npy", 1, n2, pick_value);
+  cr_expect_eq(sh("%s '%s' --entry picks --in xs='%s' --out '%s' >'%s' 2>&1", env, path("scan"), path("p.npy"),
+                  path("g0.npy"), path("gpu.txt")), 0, "%s", read_all(path("gpu.txt"), NULL));
+}
+
+/* `tdsl run --device cuda` runs the same scans under the stand-in driver
+ * (runtime_cuda.c's host loop), plain and captured into a CUDA Graph, and
+ * prints what eager mode prints. */
+Test(gpu_build, run_device_cuda_runs_scans_under_a_stand_in_driver) {
+  need_runnable();
+  make_fake_driver();
+  write_file(path("scan.td"), scan_td);
+  char module[1024], env[8192];
+  make_emulated_module_of(path("scan.td"), "main", module, sizeof module);
+  fake_env(env, sizeof env, module, 90);
+  cr_assert_eq(sh("%s TDSL_CACHE_DIR='%s' '%s' run '%s' --device cuda >'%s' 2>&1", env, path("cache"), TDSL_BIN,
+                  path("scan.td"), path("gpu.txt")),
+               0, "%s", read_all(path("gpu.txt"), NULL));
+  cr_assert_eq(sh("'%s' run '%s' >'%s' 2>&1", TDSL_BIN, path("scan.td"), path("eager.txt")), 0);
+  char *gpu = read_all(path("gpu.txt"), NULL), *eager = read_all(path("eager.txt"), NULL);
+  cr_expect(strlen(eager) > 100, "%s", eager);
+  cr_expect_str_eq(gpu, eager);
+  free(gpu);
+  /* every step's launches (and the copies between steps) in one CUDA Graph */
+  cr_assert_eq(sh("%s TDSL_CACHE_DIR='%s' '%s' run '%s' --device cuda --cuda-graph >'%s' 2>&1", env, path("cache"),
+                  TDSL_BIN, path("scan.td"), path("gpu.txt")),
+               0, "%s", read_all(path("gpu.txt"), NULL));
+  gpu = read_all(path("gpu.txt"), NULL);
+  cr_expect_str_eq(gpu, eager);
+  free(gpu);
+  free(eager);
+}
+
+/* An index out of range in a scan's body at step 2 (of 0..3): `tdsl run
+ * --device cuda` under the stand-in driver stops with the CPU compiler's
+ * message, naming the step and the body's source line. */
+static const char scan_err_td[] =
+    "fn pick(c, i) {\n"
+    "  let v = arange(4.0)\n"
+    "  (c + take(v, i * 2, axis = 0), c)\n"
+    "}\n"
+    "fn main() {\n"
+    "  let (s, ys) = scan(pick, zeros([]), length = 4)\n"
+    "  print(s)\n"
+    "}\n";
+
+Test(gpu_build, run_device_cuda_names_the_step_of_an_error_in_a_scan) {
+  need_runnable();
+  make_fake_driver();
+  write_file(path("scanerr.td"), scan_err_td);
+  char module[1024], env[8192];
+  make_emulated_module_of(path("scanerr.td"), "main", module, sizeof module);
+  fake_env(env, sizeof env, module, 90);
+  cr_expect_eq(sh("%s TDSL_CACHE_DIR='%s' '%s' run '%s' --device cuda >'%s' 2>&1", env, path("cache"), TDSL_BIN,
+                  path("scanerr.td"), path("gpu.txt")), 1);
+  cr_expect_eq(sh("'%s' run '%s' --compiled >'%s' 2>&1", TDSL_BIN, path("scanerr.td"), path("cpu.txt")), 1);
+  char *gpu = read_all(path("gpu.txt"), NULL), *cpu = read_all(path("cpu.txt"), NULL);
+  cr_expect(strstr(cpu, "scanerr.td:3:8: error: take: an index is out of range for axis 0 of size 4, at step 2 of the "
+                        "scan"), "%s", cpu);
+  cr_expect_str_eq(gpu, cpu);
+  free(gpu);
+  free(cpu);
 }

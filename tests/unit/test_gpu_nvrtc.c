@@ -19,7 +19,12 @@
  *     bit where the exactness contract promises it (gpu_promised; see
  *     "running the generated kernels on the CPU" below), and so do the
  *     tensor-core matmuls (TF32 m16n8k8, f16/bf16 m16n8k16) with an
- *     emulation of mma.sync's fragment exchange.
+ *     emulation of mma.sync's fragment exchange;
+ *   - programs with scans (tests/lang/scan, examples) are compiled and
+ *     emulated too: each scan's body kernels are in the module under their
+ *     s<k>_ names, and the emulation runs them once per step from a loop
+ *     written here (runtime_cuda.c's and artifact_cuda.c's own host loops
+ *     run under the stand-in driver in test_gpu_build.c).
  * Tests that need NVRTC are skipped, with the reason printed, when it is
  * not installed; the driver test is skipped where a driver exists.
  */
@@ -41,6 +46,7 @@
 #include "lang/elab.h"
 #include "interp/interp.h"
 #include "runtime/mem.h"
+#include "runtime/philox.h"
 #include "cuda_emu_shim.h"
 
 #ifndef TDSL_SRCDIR
@@ -84,7 +90,7 @@ static void walk(files *f, const char *dir) {
 /* ---- one module ---- */
 
 typedef struct stats {
-  int entries, kernels, modules, spill_reports, tf32, half;
+  int entries, kernels, modules, spill_reports, tf32, half, scans;
   int kinds[4];
 } stats;
 
@@ -106,6 +112,28 @@ static int check_spills(const char *log, const char *what) {
   return n;
 }
 
+/* Every function of code (a scan's body's, named after the scan) is in
+ * the module src; counts them by kind into s and returns how many. */
+static int expect_functions(const td_plan *plan, const td_cuda_code *code, const char *src, const char *what,
+                            stats *s) {
+  int n = 0;
+  cr_assert_eq(code->n_kernels, plan->n_kernels);
+  for (int k = 0; k < plan->n_kernels; k++) {
+    if (plan->kernels[k].kind == TD_KERN_SCAN) {
+      cr_assert(code->kernels[k].body, "%s: scan kernel %s has no body code", what, plan->kernels[k].name);
+      n += expect_functions(plan->kernels[k].body, code->kernels[k].body, src, what, s);
+      s->scans++;
+      continue;
+    }
+    char head[512];
+    snprintf(head, sizeof head, "__global__ void __launch_bounds__(%d, 2)\n%s(", TD_CUDA_BLOCK, code->kernels[k].name);
+    cr_expect(strstr(src, head), "%s: no kernel named %s", what, code->kernels[k].name);
+    s->kinds[plan->kernels[k].kind]++;
+    n++;
+  }
+  return n;
+}
+
 /* Generates and compiles the module of one entry point; with tf32, only
  * when the plan has a matmul (the TF32 variant of the same module). */
 static void compile_entry(td_program *p, const char *file, const char *entry, td_arena *a, int tf32, stats *s) {
@@ -117,38 +145,27 @@ static void compile_entry(td_program *p, const char *file, const char *entry, td
   td_graph *opt;
   td_plan *plan = NULL;
   if (!g || td_optimize(g, NULL, &opt, NULL, &err) || !(plan = td_plan_build(opt, &err))) return;  /* the CPU compiler refuses it too */
-  if (td_plan_first_scan(plan) >= 0) {   /* said, not silent: CUDA refuses scans (test_scan.c checks it) */
-    fprintf(stderr, "%s: not compiled for CUDA: it uses scan, which the CUDA backend does not compile yet\n", entry);
-    return;
-  }
   int has_mm = 0;
   for (int k = 0; k < plan->n_kernels; k++) has_mm |= plan->kernels[k].kind == TD_KERN_MATMUL;
   if (tf32 && !has_mm) return;
   td_cuda_code code;
   cr_assert_eq(td_cuda_codegen(plan, a, tf32, &code, &err), 0, "%s %s: CUDA codegen failed: %s", file, entry, err.msg);
-  cr_assert_eq(code.n_kernels, plan->n_kernels);
-  for (int k = 0; k < plan->n_kernels; k++) {
-    char head[512];
-    snprintf(head, sizeof head, "__global__ void __launch_bounds__(%d, 2)\n%s(", TD_CUDA_BLOCK, plan->kernels[k].name);
-    cr_expect(strstr(code.src, head), "%s %s: no kernel named %s", file, entry, plan->kernels[k].name);
-    s->kinds[plan->kernels[k].kind]++;
-  }
+  char what[1024];
+  snprintf(what, sizeof what, "%s:%s%s", file, entry, tf32 ? " (tf32)" : "");
+  int nfn = expect_functions(plan, &code, code.src, what, s);
   char *cubin = NULL, *log = NULL;
   size_t size = 0;
   const char *opts[] = {"--ptxas-options=-v", "--fmad=false"};
-  char what[1024];
-  snprintf(what, sizeof what, "%s:%s%s", file, entry, tf32 ? " (tf32)" : "");
   int rc = td_nvrtc_compile(code.src, what, 90, opts, 2, &cubin, &size, &log, &err);
   cr_expect_eq(rc, 0, "%s", err.msg);
   if (!rc) {
     cr_expect_gt(size, 0);
     int n = check_spills(log ? log : "", what);
-    cr_expect(n >= plan->n_kernels, "%s: ptxas reported on %d functions for %d kernels:\n%s", what, n,
-              plan->n_kernels, log ? log : "");
+    cr_expect(n >= nfn, "%s: ptxas reported on %d functions for %d kernels:\n%s", what, n, nfn, log ? log : "");
     s->spill_reports += n;
   }
   s->entries++;
-  s->kernels += plan->n_kernels;
+  s->kernels += nfn;
   s->modules += !rc;
   s->tf32 += tf32 && strstr(code.src, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32");
   s->half += !tf32 && (strstr(code.src, "td_mma_bf16(acc") || strstr(code.src, "td_mma_f16(acc"));
@@ -182,7 +199,10 @@ static int have_nvrtc(void) {
   return 0;
 }
 
-Test(gpu_nvrtc, every_program_compiles_for_sm90_without_spills, .timeout = 900) {
+/* 1800 s: the programs with scans run now (examples/generate.td's main,
+ * with its unrolled reference decoder, is a module of 600 kernels, a CPU
+ * minute of NVRTC per variant); on two busy cores this takes 10+ min. */
+Test(gpu_nvrtc, every_program_compiles_for_sm90_without_spills, .timeout = 1800) {
   if (!have_nvrtc()) cr_skip_test("NVRTC (the CUDA toolkit) is not installed");
   files f = {0};
   walk(&f, TDSL_SRCDIR "/examples");
@@ -195,15 +215,16 @@ Test(gpu_nvrtc, every_program_compiles_for_sm90_without_spills, .timeout = 900) 
   }
   free(f.path);
   fprintf(stderr, "test_gpu_nvrtc: %d modules (%d with TF32 matmuls, %d with f16/bf16 ones), %d kernels (%d pointwise, %d reduce, %d matmul), "
-                  "%d compiled, %d ptxas reports\n",
+                  "%d scans, %d compiled, %d ptxas reports\n",
           s.entries, s.tf32, s.half, s.kernels, s.kinds[TD_KERN_POINTWISE], s.kinds[TD_KERN_REDUCE], s.kinds[TD_KERN_MATMUL],
-          s.modules, s.spill_reports);
+          s.scans, s.modules, s.spill_reports);
   cr_expect_eq(s.modules, s.entries);
   cr_expect_gt(s.entries, 20);
   cr_expect_gt(s.kinds[TD_KERN_REDUCE], 0);
   cr_expect_gt(s.kinds[TD_KERN_MATMUL], 0);
   cr_expect_gt(s.tf32, 5);
   cr_expect_geq(s.half, 2, "tests/lang/ops/matmul_bf16.td and matmul_f16.td use f16/bf16 tensor cores");
+  cr_expect_geq(s.scans, 10, "the scans of tests/lang/scan and examples compile with their bodies' kernels");
 }
 
 /* ---- the structure of the generated code ---- */
@@ -424,54 +445,151 @@ static void *emu_build(const char *src, const char *tag) {
 
 static unsigned cap(int64_t n, int64_t c) { return (unsigned)(n < 1 ? 1 : n > c ? c : n); }
 
-/* Runs the plan's kernels in the emulator; fills outs (one tensor per
- * out node, host buffers of the plan) and returns 0, or -1 when the plan
- * is too big to emulate quickly. */
-static int emu_run(const td_plan *plan, const td_cuda_code *code, void *h, td_tensor *const *params,
-                   td_tensor **outs) {
-  const td_graph *g = plan->g;
-  int64_t symvals[64] = {0};
-  td_err err;
-  cr_assert_eq(td_bind_inputs(g, NULL, 0, symvals, &err), 0, "%s", err.msg);
-  void **bufs = calloc((size_t)plan->n_bufs + 1, sizeof *bufs);
-  td_tensor **own = calloc((size_t)plan->n_bufs + 1, sizeof *own);
-  int64_t *dv = calloc((size_t)code->n_dims + 1, sizeof *dv);
-  for (int i = 0; i < plan->n_bufs; i++) {
-    const td_buffer *b = &plan->bufs[i];
-    const td_node *nd = &g->nodes[b->node];
-    if (b->kind == TD_BUF_PARAM) { bufs[i] = params[b->index]->data; continue; }
-    int64_t shape[TD_MAX_RANK];
-    for (int k = 0; k < nd->rank; k++) shape[k] = td_dim_eval(g, nd->shape[k], symvals);
-    own[i] = td_tensor_zeros(nd->dtype, nd->rank, shape, &err);
-    cr_assert(own[i], "%s", err.msg);
-    bufs[i] = own[i]->data;
-  }
+/* A run of the emulated kernels: the module, the sizes, and inside scan
+ * bodies the step of each scan (random streams are mixed with them as
+ * compiled.c mixes them; the call index is 0). */
+typedef struct emu_ctx {
+  void *h;
+  emu_launch_fn launch;
+  int64_t symvals[64];
+  int64_t steps[16];
+  int depth;
+  int status;
+} emu_ctx;
+
+static int emu_kernels(emu_ctx *x, const td_plan *plan, const td_cuda_code *code, void **bufs);
+
+/* The runtime table of code at the context's sizes and steps. */
+static void emu_table(emu_ctx *x, const td_graph *g, const td_cuda_code *code, int64_t *dv) {
   for (int i = 0; i < code->n_dims; i++) {
     const td_cuda_dimref *d = &code->dims[i];
     if (d->rand_node >= 0) {
       uint64_t s = g->nodes[d->rand_node].attr.stream;
+      for (int k = 0; k < x->depth; k++) s = td_hash_mix(s, (uint64_t)x->steps[k] + 1);
       memcpy(&dv[i], &s, sizeof s);
-    } else dv[i] = td_dim_eval(g, d->dim, symvals);
+    } else dv[i] = td_dim_eval(g, d->dim, x->symvals);
   }
-  emu_launch_fn launch = (emu_launch_fn)dlsym(h, "td_emu_launch");
-  cr_assert(launch);
-  int status = 0, rc = 0;
+}
+
+static size_t emu_bytes(emu_ctx *x, const td_graph *g, int n) {
+  const td_node *nd = &g->nodes[n];
+  size_t b = td_dtype_size(nd->dtype);
+  for (int k = 0; k < nd->rank; k++) b *= (size_t)td_dim_eval(g, nd->shape[k], x->symvals);
+  return b;
+}
+
+/* Scan kernel k of plan (buffers bufs) with its body's emulated kernels,
+ * written here as a loop over the steps independently of the runtimes'
+ * host loops: every body buffer and carry gets memory of its own, the
+ * carries are copied from step to step, the step's slices are copied in
+ * and its outputs out.  0, or -1 when a body is too big to emulate. */
+static int emu_scan(emu_ctx *x, const td_plan *plan, int k, const td_cuda_code *body, void **bufs) {
+  const td_plan *bp = plan->kernels[k].body;
+  const td_graph *bg = bp->g;
+  int id = plan->kernels[k].root;
+  const td_attr *a = &plan->g->nodes[id].attr;
+  int nc = a->n_carry, nx = a->n_xs, idx = a->index ? nc + nx : -1, ni = bg->n_inputs, no = bg->n_outputs;
+  int64_t T = td_dim_eval(plan->g, a->dim, x->symvals);
+  cr_assert_geq(T, 0);
+  cr_assert_lt(x->depth, 16);
+  void **bb = calloc((size_t)bp->n_bufs + 1, sizeof *bb), **carry = calloc((size_t)nc + 1, sizeof *carry);
+  cr_assert(bb && carry);
+  for (int i = 0; i < bp->n_bufs; i++) bb[i] = calloc(emu_bytes(x, bg, bp->bufs[i].node) + 8, 1);
+  for (int i = 0; i < nc; i++) {
+    size_t n = emu_bytes(x, bg, bg->inputs[i]);
+    carry[i] = malloc(n + 8);
+    memcpy(carry[i], bufs[plan->buf_of[plan->g->nodes[id].in[i]]], n);
+  }
+  int rc = 0;
+  for (int64_t st = 0; st < T && !rc; st++) {
+    int64_t t = a->reverse ? T - 1 - st : st;
+    for (int i = 0; i < bp->n_bufs; i++) {   /* the step's inputs, copied in */
+      const td_buffer *u = &bp->bufs[i];
+      if (u->kind != TD_BUF_INPUT) continue;
+      int j = u->index;
+      size_t n = emu_bytes(x, bg, u->node);
+      const char *src = j < nc ? carry[j] : j == idx ? (const char *)&t
+                      : (const char *)bufs[plan->buf_of[plan->g->nodes[id].in[idx >= 0 && j > idx ? j - 1 : j]]] +
+                            (j < nc + nx ? (size_t)t * n : 0);
+      memcpy(bb[i], src, n);
+    }
+    x->steps[x->depth++] = t;
+    rc = emu_kernels(x, bp, body, bb);
+    x->depth--;
+    for (int i = 0; i < no && !rc; i++) {   /* the step's outputs, copied out */
+      size_t n = emu_bytes(x, bg, bp->out_nodes[i]);
+      const void *v = bb[bp->buf_of[bp->out_nodes[i]]];
+      if (i < nc) memcpy(carry[i], v, n);
+      else memcpy((char *)bufs[plan->buf_of[id + 1 + i]] + (size_t)t * n, v, n);
+    }
+  }
+  for (int i = 0; i < nc && !rc; i++)
+    memcpy(bufs[plan->buf_of[id + 1 + i]], carry[i], emu_bytes(x, bg, bg->inputs[i]));
+  (void)ni;
+  for (int i = 0; i < bp->n_bufs; i++) free(bb[i]);
+  for (int i = 0; i < nc; i++) free(carry[i]);
+  free(bb);
+  free(carry);
+  return rc;
+}
+
+/* Launches code's kernels (a scan's: its body, per step) on small grids. */
+static int emu_kernels(emu_ctx *x, const td_plan *plan, const td_cuda_code *code, void **bufs) {
+  const td_graph *g = plan->g;
+  int rc = 0;
+  int64_t *dv = calloc((size_t)code->n_dims + 1, sizeof *dv);
+  emu_table(x, g, code, dv);
   for (int k = 0; k < code->n_kernels && !rc; k++) {
     const td_cuda_kernel *kn = &code->kernels[k];
-    emu_kfn fn = (emu_kfn)dlsym(h, kn->name);
+    if (kn->body) {
+      rc = emu_scan(x, plan, k, kn->body, bufs);
+      continue;
+    }
+    emu_kfn fn = (emu_kfn)dlsym(x->h, kn->name);
     cr_assert(fn, "no symbol %s", kn->name);
-    int64_t work = td_dim_eval(g, kn->work, symvals);
+    int64_t work = td_dim_eval(g, kn->work, x->symvals);
     unsigned gx = 1, gy = 1, gz = 1;
     if (kn->kind == TD_KERN_MATMUL) {
-      int64_t m = td_dim_eval(g, kn->m, symvals), n = td_dim_eval(g, kn->n, symvals);
+      int64_t m = td_dim_eval(g, kn->m, x->symvals), n = td_dim_eval(g, kn->n, x->symvals);
       gx = cap((n + 63) / 64, 1 << 30);
       gy = cap((m + 63) / 64, 1 << 30);
       gz = cap(work, 2);
       if ((int64_t)gx * gy * gz > 24) rc = -1;
     } else if (kn->kind == TD_KERN_REDUCE) gx = kn->cols ? cap((work + 255) / 256, 2) : cap(work, 3);
     else gx = cap((work + 255) / 256, 2);
-    if (!rc) cr_assert_eq(launch(fn, gx, gy, gz, bufs, dv, &status), 0);
+    if (!rc) cr_assert_eq(x->launch(fn, gx, gy, gz, bufs, dv, &x->status), 0);
   }
+  free(dv);
+  return rc;
+}
+
+/* Runs the plan's kernels in the emulator; fills outs (one tensor per
+ * out node, host buffers of the plan) and returns 0, or -1 when the plan
+ * is too big to emulate quickly. */
+static int emu_run(const td_plan *plan, const td_cuda_code *code, void *h, td_tensor *const *params,
+                   td_tensor **outs) {
+  const td_graph *g = plan->g;
+  emu_ctx x;
+  memset(&x, 0, sizeof x);
+  x.h = h;
+  td_err err;
+  cr_assert_lt(g->n_syms, 64);
+  cr_assert_eq(td_bind_inputs(g, NULL, 0, x.symvals, &err), 0, "%s", err.msg);
+  void **bufs = calloc((size_t)plan->n_bufs + 1, sizeof *bufs);
+  td_tensor **own = calloc((size_t)plan->n_bufs + 1, sizeof *own);
+  for (int i = 0; i < plan->n_bufs; i++) {
+    const td_buffer *b = &plan->bufs[i];
+    const td_node *nd = &g->nodes[b->node];
+    if (b->kind == TD_BUF_PARAM) { bufs[i] = params[b->index]->data; continue; }
+    int64_t shape[TD_MAX_RANK];
+    for (int k = 0; k < nd->rank; k++) shape[k] = td_dim_eval(g, nd->shape[k], x.symvals);
+    own[i] = td_tensor_zeros(nd->dtype, nd->rank, shape, &err);
+    cr_assert(own[i], "%s", err.msg);
+    bufs[i] = own[i]->data;
+  }
+  x.launch = (emu_launch_fn)dlsym(h, "td_emu_launch");
+  cr_assert(x.launch);
+  int rc = emu_kernels(&x, plan, code, bufs);
   for (int i = 0; i < plan->n_out_nodes; i++) {
     int b = plan->buf_of[plan->out_nodes[i]];
     outs[i] = own[b] ? td_tensor_retain(own[b]) : td_tensor_retain(params[plan->bufs[b].index]);
@@ -479,7 +597,6 @@ static int emu_run(const td_plan *plan, const td_cuda_code *code, void *h, td_te
   for (int i = 0; i < plan->n_bufs; i++) td_tensor_release(own[i]);
   free(bufs);
   free(own);
-  free(dv);
   return rc;
 }
 
@@ -493,8 +610,9 @@ static int gpu_promised(const td_graph *g, int n, char *memo) {
   if (memo[n]) return memo[n] == 1;
   const td_node *nd = &g->nodes[n];
   td_op op = nd->op;
+  /* a scan's outputs: whatever its body computes (not looked into) */
   int ok = td_ops[op].kind != TD_K_REDUCE && op != TD_IR_MATMUL && op != TD_IR_RANDN && op != TD_IR_SIN &&
-           op != TD_IR_COS && op != TD_IR_POW;
+           op != TD_IR_COS && op != TD_IR_POW && op != TD_IR_SCAN && op != TD_IR_SCAN_OUT;
   if (ok && nd->dtype == TD_F64)
     ok = op != TD_IR_EXP && op != TD_IR_LOG && op != TD_IR_TANH && op != TD_IR_ERF && op != TD_IR_SIGMOID &&
          op != TD_IR_SILU && op != TD_IR_GELU;
@@ -557,8 +675,7 @@ static int emu_file(const char *path, int tf32, int *ran, char **src_out) {
   td_graph *opt;
   td_plan *plan = NULL;
   if (!g || g->n_inputs || g->n_params > 64 || td_optimize(g, NULL, &opt, NULL, &err) ||
-      !(plan = td_plan_build(opt, &err)) || td_plan_first_scan(plan) >= 0) {   /* CUDA refuses scans */
-    if (plan && td_plan_first_scan(plan) >= 0) fprintf(stderr, "%s: not run for CUDA: it uses scan\n", path);
+      !(plan = td_plan_build(opt, &err))) {
     td_arena_free(a);
     return 0;
   }
