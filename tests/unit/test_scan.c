@@ -712,3 +712,115 @@ Test(scan, an_artifact_runs_what_eager_mode_runs) {
   drop_art(&A);
   unload(&P);
 }
+
+/* ---- print inside a step ---- */
+
+/* A fold over T (symbolic) whose step prints and runs a reverse scan
+ * that prints too. */
+#define PRINTS_TEXT \
+    "fn tick(c, i) {\n" \
+    "  print(\"tick\", i)\n" \
+    "  (c, i)\n" \
+    "}\n" \
+    "fn say(s, x) {\n" \
+    "  print(\"x\", x, \"s\", s)\n" \
+    "  let (n, ys) = scan(tick, s, length = 2, reverse = true)\n" \
+    "  n + x\n" \
+    "}\n" \
+    "fn shout(xs: f32[T]) {\n" \
+    "  print(\"start\")\n" \
+    "  let s = fold(say, zeros([]), xs)\n" \
+    "  print(\"total\", s)\n" \
+    "  s\n" \
+    "}\n"
+
+/* The lines, computed by hand: s is the running sum before x; each step's
+ * scan prints i = 1 then 0. */
+static const char *const prints_want[3] = {
+    "start\ntotal 0.0000\n",
+    "start\nx 5.0000 s 0.0000\ntick 1\ntick 0\ntotal 5.0000\n",
+    "start\nx 1.0000 s 0.0000\ntick 1\ntick 0\nx 2.0000 s 1.0000\ntick 1\ntick 0\n"
+    "x 3.0000 s 3.0000\ntick 1\ntick 0\ntotal 6.0000\n"};
+static const int64_t prints_T[3] = {0, 1, 3};
+static const float prints_xs[3][3] = {{0}, {5}, {1, 2, 3}};
+
+static char printed[1 << 14];
+static void on_printed(void *ud, const char *text) {
+  (void)ud;
+  strncat(printed, text, sizeof printed - strlen(printed) - 1);
+}
+
+/* Eager mode and one compiled program (T symbolic) print the same lines,
+ * every step's, in eager order, at every length. */
+Test(scan, prints_in_a_step_compiled_are_eager_prints) {
+  prog P;
+  P.a = td_arena_new();
+  td_diags_init(&P.d, P.a);
+  P.p = td_program_new(P.a, &P.d);
+  cr_assert_eq(td_program_load_text(P.p, "prints.td", PRINTS_TEXT), 0);
+  td_graph *g = td_program_lower(P.p, "shout");
+  cr_assert_not_null(g);
+  td_drive_opts co;
+  memset(&co, 0, sizeof co);
+  co.backend = TD_BACKEND_CPU;
+  td_err err;
+  td_prepared *cp = td_prepare(g, &co, &err);
+  cr_assert_not_null(cp, "%s", err.msg);
+  for (int mode = 0; mode < 2; mode++)
+    for (int li = 0; li < 3; li++) {
+      double v[3];
+      for (int i = 0; i < 3; i++) v[i] = prints_xs[li][i];
+      td_tensor *x = tensor(1, &prints_T[li], v);
+      td_run_opts io;
+      memset(&io, 0, sizeof io);
+      io.on_print = on_printed;
+      printed[0] = 0;
+      td_tensor **outs = NULL;
+      if (mode == 0) cr_assert_eq(run(g, &x, &io, &outs, &err, NULL), 0, "%s", err.msg);
+      else cr_assert_eq(td_prepared_run(cp, &x, NULL, &io, &outs, &err, NULL), 0, "%s", err.msg);
+      cr_expect_str_eq(printed, prints_want[li], "%s, T=%lld: printed\n%s", mode ? "compiled" : "eager",
+                       (long long)prints_T[li], printed);
+      td_tensor_release(outs[0]);
+      td_free(outs);
+      td_tensor_release(x);
+    }
+  td_prepared_free(cp);
+  unload(&P);
+}
+
+/* A built artifact (one library, T symbolic) hands its print callback the
+ * same lines, in the same order, at every length; with no callback it
+ * prints nothing and runs all the same. */
+Test(scan, an_artifact_prints_every_step_as_eager_mode) {
+  art A;
+  build_art(&A, PRINTS_TEXT);
+  void (*set_print)(void *, void (*)(void *, const char *), void *) =
+      (void (*)(void *, void (*)(void *, const char *), void *))sym_of(&A, "set_print");
+  void *m = new_model(&A);
+  set_print(m, on_printed, NULL);
+  for (int round = 0; round < 2; round++)
+    for (int li = 0; li < 3; li++) {
+      float x[3];
+      memcpy(x, prints_xs[li], sizeof x);
+      int dt[1] = {TD_F32}, rk[1] = {1}, ork[1] = {0};
+      int64_t oshape[TD_MAX_RANK];
+      void *in[1] = {x}, *out[1];
+      printed[0] = 0;
+      cr_assert_eq(call_art(&A, m, 1, dt, rk, &prints_T[li], in, 1, ork, out, oshape), 0, "%s", A.error(m));
+      cr_expect_str_eq(printed, prints_want[li], "T=%lld: printed\n%s", (long long)prints_T[li], printed);
+      cr_expect_eq(*(float *)out[0], (float)(prints_xs[li][0] + prints_xs[li][1] + prints_xs[li][2]));
+      free(out[0]);
+    }
+  set_print(m, NULL, NULL);
+  printed[0] = 0;
+  float x[3] = {1, 2, 3};
+  int dt[1] = {TD_F32}, rk[1] = {1}, ork[1] = {0};
+  int64_t oshape[TD_MAX_RANK];
+  void *in[1] = {x}, *out[1];
+  cr_assert_eq(call_art(&A, m, 1, dt, rk, &prints_T[2], in, 1, ork, out, oshape), 0, "%s", A.error(m));
+  cr_expect_str_eq(printed, "");
+  cr_expect_eq(*(float *)out[0], 6.0f);
+  free(out[0]);
+  A.free(m);
+  drop_art(&A);
+}
