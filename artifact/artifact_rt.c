@@ -745,6 +745,7 @@ int tdrt_call(tdrt_model *m, int ei, const int64_t *syms, void *const *args) {
     same = same && e->symvals[e->arg_syms[i]] == syms[i];
     e->symvals[e->arg_syms[i]] = syms[i];
   }
+  td_sig_derive(e->sizes.syms, e->n_syms, e->symvals);   /* a checkpointed scan's segments (runtime/sig.h) */
   if (!same) {
     forget_sizes(e);
     char why[sizeof m->err];

@@ -23,6 +23,7 @@
  * produced it, and tdsl explain tells backward buffers from forward ones.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include "lang/grad.h"
 #include "runtime/mem.h"
@@ -1019,11 +1020,33 @@ static int64_t ckpt_plan(ad *A, const td_node *S, td_dim *Q, td_dim *R) {
     *R = 0;
     return K;
   }
+  /* T a symbol: Q is the symbol "T//K", derived from T's value whenever
+   * the sizes are bound (runtime/sig.h, td_sig_derive), R = T - K*Q */
+  td_graph *root = td_graph_root(g);
+  const td_poly *p = &root->dims[-T - 1];
+  if (p->n == 1 && p->t[0].coef == 1 && p->t[0].n == 1) {
+    char name[160];
+    snprintf(name, sizeof name, "%s//%lld", root->syms[p->t[0].sym[0]], (long long)K);
+    int q = -1;
+    for (int i = 0; i < root->n_syms && q < 0; i++)
+      if (!strcmp(root->syms[i], name)) q = i;
+    if (q < 0 && (q = td_sym_new(root, name)) < 0) {
+      A->oom = 1;
+      return -1;
+    }
+    *Q = td_dim_sym(g, q);
+    *R = td_dim_sub(g, T, td_dim_mul(g, *Q, K));
+    if (TD_DIM_IS_BAD(*Q) || TD_DIM_IS_BAD(*R)) {
+      A->oom = 1;
+      return -1;
+    }
+    return K;
+  }
   char t[128];
-  td_diag *dg = td_error(A->d, S->span, "checkpoint = %lld: the number of steps %s is not a multiple of %lld for "
-                         "every value of its sizes", (long long)K, td_dim_str(g, T, t, sizeof t), (long long)K);
-  td_diag_help(A->d, dg, "declare the length as a multiple of the segment length (xs: f32[%lld*N, ...]), or drop "
-               "checkpoint", (long long)K);
+  td_diag *dg = td_error(A->d, S->span, "checkpoint = %lld: the number of steps %s is not one size, so its "
+                         "segments cannot be counted", (long long)K, td_dim_str(g, T, t, sizeof t));
+  td_diag_help(A->d, dg, "a length made of one size (xs: f32[T, ...]) can be checkpointed; this one is a sum or "
+               "product of sizes: slice or reshape the sequence to one size, or drop checkpoint");
   A->oom = 1;
   return -1;
 }

@@ -824,3 +824,179 @@ Test(scan, an_artifact_prints_every_step_as_eager_mode) {
   A.free(m);
   drop_art(&A);
 }
+
+/* ---- checkpointed gradients (scan(..., checkpoint = k), lang/grad.c) ---- */
+
+#define CKPT_TEXT \
+    "fn cell(h, x, w) {\n" \
+    "  let h2 = tanh(h @ w + x)\n" \
+    "  (h2, h2 * h2)\n" \
+    "}\n" \
+    "fn step(c, i, w) { tanh(c @ w + f64(i) * 0.1) }\n" \
+    "fn lp(w, h0, xs) { let (h, ys) = scan(cell, h0, xs, args = w)\n sum(h * 3.0) + sum(ys) }\n" \
+    "fn lc(w, h0, xs) { let (h, ys) = scan(cell, h0, xs, args = w, checkpoint = 3)\n sum(h * 3.0) + sum(ys) }\n" \
+    "fn rp(w, h0, xs) { let (h, ys) = scan(cell, h0, xs, args = w, reverse = true)\n sum(h * 3.0) + sum(ys) }\n" \
+    "fn rc(w, h0, xs) { let (h, ys) = scan(cell, h0, xs, args = w, reverse = true, checkpoint = 3)\n" \
+    "  sum(h * 3.0) + sum(ys) }\n" \
+    "fn ip(w, h0, xs) { sum(fold(step, h0, length = len(xs), args = w)) }\n" \
+    "fn ic(w, h0, xs) { sum(fold(step, h0, length = len(xs), args = w, checkpoint = 2)) }\n" \
+    "fn grads(w: f64[3, 3], h0: f64[2, 3], xs: f64[T, 2, 3]) {\n" \
+    "  let a = grad(lp, argnums = [0, 1, 2])(w, h0, xs)\n" \
+    "  let b = grad(lc, argnums = [0, 1, 2])(w, h0, xs)\n" \
+    "  let c = grad(rp, argnums = [0, 1, 2])(w, h0, xs)\n" \
+    "  let d = grad(rc, argnums = [0, 1, 2])(w, h0, xs)\n" \
+    "  let e = grad(ip, argnums = [0, 1])(w, h0, xs)\n" \
+    "  let f = grad(ic, argnums = [0, 1])(w, h0, xs)\n" \
+    "  (a[0], a[1], a[2], b[0], b[1], b[2], c[0], c[1], c[2], d[0], d[1], d[2], e[0], e[1], f[0], f[1])\n" \
+    "}\n"
+
+/* The loss of lp (reverse: rp) or ip (index) in float64: the loop
+ * written out. */
+static double ck_loss(int kind, int64_t T, const double *w, const double *h0, const double *xs) {
+  double h[6], hn[6], s = 0;
+  memcpy(h, h0, sizeof h);
+  for (int64_t st = 0; st < T; st++) {
+    int64_t t = kind == 1 ? T - 1 - st : st;
+    for (int b = 0; b < 2; b++)
+      for (int j = 0; j < 3; j++) {
+        double acc = kind == 2 ? 0.1 * (double)t : xs[(t * 2 + b) * 3 + j];
+        for (int k = 0; k < 3; k++) acc += h[b * 3 + k] * w[k * 3 + j];
+        hn[b * 3 + j] = tanh(acc);
+        if (kind != 2) s += hn[b * 3 + j] * hn[b * 3 + j];
+      }
+    memcpy(h, hn, sizeof h);
+  }
+  for (int i = 0; i < 6; i++) s += kind == 2 ? h[i] : 3 * h[i];
+  return s;
+}
+
+/* Central differences of ck_loss for value v[i] of the argument v. */
+static double ck_fd(int kind, int64_t T, double *w, double *h0, double *xs, double *v, int i) {
+  double keep = v[i], e = 1e-6;
+  v[i] = keep + e;
+  double up = ck_loss(kind, T, w, h0, xs);
+  v[i] = keep - e;
+  double dn = ck_loss(kind, T, w, h0, xs);
+  v[i] = keep;
+  return (up - dn) / (2 * e);
+}
+
+static td_tensor *f64_tensor(int rank, const int64_t *shape, const double *v) {
+  td_err err;
+  td_tensor *t = td_tensor_new(TD_F64, rank, shape, &err);
+  cr_assert_not_null(t, "%s", err.msg);
+  if (t->numel) memcpy(t->data, v, (size_t)t->numel * sizeof(double));
+  return t;
+}
+
+/* One graph (T symbolic, so T//3 and T - 3*(T//3) segments' sizes bound
+ * at run time) at T = 0 .. 10, eager and compiled: the checkpointed
+ * gradients are the plain ones bit for bit, for a scan, a reverse scan
+ * and a fold over the step index, and the plain ones are the loop's
+ * central differences in float64. */
+Test(scan, checkpointed_gradients_are_the_plain_ones_at_every_length, .timeout = 120) {
+  prog P;
+  P.a = td_arena_new();
+  td_diags_init(&P.d, P.a);
+  P.p = td_program_new(P.a, &P.d);
+  cr_assert_eq(td_program_load_text(P.p, "ckpt.td", CKPT_TEXT), 0);
+  td_graph *g = td_program_lower(P.p, "grads");
+  cr_assert_not_null(g);
+  td_drive_opts co;
+  memset(&co, 0, sizeof co);
+  co.backend = TD_BACKEND_CPU;
+  td_err err;
+  td_prepared *cp = td_prepare(g, &co, &err);
+  cr_assert_not_null(cp, "%s", err.msg);
+  double w[9], h0[6];
+  for (int i = 0; i < 9; i++) w[i] = 0.1 * i - 0.3;
+  for (int i = 0; i < 6; i++) h0[i] = 0.1 * i;
+  for (int64_t T = 0; T <= 10; T++) {
+    double *xs = malloc(sizeof(double) * (size_t)(T * 6 + 1));
+    for (int64_t i = 0; i < T * 6; i++) xs[i] = sin((double)i);
+    int64_t sw[2] = {3, 3}, sh[2] = {2, 3}, sx[3] = {T, 2, 3};
+    td_tensor *in[3] = {f64_tensor(2, sw, w), f64_tensor(2, sh, h0), f64_tensor(3, sx, xs)};
+    for (int mode = 0; mode < 2; mode++) {
+      td_tensor **o = NULL;
+      td_run_opts io;
+      memset(&io, 0, sizeof io);
+      if (mode == 0) cr_assert_eq(run(g, in, &io, &o, &err, NULL), 0, "T=%lld: %s", (long long)T, err.msg);
+      else cr_assert_eq(td_prepared_run(cp, in, NULL, &io, &o, &err, NULL), 0, "T=%lld: %s", (long long)T, err.msg);
+      const char *m = mode ? "compiled" : "eager";
+      /* bit for bit: a/b, c/d (w, h0, xs), e/f (w, h0) */
+      const int pairs[8][2] = {{0, 3}, {1, 4}, {2, 5}, {6, 9}, {7, 10}, {8, 11}, {12, 14}, {13, 15}};
+      for (int p = 0; p < 8; p++) {
+        const td_tensor *x = o[pairs[p][0]], *y = o[pairs[p][1]];
+        cr_assert_eq(x->numel, y->numel);
+        cr_expect_eq(memcmp(x->data, y->data, (size_t)x->numel * sizeof(double)), 0,
+                     "%s T=%lld: checkpointed gradient %d differs from the plain one", m, (long long)T, pairs[p][1]);
+      }
+      /* against central differences: scan, reverse scan, fold over the index */
+      const int first[3] = {0, 6, 12};
+      for (int kind = 0; kind < 3; kind++) {
+        double *args[3] = {w, h0, xs};
+        int64_t n[3] = {9, 6, T * 6};
+        for (int a = 0; a < (kind == 2 ? 2 : 3); a++) {
+          const double *got = o[first[kind] + a]->data;
+          for (int64_t i = 0; i < n[a]; i++) {
+            double want = ck_fd(kind, T, w, h0, xs, args[a], (int)i);
+            cr_expect(fabs(got[i] - want) <= 1e-7 * (1 + fabs(want)), "%s T=%lld kind %d arg %d [%lld]: %.12g, "
+                      "central differences %.12g", m, (long long)T, kind, a, (long long)i, got[i], want);
+          }
+        }
+      }
+      for (int k = 0; k < 16; k++) td_tensor_release(o[k]);
+      td_free(o);
+    }
+    for (int i = 0; i < 3; i++) td_tensor_release(in[i]);
+    free(xs);
+  }
+  td_prepared_free(cp);
+  unload(&P);
+}
+
+/* The largest stacked value (a SCAN_OUT with the steps' axis) of g and
+ * its bodies, in elements. */
+static int64_t largest_stack(const td_graph *g) {
+  int64_t most = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const td_node *n = &g->nodes[i];
+    if (n->op == TD_IR_SCAN) {
+      int64_t b = largest_stack(n->attr.body);
+      if (b > most) most = b;
+    }
+    if (n->op != TD_IR_SCAN_OUT) continue;
+    int64_t e = 1;
+    for (int k = 0; k < n->rank; k++) e *= TD_DIM_IS_CONST(n->shape[k]) ? n->shape[k] : 1 << 20;
+    if (e > most) most = e;
+  }
+  return most;
+}
+
+/* T = 64 steps of a carry of 4x16: the plain gradient stacks every
+ * step's carry (64*64 elements); checkpoint = 8 keeps 8 checkpoints and
+ * one segment's 8 carries at a time; checkpoint = true picks 8 too. */
+Test(scan, checkpointing_keeps_fewer_carries) {
+  const char *texts[3] = {"", ", checkpoint = 8", ", checkpoint = true"};
+  int64_t most[3];
+  for (int v = 0; v < 3; v++) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "fn cell(h, x, w) { tanh(h @ w + x) }\n"
+             "fn loss(w, h0, xs) { sum(fold(cell, h0, xs, args = w%s)) }\n"
+             "fn g(w: f32[16, 16], h0: f32[4, 16], xs: f32[64, 4, 1]) { grad(loss)(w, h0, xs) }\n",
+             texts[v]);
+    prog P;
+    P.a = td_arena_new();
+    td_diags_init(&P.d, P.a);
+    P.p = td_program_new(P.a, &P.d);
+    cr_assert_eq(td_program_load_text(P.p, "mem.td", text), 0);
+    td_graph *g = td_program_lower(P.p, "g");
+    cr_assert_not_null(g);
+    most[v] = largest_stack(g);
+    unload(&P);
+  }
+  cr_expect_eq(most[0], 64 * 4 * 16, "plain: largest stacked value %lld elements", (long long)most[0]);
+  cr_expect_eq(most[1], 8 * 4 * 16, "checkpoint = 8: largest stacked value %lld elements", (long long)most[1]);
+  cr_expect_eq(most[2], 8 * 4 * 16, "checkpoint = true: largest stacked value %lld elements", (long long)most[2]);
+}
