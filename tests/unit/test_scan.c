@@ -1000,3 +1000,47 @@ Test(scan, checkpointing_keeps_fewer_carries) {
   cr_expect_eq(most[1], 8 * 4 * 16, "checkpoint = 8: largest stacked value %lld elements", (long long)most[1]);
   cr_expect_eq(most[2], 8 * 4 * 16, "checkpoint = true: largest stacked value %lld elements", (long long)most[2]);
 }
+
+/* A built artifact of a checkpointed gradient (one library, T symbolic:
+ * the runtime derives T//3 from T at each call) at T = 0 .. 8, against
+ * central differences of the loop in float64. */
+Test(scan, an_artifact_runs_a_checkpointed_gradient_at_every_length, .timeout = 120) {
+  art A;
+  build_art(&A, "fn cell(h, x, w) {\n"
+                "  let h2 = tanh(h @ w + x)\n"
+                "  (h2, h2 * h2)\n"
+                "}\n"
+                "fn lc(w, h0, xs) { let (h, ys) = scan(cell, h0, xs, args = w, checkpoint = 3)\n"
+                "  sum(h * 3.0) + sum(ys) }\n"
+                "fn grads(w: f64[3, 3], h0: f64[2, 3], xs: f64[T, 2, 3]) {\n"
+                "  let g = grad(lc, argnums = [0, 1, 2])(w, h0, xs)\n"
+                "  (g[0], g[1], g[2])\n"
+                "}\n");
+  void *m = new_model(&A);
+  double w[9], h0[6];
+  for (int i = 0; i < 9; i++) w[i] = 0.1 * i - 0.3;
+  for (int i = 0; i < 6; i++) h0[i] = 0.1 * i;
+  for (int64_t T = 8; T >= 0; T--) {
+    double *xs = malloc(sizeof(double) * (size_t)(T * 6 + 1));
+    for (int64_t i = 0; i < T * 6; i++) xs[i] = sin((double)i);
+    int dt[3] = {TD_F64, TD_F64, TD_F64}, rk[3] = {2, 2, 3}, ork[3] = {2, 2, 3};
+    int64_t shapes[7] = {3, 3, 2, 3, T, 2, 3}, oshape[3 * TD_MAX_RANK];
+    void *in[3] = {w, h0, xs}, *out[3];
+    cr_assert_eq(call_art(&A, m, 3, dt, rk, shapes, in, 3, ork, out, oshape), 0, "T=%lld: %s", (long long)T,
+                 A.error(m));
+    double *args[3] = {w, h0, xs};
+    int64_t n[3] = {9, 6, T * 6};
+    for (int a = 0; a < 3; a++) {
+      const double *got = out[a];
+      for (int64_t i = 0; i < n[a]; i++) {
+        double want = ck_fd(0, T, w, h0, xs, args[a], (int)i);
+        cr_expect(fabs(got[i] - want) <= 1e-7 * (1 + fabs(want)), "artifact T=%lld arg %d [%lld]: %.12g, central "
+                  "differences %.12g", (long long)T, a, (long long)i, got[i], want);
+      }
+      free(out[a]);
+    }
+    free(xs);
+  }
+  A.free(m);
+  drop_art(&A);
+}
