@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "artifact/artifact.h"
+#include "compiler/passes.h"
 #include "driver/driver.h"
 #include "runtime/mem.h"
 
@@ -1043,4 +1044,80 @@ Test(scan, an_artifact_runs_a_checkpointed_gradient_at_every_length, .timeout = 
   }
   A.free(m);
   drop_art(&A);
+}
+
+/* ---- value_and_grad runs its forward scan once compiled ---- */
+
+static int count_scans(const td_graph *g) {
+  int n = 0;
+  for (int i = 0; i < g->n_nodes; i++) n += g->nodes[i].op == TD_IR_SCAN;
+  return n;
+}
+
+/* The graph of value_and_grad holds the program's scan (the value) and
+ * the gradient's forward again (its carries stacked), then the backward:
+ * three scans.  The optimiser's scan_merge leaves two: the value comes
+ * from the scan that stacks the carries.  The merged program computes
+ * what eager mode computes (value and gradients); a body that prints is
+ * not merged (each scan prints in eager mode). */
+Test(scan, value_and_grad_runs_its_forward_scan_once_compiled) {
+  static const char text[] =
+      "fn cell(h, x, w) {\n"
+      "  let h2 = tanh(h @ w + x)\n"
+      "  (h2, h2 * h2)\n"
+      "}\n"
+      "fn loss(w, h0, xs) { let (h, ys) = scan(cell, h0, xs, args = w)\n sum(h * 3.0) + sum(ys) }\n"
+      "fn vg(w: f64[3, 3], h0: f64[2, 3], xs: f64[T, 2, 3]) {\n"
+      "  let (l, g) = value_and_grad(loss, argnums = [0, 1, 2])(w, h0, xs)\n"
+      "  (l, g[0], g[1], g[2])\n"
+      "}\n"
+      "fn pcell(h, x, w) {\n"
+      "  print(\"h\", h)\n"
+      "  cell(h, x, w)\n"
+      "}\n"
+      "fn ploss(w, h0, xs) { let (h, ys) = scan(pcell, h0, xs, args = w)\n sum(h * 3.0) + sum(ys) }\n"
+      "fn pvg(w: f64[3, 3], h0: f64[2, 3], xs: f64[T, 2, 3]) {\n"
+      "  value_and_grad(ploss)(w, h0, xs)\n"
+      "}\n";
+  prog P;
+  P.a = td_arena_new();
+  td_diags_init(&P.d, P.a);
+  P.p = td_program_new(P.a, &P.d);
+  cr_assert_eq(td_program_load_text(P.p, "vg.td", text), 0);
+  const char *names[2] = {"vg", "pvg"};
+  const int want[2] = {2, 3};
+  for (int e = 0; e < 2; e++) {
+    td_graph *g = td_program_lower(P.p, names[e]);
+    cr_assert_not_null(g);
+    cr_expect_eq(count_scans(g), 3, "%s: %d scans before optimising", names[e], count_scans(g));
+    td_graph *opt = NULL;
+    td_err err;
+    cr_assert_eq(td_optimize(g, NULL, &opt, NULL, &err), 0, "%s", err.msg);
+    cr_expect_eq(count_scans(opt), want[e], "%s: %d scans after optimising, expected %d", names[e], count_scans(opt),
+                 want[e]);
+  }
+  td_graph *g = td_program_lower(P.p, "vg");
+  double w[9], h0[6], xs[5 * 6];
+  for (int i = 0; i < 9; i++) w[i] = 0.1 * i - 0.3;
+  for (int i = 0; i < 6; i++) h0[i] = 0.1 * i;
+  for (int i = 0; i < 30; i++) xs[i] = sin((double)i);
+  int64_t sw[2] = {3, 3}, sh[2] = {2, 3}, sx[3] = {5, 2, 3};
+  td_tensor *in[3] = {f64_tensor(2, sw, w), f64_tensor(2, sh, h0), f64_tensor(3, sx, xs)};
+  td_tensor **a = NULL, **b = NULL;
+  td_err err;
+  cr_assert_eq(run(g, in, NULL, &a, &err, NULL), 0, "%s", err.msg);
+  cr_assert_eq(run_on(TD_BACKEND_CPU, g, in, NULL, &b, &err, NULL), 0, "%s", err.msg);
+  cr_expect(fabs(*(double *)a[0]->data - ck_loss(0, 5, w, h0, xs)) < 1e-12, "eager value %.15g", *(double *)a[0]->data);
+  for (int k = 0; k < 4; k++) {
+    const double *x = a[k]->data, *y = b[k]->data;
+    for (int64_t i = 0; i < a[k]->numel; i++)
+      cr_expect(fabs(x[i] - y[i]) <= 1e-12 * (1 + fabs(x[i])), "output %d [%lld]: eager %.15g, compiled %.15g", k,
+                (long long)i, x[i], y[i]);
+    td_tensor_release(a[k]);
+    td_tensor_release(b[k]);
+  }
+  td_free(a);
+  td_free(b);
+  for (int i = 0; i < 3; i++) td_tensor_release(in[i]);
+  unload(&P);
 }
