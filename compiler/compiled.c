@@ -1130,7 +1130,7 @@ static int run_scan(run *r, int k) {
   if (rc == 0 && prints) {
     if (!c->plogs && !(c->plogs = td_calloc((size_t)p->n_kernels, sizeof *c->plogs)))
       rc = td_err_set(r->err, "out of memory");
-    plog_clear(rc == 0 ? &c->plogs[k] : &(plog){0});
+    if (rc == 0) plog_clear(&c->plogs[k]);
     if (rc == 0 && !(pbuf = td_calloc((size_t)bp->n_out_nodes + 1, sizeof *pbuf))) rc = td_err_set(r->err, "out of memory");
     for (int i = no; rc == 0 && i < bp->n_out_nodes; i++) {
       int ob = bp->buf_of[bp->out_nodes[i]];

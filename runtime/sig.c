@@ -212,6 +212,7 @@ void td_sig_derive(const char *const *syms, int n_syms, int64_t *symvals) {
   for (int i = 0; syms && i < n_syms; i++) {
     const char *d = syms[i] ? strstr(syms[i], "//") : NULL;
     if (!d) continue;
+    for (const char *e; (e = strstr(d + 2, "//"));) d = e;   /* "T//3//2": (T//3)//2 */
     long long k = atoll(d + 2);
     size_t len = (size_t)(d - syms[i]);
     symvals[i] = 0;
