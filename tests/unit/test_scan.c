@@ -7,7 +7,13 @@
  * compiler runs the same graph at every length; CUDA refuses a scan,
  * naming where it is; a built CPU artifact (one library, T symbolic) runs
  * it at every length, draws eager mode's numbers and names the step of an
- * error in a body. */
+ * error in a body.  A print in a step prints eager mode's lines, compiled
+ * and through an artifact's print callback, at every length.  Gradients
+ * with checkpoint = k equal the plain ones bit for bit and central
+ * differences of the loop in float64, at every length (T symbolic, so the
+ * segments' count is derived at run time), eager, compiled and built, and
+ * keep fewer carries; value_and_grad's forward scan runs once compiled
+ * (the scan_merge pass). */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <math.h>
