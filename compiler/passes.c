@@ -395,6 +395,8 @@ td_graph *td_pass_dce(const td_graph *g, td_err *err) {
      * compiled code does too */
     if (n->op == TD_IR_PRINT || n->op == TD_IR_INPUT || n->op == TD_IR_PARAM || n->op == TD_IR_GATHER)
       live[id] = 1;
+    /* a scan whose step prints runs, as in eager mode, read or not */
+    if (n->op == TD_IR_SCAN && body_prints(n->attr.body)) live[id] = 1;
     if (!live[id]) continue;
     for (int k = 0; k < n->n_in; k++) live[n->in[k]] = 1;
     /* a live scan keeps all its outputs, which follow it (ops.def), even

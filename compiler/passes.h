@@ -29,7 +29,7 @@ td_graph *td_pass_fold(const td_graph *g, td_err *err);
  * seed, stream and index).  PRINT, INPUT and PARAM nodes are never merged. */
 td_graph *td_pass_cse(const td_graph *g, td_err *err);
 /* Dead code: keeps what the outputs and the prints need, plus every INPUT
- * and PARAM node. */
+ * and PARAM node and every scan whose step prints. */
 td_graph *td_pass_dce(const td_graph *g, td_err *err);
 /* A scan whose inputs and steps are another's, later scan's, and whose
  * body is the first outputs of that one's (value_and_grad's forward and
