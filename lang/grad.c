@@ -731,7 +731,7 @@ typedef struct scan_ad {
 } scan_ad;
 
 /* An INPUT of body b at the next slot, of x's type with a leading axis of
- * size lead (lead < 0: x's type). */
+ * size lead. */
 static int body_input_lead(td_graph *b, const td_node *x, td_dim lead) {
   td_attr at;
   memset(&at, 0, sizeof at);
