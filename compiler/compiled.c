@@ -1156,9 +1156,10 @@ static int run_scan(run *r, int k) {
     }
     for (int i = 0; i < no; i++)
       if (direct[i]) bb[bp->buf_of[bp->out_nodes[i]]] = dst[i];
-    for (int i = 0, off = 0; i < n_pbuf; i++) {
-      bb[pbuf[i]] = (char *)pmem + off;
-      off += (int)((value_bytes(&b, bp->bufs[pbuf[i]].node) + 63) & ~(size_t)63);
+    size_t poff = 0;
+    for (int i = 0; i < n_pbuf; i++) {
+      bb[pbuf[i]] = (char *)pmem + poff;
+      poff += (value_bytes(&b, bp->bufs[pbuf[i]].node) + 63) & ~(size_t)63;
     }
     eval_table(&b, r->call, 0);
     if ((rc = call_kernels(&b))) {
