@@ -817,14 +817,14 @@ static int r_scan_ckpt(ad *A, int id, const scan_ad *s, int64_t K, td_dim Q, td_
   for (int j = 0; j < nxx; j++) {
     const td_node *x = N(A, xsa[j]);
     td_dim sh[TD_MAX_RANK];
+    if (x->rank + 1 > TD_MAX_RANK) {
+      td_error(A->d, A->sp, "checkpoint: a sequence of rank %d has no room for the segments' axis (at most %d "
+               "axes)", x->rank, TD_MAX_RANK - 1);
+      goto oom;
+    }
     sh[0] = Q;
     sh[1] = K;
     memcpy(sh + 2, x->shape + 1, (size_t)(x->rank - 1) * sizeof *sh);
-    if (x->rank + 1 > TD_MAX_RANK) {
-      td_error(A->d, A->sp, "checkpoint: a sequence of rank %d has no room for the segment axis (at most %d)",
-               x->rank, TD_MAX_RANK - 1);
-      goto oom;
-    }
     xH[j] = has_head ? k_slice1(A, xsa[j], 0, h0, R) : -1;
     xG[j] = k_reshape(A, k_slice1(A, xsa[j], 0, g0, QK), x->rank + 1, sh);
   }
@@ -877,6 +877,11 @@ static int r_scan_ckpt(ad *A, int id, const scan_ad *s, int64_t K, td_dim Q, td_
   for (int k = 0; k < n_fy; k++) {
     const td_node *y = N(A, id + 1 + nc + s->fy[k]);
     td_dim sh[TD_MAX_RANK + 1];
+    if (y->rank + 1 > TD_MAX_RANK) {
+      td_error(A->d, A->sp, "checkpoint: a per-step value stacked to rank %d has no room for the segments' axis "
+               "(at most %d axes)", y->rank, TD_MAX_RANK - 1);
+      goto oom;
+    }
     memcpy(sh, y->shape, TD_MAX_RANK * sizeof *sh);
     int a = A->adj[id + 1 + nc + s->fy[k]];
     int dy = a >= 0 ? exact(A, a, y->rank, sh) : k_zeros(A, y->dtype, y->rank, sh);
