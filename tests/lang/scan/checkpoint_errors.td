@@ -5,7 +5,7 @@
 # reported where grad takes the gradient of the scan.
 fn plain(h, x) { (h + x, x) }
 fn noisy(h, x) { h + x * rand([3]) }
-fn lnoisy(xs) { sum(fold(noisy, zeros([3]), xs, checkpoint = 2)) }   # error: checkpoint: the step draws random numbers (line 6)
+fn lnoisy(xs) { sum(fold(noisy, zeros([3]), xs, checkpoint = 2)) }   # error: checkpoint: the step draws random numbers (line 7)
 fn cell(h, x) { tanh(h + x) }
 fn lsqrt(xs) { sum(fold(cell, zeros([3]), xs, checkpoint = true)) }  # error: checkpoint = true needs a number of steps known when the graph is built, and this scan has T
 fn tot(h, x) { h + sum(x) }
