@@ -52,7 +52,11 @@
  *               and polys, n_param_slots 0, n_bufs and buffers, n_slots
  *               and slots, n_checks and checks, n_dv and dv, n_kernels and
  *               kernels), its dims its own polynomials of the entry's
- *               symbols.  The kernel table (tdrt_kernels_fn) writes an
+ *               symbols; then the scan's place among its entry's (or
+ *               body's) prints: the number of PRINT nodes before it and
+ *               its node (scans at one place print in node order); then
+ *               the body's n_prints and prints, as an entry's (their
+ *               buffers the body's): every step's lines print there.  The kernel table (tdrt_kernels_fn) writes an
  *               entry's kernels (NULL for a scan), its generated entry
  *               function, then each scan's body's kernels in order, a
  *               body's own before its scans' bodies'.
@@ -66,7 +70,7 @@
 /* Version of the artifact ABI: the descriptor layout, the kernel calling
  * convention (jit_impl.h's tdc_kernel_fn and runtime table) and the C API.
  * The header a program compiles against passes its version to create. */
-#define TDRT_ABI 6
+#define TDRT_ABI 7
 #define TDRT_MAGIC 0x7464736c61727431ll /* "tdslart1" */
 
 /* Error codes of an entry call. */

@@ -528,24 +528,31 @@ static int add_value(td_strbuf *b, const tda_entry *e, const tda_arg *a, tda_fet
   return 0;
 }
 
+int tda_run_print(const tda_entry *e, int i, tda_fetch_fn fetch, void *ud, void (*print)(void *, const char *),
+                  void *print_ud, char *err, size_t errlen) {
+  if (!print || i < 0 || i >= e->n_prints) return 0;
+  td_strbuf b = {0};
+  int rc = 0;
+  for (int k = 0; k < e->prints[i].n && !rc; k++) {
+    const tda_part *p = &e->prints[i].parts[k];
+    if (k) td_sb_puts(&b, " ");
+    if (p->text) td_sb_puts(&b, p->text);
+    else rc = add_value(&b, e, &p->arg, fetch, ud);
+  }
+  td_sb_puts(&b, "\n");
+  if ((!rc && b.oom) || rc == 3) {
+    rc = 3;
+    set_err(err, errlen, "out of memory");
+  }
+  if (!rc) print(print_ud, b.s);
+  td_free(b.s);
+  return rc;
+}
+
 int tda_run_prints(const tda_entry *e, tda_fetch_fn fetch, void *ud, void (*print)(void *, const char *),
                    void *print_ud, char *err, size_t errlen) {
   for (int i = 0; i < e->n_prints && print; i++) {
-    td_strbuf b = {0};
-    int rc = 0;
-    for (int k = 0; k < e->prints[i].n && !rc; k++) {
-      const tda_part *p = &e->prints[i].parts[k];
-      if (k) td_sb_puts(&b, " ");
-      if (p->text) td_sb_puts(&b, p->text);
-      else rc = add_value(&b, e, &p->arg, fetch, ud);
-    }
-    td_sb_puts(&b, "\n");
-    if ((!rc && b.oom) || rc == 3) {
-      rc = 3;
-      set_err(err, errlen, "out of memory");
-    }
-    if (!rc) print(print_ud, b.s);
-    td_free(b.s);
+    int rc = tda_run_print(e, i, fetch, ud, print, print_ud, err, errlen);
     if (rc) return rc;
   }
   return 0;

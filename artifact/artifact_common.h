@@ -222,6 +222,9 @@ typedef int (*tda_fetch_fn)(void *ud, const tda_arg *a, size_t bytes, void **dat
  * memory, message in err) or fetch's code. */
 int tda_run_prints(const tda_entry *e, tda_fetch_fn fetch, void *ud, void (*print)(void *, const char *),
                    void *print_ud, char *err, size_t errlen);
+/* The same for print i of e alone. */
+int tda_run_print(const tda_entry *e, int i, tda_fetch_fn fetch, void *ud, void (*print)(void *, const char *),
+                  void *print_ud, char *err, size_t errlen);
 
 /* ---- the --exe command line ---- */
 

@@ -83,6 +83,12 @@ typedef struct rt_scan {
   size_t alt_cap;
   void **in, **cur, **fin, **dst, **alts;   /* per step (allocated once) */
   size_t *bytes, *slice_b;
+  /* prints: the scan's go after the first pos prints of its entry (scans
+   * at one place in the order of their nodes); lines holds what its steps
+   * printed in this call, handed on after the enclosing step or call */
+  int pos, node, oom;
+  char **lines;
+  size_t n_lines, cap_lines;
 } rt_scan;
 
 typedef tda_param rt_param;
@@ -143,6 +149,9 @@ static int read_scan(tda_rd *r, const rt_entry *outer, rt_scan *s) {
   if (!(s->bytes = tda_alloc_n(nio, sizeof(size_t))) || !(s->slice_b = tda_alloc_n(nio, sizeof(size_t)))) return -1;
   rt_entry *b = &s->body;
   if (tda_read_body(r, &b->c, &outer->c) || read_kernels(r, b)) return -1;
+  s->pos = (int)tda_word(r);
+  s->node = (int)tda_word(r);
+  if (tda_read_prints(r, &b->c)) return -1;
   for (int o = 0; o < s->no; o++)   /* bound to the step's destination by run_scan */
     if (s->direct[o]) b->bound[s->out_bbuf[o]] = o;
   return 0;
@@ -189,11 +198,19 @@ static void take_code(rt_entry *e, void **code, size_t *at, int entry) {
     if (e->kern[k].scan) take_code(&e->kern[k].scan->body, code, at, 0);
 }
 
+static void drop_lines(rt_scan *s) {
+  for (size_t i = 0; i < s->n_lines; i++) td_free(s->lines[i]);
+  s->n_lines = 0;
+  s->oom = 0;
+}
+
 static void free_kernels(rt_entry *e) {
   for (int k = 0; e->kern && k < e->n_kern; k++) {
     rt_scan *s = e->kern[k].scan;
     td_aligned_free(e->kern[k].packed);
     if (!s) continue;
+    drop_lines(s);
+    td_free(s->lines);
     free_kernels(&s->body);
     tda_free_body(&s->body.c);
     void *own[] = {s->in_buf, s->sliced, s->slice, s->out_buf, s->out_bbuf, s->out_bytes, s->direct,
@@ -494,6 +511,75 @@ static void mix_streams(rt_entry *e, uint64_t call, const int64_t *steps, int de
 
 static int run_scan(rt_run *x, rt_entry *e, rt_scan *s);
 
+/* ---- prints (the interpreter's format: artifact_common.c) ---- */
+
+/* A printed value is in host memory already. */
+static int print_fetch(void *ud, const tda_arg *a, size_t bytes, void **data, int *owned) {
+  (void)bytes;
+  *data = ((rt_entry *)ud)->bufs[a->buf];
+  *owned = 0;
+  return 0;
+}
+
+/* Does e, or a scan body in it, print? */
+static int entry_prints(const rt_entry *e) {
+  if (e->n_prints) return 1;
+  for (int k = 0; k < e->n_kern; k++)
+    if (e->kern[k].scan && entry_prints(&e->kern[k].scan->body)) return 1;
+  return 0;
+}
+
+/* A line a scan's step printed, kept (in s->lines) until its step or
+ * call ends. */
+static void keep_line(void *ud, const char *text) {
+  rt_scan *s = ud;
+  size_t n = strlen(text) + 1;
+  char *c = td_malloc(n);
+  if (c && s->n_lines == s->cap_lines) {
+    size_t cap = s->cap_lines ? 2 * s->cap_lines : 16;
+    char **nl = td_realloc(s->lines, cap * sizeof *nl);
+    if (nl) {
+      s->lines = nl;
+      s->cap_lines = cap;
+    }
+  }
+  if (!c || s->n_lines == s->cap_lines) {
+    td_free(c);
+    s->oom = 1;
+    return;
+  }
+  memcpy(c, text, n);
+  s->lines[s->n_lines++] = c;
+}
+
+/* What e printed, to fn(ud, line) in eager mode's order: its prints in
+ * order, each scan's lines (every step's) where its node stands among
+ * them.  Empties the scans' lines.  0 or an error code. */
+static int emit_prints(tdrt_model *m, rt_entry *e, void (*fn)(void *, const char *), void *ud) {
+  for (int i = 0; i <= e->n_prints; i++) {
+    for (int last = -1;;) {   /* the scans at place i, in node order */
+      rt_scan *at = NULL;
+      for (int k = 0; k < e->n_kern; k++) {
+        rt_scan *s = e->kern[k].scan;
+        if (s && s->pos == i && s->node > last && (!at || s->node < at->node)) at = s;
+      }
+      if (!at) break;
+      last = at->node;
+      if (at->oom) {
+        drop_lines(at);
+        return fail(m, TDRT_ENOMEM, "out of memory (printed lines)");
+      }
+      for (size_t l = 0; l < at->n_lines; l++) fn(ud, at->lines[l]);
+      drop_lines(at);
+    }
+    if (i < e->n_prints) {
+      int rc = tda_run_print(&e->c, i, print_fetch, e, fn, ud, m->err, sizeof m->err);
+      if (rc) return rc;
+    }
+  }
+  return 0;
+}
+
 static int run_kernels(rt_run *x, rt_entry *e) {
   tdrt_model *m = x->m;
   for (int k = 0; k < e->n_kern; k++) {
@@ -546,7 +632,8 @@ static int run_scan(rt_run *x, rt_entry *e, rt_scan *s) {
     int rc = prepare(m, b);
     if (rc) return rc;
   }
-  int nc = s->nc, nx = s->nx, idx = s->idx;
+  int nc = s->nc, nx = s->nx, idx = s->idx, prints = m->print && entry_prints(b);
+  drop_lines(s);   /* a failed call's */
   size_t alt_total = 0;
   for (int i = 0; i < s->no; i++) {
     s->bytes[i] = (size_t)dim_eval(b, s->out_bytes[i]);
@@ -589,6 +676,7 @@ static int run_scan(rt_run *x, rt_entry *e, rt_scan *s) {
       fail(m, rc, "%s, at step %lld of the scan", msg, (long long)t);
       break;
     }
+    if (prints && (rc = emit_prints(m, b, keep_line, s))) break;
     for (int i = 0; i < s->no; i++)
       if (!s->direct[i] && s->bytes[i]) memmove(s->dst[i], b->bufs[s->out_bbuf[i]], s->bytes[i]);
     for (int i = 0; i < nc; i++) s->cur[i] = s->dst[i];
@@ -598,18 +686,9 @@ static int run_scan(rt_run *x, rt_entry *e, rt_scan *s) {
   return rc;
 }
 
-/* ---- prints (the interpreter's format: artifact_common.c) ---- */
-
-/* A printed value is in host memory already. */
-static int print_fetch(void *ud, const tda_arg *a, size_t bytes, void **data, int *owned) {
-  (void)bytes;
-  *data = ((rt_entry *)ud)->bufs[a->buf];
-  *owned = 0;
-  return 0;
-}
-
+/* The entry's prints, its scans' where they stand among them. */
 static int run_prints(tdrt_model *m, rt_entry *e) {
-  return tda_run_prints(&e->c, print_fetch, e, m->print, m->print_ud, m->err, sizeof m->err);
+  return m->print ? emit_prints(m, e, m->print, m->print_ud) : 0;
 }
 
 /* After a full call: can the next call with the same sizes and weights
@@ -666,6 +745,7 @@ int tdrt_call(tdrt_model *m, int ei, const int64_t *syms, void *const *args) {
     same = same && e->symvals[e->arg_syms[i]] == syms[i];
     e->symvals[e->arg_syms[i]] = syms[i];
   }
+  td_sig_derive(e->sizes.syms, e->n_syms, e->symvals);   /* a checkpointed scan's segments (runtime/sig.h) */
   if (!same) {
     forget_sizes(e);
     char why[sizeof m->err];

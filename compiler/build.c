@@ -88,6 +88,13 @@ static void put_scan(tdb_builder *b, const tdb_entry *e, const bplan *x, int k) 
   tdb_put(b, y->n_dims);
   for (int i = 0; i < y->n_dims; i++) tdb_put_dv1(b, bg, y->dims[i].rand_node, y->dims[i].dim);
   put_kernels(b, e, y);
+  /* where the scan's prints go among its graph's: after this many PRINT
+   * nodes (scans at one place in node order); then the body's prints */
+  int before = 0;
+  for (int i = 0; i < id; i++) before += p->g->nodes[i].op == TD_IR_PRINT;
+  tdb_put(b, before);
+  tdb_put(b, id);
+  tdb_put_plan_prints(b, bg, bp);
 }
 
 static void put_kernels(tdb_builder *b, const tdb_entry *e, const bplan *x) {

@@ -397,9 +397,9 @@ void tdb_put_dv1(tdb_builder *b, const td_graph *g, int rand_node, td_dim dim) {
 /* The printed values follow the outputs in plan->out_nodes, each PRINT's
  * inputs in order, as td_compiled_prints reads them; a value is named by
  * the buffer holding it. */
-void tdb_put_prints(tdb_builder *b, const tdb_entry *e) {
-  const td_graph *g = e->opt;
-  const td_plan *p = e->plan;
+void tdb_put_prints(tdb_builder *b, const tdb_entry *e) { tdb_put_plan_prints(b, e->opt, e->plan); }
+
+void tdb_put_plan_prints(tdb_builder *b, const td_graph *g, const td_plan *p) {
   int n = 0, next = g->n_outputs;
   for (int i = 0; i < g->n_nodes; i++) n += g->nodes[i].op == TD_IR_PRINT;
   tdb_put(b, n);

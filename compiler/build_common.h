@@ -129,6 +129,8 @@ void tdb_put_plan(tdb_builder *b, const tdb_entry *e, const td_plan *p);
 void tdb_put_dv1(tdb_builder *b, const td_graph *g, int rand_node, td_dim dim);
 /* The PRINT nodes of entry e. */
 void tdb_put_prints(tdb_builder *b, const tdb_entry *e);
+/* The same for plan p of graph g (an entry's, or a scan body's). */
+void tdb_put_plan_prints(tdb_builder *b, const td_graph *g, const td_plan *p);
 
 /* ---- the API context ---- */
 typedef struct tdb_api {

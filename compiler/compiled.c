@@ -58,6 +58,18 @@ typedef struct layout {
 
 static void layout_free(layout *l);
 
+/* What a scan's body printed during a call, in eager order (every step's
+ * PRINT nodes and nested scans' prints, in the body's node order), kept
+ * until td_compiled_run_prints formats it. */
+typedef struct plog_ent {
+  const td_node *pr;        /* the PRINT node of the body's planned graph */
+  td_tensor **vals;         /* its inputs' values at that step */
+} plog_ent;
+typedef struct plog {
+  plog_ent *e;
+  int n, cap;
+} plog;
+
 struct td_compiled {
   const td_plan *p;
   gcc_jit_result *res;     /* compiled in memory, or */
@@ -83,7 +95,64 @@ struct td_compiled {
   td_compiled **sub;        /* per kernel: a scan's compiled body, else NULL */
   void *alt;                /* a scan's body: its carries' second buffers (run_scan) */
   size_t alt_cap;
+  plog *plogs;              /* per kernel: what a scan printed this call (run_scan), or NULL */
 };
+
+static void plog_clear(plog *l) {
+  for (int i = 0; i < l->n; i++) {
+    for (int k = 0; k < l->e[i].pr->n_in; k++) td_tensor_release(l->e[i].vals[k]);
+    td_free(l->e[i].vals);
+  }
+  l->n = 0;
+}
+
+/* Forgets what c and its bodies printed (a call that failed half way). */
+static void plogs_clear(td_compiled *c) {
+  for (int k = 0; k < c->p->n_kernels; k++) {
+    if (c->plogs) plog_clear(&c->plogs[k]);
+    if (c->sub && c->sub[k]) plogs_clear(c->sub[k]);
+  }
+}
+
+static int plog_push(plog *l, plog_ent e, td_err *err) {
+  if (l->n == l->cap) {
+    int cap = l->cap ? 2 * l->cap : 16;
+    plog_ent *ne = td_realloc(l->e, (size_t)cap * sizeof *ne);
+    if (!ne) return td_err_set(err, "out of memory (printed values)");
+    l->e = ne;
+    l->cap = cap;
+  }
+  l->e[l->n++] = e;
+  return 0;
+}
+
+/* Appends src's entries to dst, emptying src. */
+static int plog_move(plog *dst, plog *src, td_err *err) {
+  for (int i = 0; i < src->n; i++)
+    if (plog_push(dst, src->e[i], err)) {
+      memmove(src->e, src->e + i, (size_t)(src->n - i) * sizeof *src->e);
+      src->n -= i;
+      return -1;
+    }
+  src->n = 0;
+  return 0;
+}
+
+/* Does plan p, or a scan body in it, print? */
+static int plan_prints(const td_plan *p) {
+  for (int i = 0; i < p->g->n_nodes; i++)
+    if (p->g->nodes[i].op == TD_IR_PRINT) return 1;
+  for (int k = 0; k < p->n_kernels; k++)
+    if (p->kernels[k].kind == TD_KERN_SCAN && plan_prints(p->kernels[k].body)) return 1;
+  return 0;
+}
+
+/* The scan kernel of p whose root is node n, or -1. */
+static int scan_kernel_of(const td_plan *p, int n) {
+  for (int k = 0; k < p->n_kernels; k++)
+    if (p->kernels[k].kind == TD_KERN_SCAN && p->kernels[k].root == n) return k;
+  return -1;
+}
 
 /* ---- compiling ------------------------------------------------------------------- */
 
@@ -564,6 +633,11 @@ void td_compiled_free(td_compiled *c) {
   layout_free(&c->lay);
   for (int k = 0; c->sub && k < c->p->n_kernels; k++) td_compiled_free(c->sub[k]);
   td_free(c->sub);
+  for (int k = 0; c->plogs && k < c->p->n_kernels; k++) {
+    plog_clear(&c->plogs[k]);
+    td_free(c->plogs[k].e);
+  }
+  td_free(c->plogs);
   td_aligned_free(c->alt);
   td_free(c);
 }
@@ -951,6 +1025,45 @@ static int body_layout(run *b) {
   return 0;
 }
 
+/* After a step of scan kernel k of r (its body run by b): the values the
+ * step printed, copied, and what its nested scans printed in it, in the
+ * body's node order (eager mode's), appended to r->c->plogs[k]. */
+static int log_step_prints(run *r, int k, run *b) {
+  td_compiled *bc = b->c;
+  const td_plan *bp = bc->p;
+  const td_graph *bg = bp->g;
+  plog *dst = &r->c->plogs[k];
+  int next = bg->n_outputs;
+  for (int n = 0; n < bg->n_nodes; n++) {
+    const td_node *nd = &bg->nodes[n];
+    if (nd->op == TD_IR_SCAN) {
+      int kk = scan_kernel_of(bp, n);
+      if (kk >= 0 && bc->plogs && plog_move(dst, &bc->plogs[kk], r->err)) return -1;
+      continue;
+    }
+    if (nd->op != TD_IR_PRINT) continue;
+    plog_ent e = {nd, td_calloc((size_t)nd->n_in + 1, sizeof(td_tensor *))};
+    int rc = e.vals ? 0 : td_err_set(r->err, "out of memory (printed values)");
+    for (int i = 0; rc == 0 && i < nd->n_in; i++) {
+      int64_t shape[TD_MAX_RANK];
+      int v = next + i < bp->n_out_nodes ? bp->out_nodes[next + i] : -1;
+      if (v < 0) rc = td_err_set(r->err, "internal error: print %d of a scan's body has no value", n);
+      if (rc == 0) rc = eval_shape(b, v, shape);
+      if (rc == 0 && !(e.vals[i] = td_tensor_new(bg->nodes[v].dtype, bg->nodes[v].rank, shape, r->err))) rc = -1;
+      size_t nb = rc == 0 ? value_bytes(b, v) : 0;
+      if (nb) memcpy(e.vals[i]->data, bc->lay.bufs[bp->buf_of[v]], nb);
+    }
+    next += nd->n_in;
+    if (rc == 0) rc = plog_push(dst, e, r->err);
+    if (rc) {
+      for (int i = 0; e.vals && i < nd->n_in; i++) td_tensor_release(e.vals[i]);
+      td_free(e.vals);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 /* Scan kernel k (plan_scan.c): its body's kernels once per step, called
  * directly with the step's pointers, no allocation per step.  The body
  * reads carry i from cur[i] and writes it to the other of two buffers,
@@ -1008,6 +1121,26 @@ static int run_scan(run *r, int k) {
     if (j >= nc && j < nc + nx) slice[j] = value_bytes(&b, bg->inputs[j]);
   }
   for (int i = 0; rc == 0 && i < nc; i++) cur[i] = in[i];
+  /* prints: the values printed (after the body's outputs in out_nodes)
+   * that are the body's own outputs get a buffer here, read after each
+   * step (log_step_prints) */
+  int prints = plan_prints(bp), *pbuf = NULL, n_pbuf = 0;
+  void *pmem = NULL;
+  size_t ptotal = 0;
+  if (rc == 0 && prints) {
+    if (!c->plogs && !(c->plogs = td_calloc((size_t)p->n_kernels, sizeof *c->plogs)))
+      rc = td_err_set(r->err, "out of memory");
+    if (rc == 0) plog_clear(&c->plogs[k]);
+    if (rc == 0 && !(pbuf = td_calloc((size_t)bp->n_out_nodes + 1, sizeof *pbuf))) rc = td_err_set(r->err, "out of memory");
+    for (int i = no; rc == 0 && i < bp->n_out_nodes; i++) {
+      int ob = bp->buf_of[bp->out_nodes[i]];
+      if (ob >= 0 && bp->bufs[ob].kind == TD_BUF_OUTPUT && bp->bufs[ob].index == i) {
+        pbuf[n_pbuf++] = ob;
+        ptotal += (value_bytes(&b, bp->out_nodes[i]) + 63) & ~(size_t)63;
+      }
+    }
+    if (rc == 0 && !(pmem = td_aligned_alloc(64, ptotal ? ptotal : 64))) rc = td_err_set(r->err, "out of memory (printed values)");
+  }
   int64_t tval = 0;
   void **bb = bc->lay.bufs;
   for (int64_t st = 0; rc == 0 && st < T; st++) {
@@ -1023,6 +1156,11 @@ static int run_scan(run *r, int k) {
     }
     for (int i = 0; i < no; i++)
       if (direct[i]) bb[bp->buf_of[bp->out_nodes[i]]] = dst[i];
+    size_t poff = 0;
+    for (int i = 0; i < n_pbuf; i++) {
+      bb[pbuf[i]] = (char *)pmem + poff;
+      poff += (value_bytes(&b, bp->bufs[pbuf[i]].node) + 63) & ~(size_t)63;
+    }
     eval_table(&b, r->call, 0);
     if ((rc = call_kernels(&b))) {
       char m[sizeof r->err->msg];
@@ -1030,10 +1168,13 @@ static int run_scan(run *r, int k) {
       td_err_set(r->err, "%s, at step %lld of the scan", m, (long long)t);
       break;
     }
+    if (prints && (rc = log_step_prints(r, k, &b))) break;
     for (int i = 0; i < no; i++)
       if (!direct[i] && bytes[i]) memmove(dst[i], bb[bp->buf_of[bp->out_nodes[i]]], bytes[i]);
     for (int i = 0; i < nc; i++) cur[i] = dst[i];
   }
+  td_free(pbuf);
+  td_aligned_free(pmem);
   for (int i = 0; rc == 0 && T == 0 && i < nc; i++)   /* no step: the carries are the initial values */
     if (bytes[i]) memmove(fin[i], in[i], bytes[i]);
   td_free(in);
@@ -1075,6 +1216,7 @@ int td_compiled_run(td_compiled *c, td_tensor *const *inputs, td_tensor *const *
   run r = {c, &c->lay, p->g, local, err, err_span, call_index, {0}, 0};
   if (err_span) err_span->file = -1;
   *outs = NULL;
+  plogs_clear(c);
   if (ns + 1 > sizeof local / sizeof *local && !(r.symvals = heap = td_calloc(ns + 1, sizeof *heap)))
     return td_err_set(err, "out of memory");
   memset(r.symvals, 0, (ns + 1) * sizeof *r.symvals);
@@ -1107,24 +1249,46 @@ int td_compiled_run(td_compiled *c, td_tensor *const *inputs, td_tensor *const *
 
 /* The printed values are the outputs after the graph's own, the inputs of
  * every PRINT node in program order; each line is made as the interpreter
- * makes it (lang/print.h). */
-int td_compiled_prints(const td_plan *plan, td_tensor *const *outs, const td_run_opts *opts,
+ * makes it (lang/print.h).  With c, a SCAN node prints there what its
+ * steps printed (run_scan logged it). */
+static int print_line(const td_node *nd, td_tensor *const *vals, const td_run_opts *opts, td_err *err) {
+  char *text;
+  if (opts->interrupt && *opts->interrupt) return td_err_set(err, "interrupted");
+  if (!opts->on_print) return 0;
+  if (td_print_text(nd, vals, opts->print_threshold, &text, err)) return -1;
+  opts->on_print(opts->ud, text);
+  td_free(text);
+  return 0;
+}
+
+static int print_graph(const td_plan *plan, td_compiled *c, td_tensor *const *outs, const td_run_opts *opts,
                        td_err *err) {
   const td_graph *g = plan->g;
   td_tensor *const *vals = outs + g->n_outputs;
   int next = 0, n_vals = plan->n_out_nodes - g->n_outputs;
   for (int n = 0; n < g->n_nodes; n++) {
     const td_node *nd = &g->nodes[n];
+    if (nd->op == TD_IR_SCAN && c && c->plogs) {
+      int k = scan_kernel_of(plan, n);
+      for (int i = 0; k >= 0 && i < c->plogs[k].n; i++)
+        if (print_line(c->plogs[k].e[i].pr, c->plogs[k].e[i].vals, opts, err)) return -1;
+      continue;
+    }
     if (nd->op != TD_IR_PRINT) continue;
     if (next + nd->n_in > n_vals) return td_err_set(err, "print %d has no values to print", n);
-    char *text;
-    if (opts->interrupt && *opts->interrupt) return td_err_set(err, "interrupted");
-    if (opts->on_print) {
-      if (td_print_text(nd, vals + next, opts->print_threshold, &text, err)) return -1;
-      opts->on_print(opts->ud, text);
-      td_free(text);
-    }
+    if (print_line(nd, vals + next, opts, err)) return -1;
     next += nd->n_in;
   }
   return 0;
+}
+
+int td_compiled_prints(const td_plan *plan, td_tensor *const *outs, const td_run_opts *opts,
+                       td_err *err) {
+  return print_graph(plan, NULL, outs, opts, err);
+}
+
+int td_compiled_run_prints(td_compiled *c, td_tensor *const *outs, const td_run_opts *opts, td_err *err) {
+  int rc = print_graph(c->p, c, outs, opts, err);
+  plogs_clear(c);
+  return rc;
 }

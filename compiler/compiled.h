@@ -82,5 +82,10 @@ int td_compiled_run(td_compiled *c, td_tensor *const *inputs, td_tensor *const *
  * the interpreter's formatting.  Returns 0 or -1 (out of memory). */
 int td_compiled_prints(const td_plan *plan, td_tensor *const *outs, const td_run_opts *opts,
                        td_err *err);
+/* td_compiled_prints for the last td_compiled_run of c, scans included:
+ * each SCAN prints, where it stands in the graph, what its body printed
+ * at every step (in the order of the steps, nested scans' prints within
+ * their step), as eager mode prints it.  Forgets those values. */
+int td_compiled_run_prints(td_compiled *c, td_tensor *const *outs, const td_run_opts *opts, td_err *err);
 
 #endif

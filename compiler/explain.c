@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lang/checks.h"
+#include "runtime/sig.h"
 
 /* ---- sizes ------------------------------------------------------------------ */
 
@@ -35,8 +36,9 @@ static void ctx_init(ctx *c, const td_graph *g, const td_plan *p, const td_expla
     int found = 0;
     for (int i = 0; i < o->n_sizes; i++)
       if (!strcmp(o->size_names[i], g->syms[s])) { c->vals[s] = o->size_values[i]; found = 1; }
-    if (!found) c->all_bound = 0;
+    if (!found && !strstr(g->syms[s], "//")) c->all_bound = 0;   /* "T//k" is derived from T */
   }
+  if (g->n_syms <= 64) td_sig_derive(g->syms, g->n_syms, c->vals);
 }
 
 /* A size as text: a number when all symbols are bound, else symbolic. */

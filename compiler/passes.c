@@ -283,6 +283,106 @@ td_graph *td_pass_cse(const td_graph *g, td_err *err) {
   return rb_finish(&r);
 }
 
+/* ---- merging a scan into the one that extends it ------------------------- */
+
+/* Does body b compute body f's outputs as its first ones, f's nodes copied
+ * in f's order after b's inputs (lang/grad.c makes the forward of a
+ * gradient so: f with its input carries stacked as more outputs)? */
+static int body_extends(const td_graph *b, const td_graph *f) {
+  if (b == f) return 1;
+  if (b->n_inputs != f->n_inputs || b->n_outputs < f->n_outputs) return 0;
+  int *map = td_malloc((size_t)(f->n_nodes + 1) * sizeof *map), ok = map != NULL, j = 0;
+  for (int i = 0; ok && i < f->n_nodes; i++) {
+    const td_node *x = &f->nodes[i];
+    if (x->op == TD_IR_PRINT) ok = 0;   /* each scan prints: merging would print less */
+    if (x->op == TD_IR_INPUT) {
+      ok = x->attr.i >= 0 && x->attr.i < b->n_inputs && same_type(x, &b->nodes[b->inputs[x->attr.i]]);
+      if (ok) map[i] = b->inputs[x->attr.i];
+      continue;
+    }
+    while (j < b->n_nodes && b->nodes[j].op == TD_IR_INPUT) j++;
+    if (!ok || j >= b->n_nodes) { ok = 0; break; }
+    const td_node *y = &b->nodes[j];
+    ok = x->op == y->op && x->n_in == y->n_in && same_type(x, y) && !memcmp(&x->attr, &y->attr, sizeof x->attr);
+    for (int k = 0; ok && k < x->n_in; k++) ok = map[x->in[k]] == y->in[k];
+    map[i] = j++;
+  }
+  for (int k = 0; ok && k < f->n_outputs; k++) ok = map[f->outputs[k]] == b->outputs[k];
+  td_free(map);
+  return ok;
+}
+
+/* Does body b (or a scan in it) print? */
+static int body_prints(const td_graph *b) {
+  for (int i = 0; i < b->n_nodes; i++)
+    if (b->nodes[i].op == TD_IR_PRINT || (b->nodes[i].op == TD_IR_SCAN && body_prints(b->nodes[i].attr.body)))
+      return 1;
+  return 0;
+}
+
+static int same_scan(const td_node *a, const td_node *b) {
+  const td_attr *x = &a->attr, *y = &b->attr;
+  if (a->n_in != b->n_in || x->dim != y->dim || x->n_carry != y->n_carry || x->n_xs != y->n_xs ||
+      x->index != y->index || x->reverse != y->reverse)
+    return 0;
+  for (int k = 0; k < a->n_in; k++)
+    if (a->in[k] != b->in[k]) return 0;
+  return 1;
+}
+
+td_graph *td_pass_scan_merge(const td_graph *g, td_err *err) {
+  int *partner = td_malloc((size_t)(g->n_nodes + 1) * sizeof *partner);
+  char *skip = td_calloc((size_t)g->n_nodes + 1, 1);
+  if (!partner || !skip) {
+    td_free(partner);
+    td_free(skip);
+    td_err_set(err, "out of memory");
+    return NULL;
+  }
+  for (int i = 0; i < g->n_nodes; i++) partner[i] = -1;
+  for (int j = 0; j < g->n_nodes; j++) {
+    const td_node *s2 = &g->nodes[j];
+    if (s2->op != TD_IR_SCAN || skip[j]) continue;
+    for (int i = 0; i < j; i++) {
+      const td_node *s = &g->nodes[i];
+      if (s->op != TD_IR_SCAN || partner[i] >= 0 || skip[i] || !same_scan(s, s2) || body_prints(s->attr.body) ||
+          !body_extends(s2->attr.body, s->attr.body))
+        continue;
+      partner[i] = j;
+      skip[j] = 1;
+      for (int o = j + 1; o < g->n_nodes && g->nodes[o].op == TD_IR_SCAN_OUT && g->nodes[o].in[0] == j; o++) skip[o] = 1;
+      break;
+    }
+  }
+  rebuild r;
+  td_graph *out = NULL;
+  if (rb_init(&r, g, err) == 0) {
+    int ok = 1;
+    for (int id = 0; id < g->n_nodes && ok; id++) {
+      if (skip[id]) continue;
+      if (partner[id] < 0) {
+        ok = (r.map[id] = rb_copy(&r, id)) >= 0;
+        continue;
+      }
+      /* the scan that extends this one, here, with all of its outputs:
+       * this one's are its first */
+      int j = partner[id], n = rb_copy(&r, j);
+      ok = n >= 0;
+      r.map[id] = r.map[j] = n;
+      for (int o = j + 1; ok && o < g->n_nodes && g->nodes[o].op == TD_IR_SCAN_OUT && g->nodes[o].in[0] == j; o++)
+        ok = (r.map[o] = rb_copy(&r, o)) >= 0;
+      for (int o = id + 1; ok && o < g->n_nodes && g->nodes[o].op == TD_IR_SCAN_OUT && g->nodes[o].in[0] == id; o++) {
+        r.map[o] = r.map[j + 1 + g->nodes[o].attr.i];
+        skip[o] = 1;
+      }
+    }
+    if (ok) out = rb_finish(&r);
+  }
+  td_free(partner);
+  td_free(skip);
+  return out;
+}
+
 /* ---- dead code ------------------------------------------------------------ */
 
 td_graph *td_pass_dce(const td_graph *g, td_err *err) {
@@ -295,6 +395,8 @@ td_graph *td_pass_dce(const td_graph *g, td_err *err) {
      * compiled code does too */
     if (n->op == TD_IR_PRINT || n->op == TD_IR_INPUT || n->op == TD_IR_PARAM || n->op == TD_IR_GATHER)
       live[id] = 1;
+    /* a scan whose step prints runs, as in eager mode, read or not */
+    if (n->op == TD_IR_SCAN && body_prints(n->attr.body)) live[id] = 1;
     if (!live[id]) continue;
     for (int k = 0; k < n->n_in; k++) live[n->in[k]] = 1;
     /* a live scan keeps all its outputs, which follow it (ops.def), even
@@ -481,6 +583,7 @@ int td_optimize(const td_graph *g, const td_opt_opts *opts, td_graph **out, td_o
   PASS("conv", td_pass_lower_conv);    /* convolutions as im2col matmuls (lower_conv.c) */
   PASS("fold", td_pass_fold);          /* constants first: exposes x*1, x+0 */
   PASS("cse", td_pass_cse);            /* one node per distinct value */
+  PASS("scan_merge", td_pass_scan_merge); /* a gradient's forward scan serves the value too */
   PASS("simplify", td_pass_simplify);  /* algebra and movement chains */
   PASS("fold", td_pass_fold);          /* what simplify exposed */
   PASS("cse", td_pass_cse);            /* chains rebuilt by simplify may coincide */

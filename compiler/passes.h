@@ -29,8 +29,14 @@ td_graph *td_pass_fold(const td_graph *g, td_err *err);
  * seed, stream and index).  PRINT, INPUT and PARAM nodes are never merged. */
 td_graph *td_pass_cse(const td_graph *g, td_err *err);
 /* Dead code: keeps what the outputs and the prints need, plus every INPUT
- * and PARAM node. */
+ * and PARAM node and every scan whose step prints. */
 td_graph *td_pass_dce(const td_graph *g, td_err *err);
+/* A scan whose inputs and steps are another's, later scan's, and whose
+ * body is the first outputs of that one's (value_and_grad's forward and
+ * the gradient's forward with its carries stacked, lang/grad.c): the
+ * later scan moves to the earlier one's place and serves both, so the
+ * loop runs once.  A body that prints is left alone. */
+td_graph *td_pass_scan_merge(const td_graph *g, td_err *err);
 /* Algebraic simplification: x*1, 1*x, x+0, 0+x, x-0, x/1, -(-x), cast to
  * the same dtype, where(c, x, x), permute of permute (identity removed),
  * reshape of reshape, reshape/broadcast to the same shape, full slices.

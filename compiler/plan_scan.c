@@ -27,23 +27,8 @@ int td_plan_first_scan(const td_plan *p) {
   return -1;
 }
 
-/* Prints inside a body would be one set of values per step, handed back
- * after the call: not done yet in compiled code. */
-static int refuse_prints(const td_graph *b, td_err *err, td_span *where) {
-  for (int i = 0; i < b->n_nodes; i++)
-    if (b->nodes[i].op == TD_IR_PRINT) {
-      *where = b->nodes[i].span;
-      return td_err_set(err, "print inside a scan's step is not compiled yet (line %d): run the program without "
-                        "--compiled to see it, or return the value as a per-step output of the scan",
-                        b->nodes[i].span.line);
-    }
-  return 0;
-}
-
 static td_plan *plan_body(const td_plan *p, int scan, td_err *err) {
   const td_graph *b = p->g->nodes[scan].attr.body;
-  td_span where;
-  if (refuse_prints(b, err, &where)) return NULL;
   td_graph *copy = td_arena_alloc(p->g->arena, sizeof *copy);
   if (!copy) {
     td_err_set(err, "out of memory");

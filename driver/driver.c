@@ -175,7 +175,7 @@ static int cpu_run(td_prepared *p, td_tensor *const *inputs, td_tensor *const *p
   int n_outs = p->g->n_outputs;
   td_tensor **all = NULL;
   int rc = td_compiled_run(p->c, inputs, params, io->call_index, &all, err, sp);
-  if (rc == 0) rc = td_compiled_prints(plan, all, io, err);
+  if (rc == 0) rc = td_compiled_run_prints(p->c, all, io, err);
   if (rc == 0) {
     *outs = td_malloc((size_t)(n_outs + 1) * sizeof **outs);
     if (!*outs) rc = td_err_set(err, "out of memory");

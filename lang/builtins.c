@@ -116,8 +116,8 @@ static const builtin table[] = {
   {"len", B_TRAIN, 5, 1, {"x"}},
   {"assign", B_TRAIN, 6, 2, {"p", "value"}},
   /* loops (builtins_scan.c) */
-  {"scan", B_SCAN, 0, 2, {"f", "init", "xs", "length", "reverse", "args"}},
-  {"fold", B_SCAN, 1, 2, {"f", "init", "xs", "length", "reverse", "args"}},
+  {"scan", B_SCAN, 0, 2, {"f", "init", "xs", "length", "reverse", "args", "checkpoint"}},
+  {"fold", B_SCAN, 1, 2, {"f", "init", "xs", "length", "reverse", "args", "checkpoint"}},
   /* convolution and pooling (builtins_conv.c) */
   {"conv1d", B_CONV, 1, 2, {"x", "weight", "bias", "stride", "padding", "dilation", "groups"}},
   {"conv2d", B_CONV, 2, 2, {"x", "weight", "bias", "stride", "padding", "dilation", "groups"}},

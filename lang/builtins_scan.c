@@ -164,7 +164,9 @@ static int nesting(const td_graph *b) {
 /* The deepest nesting of scans the backends run (interp/interp.c's steps). */
 #define MAX_SCAN_DEPTH 16
 
-/* scan (which 0) and fold (which 1): a[] = f, init, xs, length, reverse, args. */
+/* scan (which 0) and fold (which 1): a[] = f, init, xs, length, reverse,
+ * args, checkpoint (attr.i2 of the SCAN: 0 none, k > 0 segments of k
+ * steps, -1 segments of about sqrt(T) steps; lang/grad.c). */
 td_value el_scan_builtin(el_ctx *c, int which, td_value *a, td_span sp) {
   const char *fn = which ? "fold" : "scan";
   td_graph *g = c->g;
@@ -172,6 +174,18 @@ td_value el_scan_builtin(el_ctx *c, int which, td_value *a, td_span sp) {
   if (a[4].k == V_BOOL) reverse = (int)a[4].i;
   else if (a[4].k != V_NONE) {
     td_error(c->diags, a[4].span, "%s: reverse must be true or false, found %s", fn, el_kind_name(&a[4]));
+    return el_err();
+  }
+  int64_t ckpt = 0;
+  if (a[6].k == V_BOOL) ckpt = a[6].i ? -1 : 0;
+  else if (a[6].k == V_INT && a[6].i >= 1) ckpt = a[6].i;
+  else if (a[6].k != V_NONE && a[6].k != V_ERR) {
+    td_diag *d = td_error(c->diags, a[6].span, "%s: checkpoint must be true, false or a number of steps >= 1, "
+                          "found %s", fn, a[6].k == V_INT ? "a number below 1" : el_kind_name(&a[6]));
+    td_diag_help(c->diags, d, "checkpoint = 32 keeps the carry every 32 steps for the gradient and runs each "
+                 "segment again in the backward; checkpoint = true picks about sqrt(T) steps");
+    return el_err();
+  } else if (a[6].k == V_ERR) {
     return el_err();
   }
   leaves init = {0}, xs = {0};
@@ -362,6 +376,7 @@ td_value el_scan_builtin(el_ctx *c, int which, td_value *a, td_span sp) {
   sa.n_xs = xs.n;
   sa.index = !has_xs;
   sa.reverse = reverse;
+  sa.i2 = ckpt;
   int s = el_emit(c, TD_IR_SCAN, TD_BOOL, 0, NULL, sin.ids, sin.n, &sa, sp);
   if (s < 0) return el_err();
   leaves res = {0};

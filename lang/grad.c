@@ -23,6 +23,7 @@
  * produced it, and tdsl explain tells backward buffers from forward ones.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include "lang/grad.h"
 #include "runtime/mem.h"
@@ -724,61 +725,393 @@ static int emit_scan(ad *A, const td_attr *like, const td_graph *b, int n_carry,
   return s + 1;
 }
 
-static void r_scan(ad *A, int id, int g) {
-  (void)g;
+/* ---- checkpointed scans (scan(..., checkpoint = k)) ----
+ *
+ * The same gradient, with the carries kept only at the start of every
+ * segment of K steps.  The steps, in the order the forward runs them, are
+ * a head of R = T mod K steps, then Q = T div K segments of K steps (for
+ * reverse = true the head is the last R indices, the segments the first
+ * Q*K, both run from their end).  The rewrite, in the graph:
+ *   - the head's forward (R steps, carries only) gives the carry the
+ *     segments start from;
+ *   - a scan over the Q segments, whose step runs the K steps of one
+ *     segment (carries only) and stacks its input carry: the checkpoints,
+ *     Q times the carries;
+ *   - the backward: a scan over the segments, last run first, whose step
+ *     runs its segment's K steps again from its checkpoint (stacking that
+ *     segment's K input carries) and then the backward body over them;
+ *     then the head the same way (R < K steps);
+ *   - the step index, when the body reads it, becomes a sequence (arange
+ *     of T) sliced like the others.
+ * Memory: Q + K carries instead of T (K about sqrt(T) makes it 2 sqrt(T));
+ * time: the forward a third time.  Every op is an ordinary op, so every
+ * backend runs it.  The backward body is the plain path's (bwd_body). */
+
+typedef struct scan_ad {
+  const td_graph *f;
+  int nc, nx, ni, ncap, ny;
+  int *fc, *fy, *fcap;
+  int n_fc, n_fy, n_fcap;
+} scan_ad;
+
+/* An INPUT of body b at the next slot, of x's type with a leading axis of
+ * size lead. */
+static int body_input_lead(td_graph *b, const td_node *x, td_dim lead) {
+  td_attr at;
+  memset(&at, 0, sizeof at);
+  at.i = b->n_inputs;
+  td_dim s[TD_MAX_RANK + 1];
+  s[0] = lead;
+  memcpy(s + 1, x->shape, (size_t)x->rank * sizeof *s);
+  return td_graph_add(b, TD_IR_INPUT, x->dtype, x->rank + 1, s, NULL, 0, &at, x->span);
+}
+
+/* f's input k and output k */
+static const td_node *f_in(const scan_ad *s, int k) { return &s->f->nodes[s->f->inputs[k]]; }
+static const td_node *f_out(const scan_ad *s, int k) { return &s->f->nodes[s->f->outputs[k]]; }
+
+/* A copy of f (inputs in f's order and types) returning its carries and,
+ * with stack_in, its input carries after them. */
+static td_graph *carry_body(ad *A, const scan_ad *s, int stack_in) {
+  const td_graph *f = s->f;
+  td_graph *b = td_graph_new(A->g->arena, f->name);
+  int *in_map = td_malloc((size_t)(f->n_inputs + 1) * sizeof *in_map);
+  int *map = td_malloc((size_t)(f->n_nodes + 1) * sizeof *map);
+  int ok = b && in_map && map;
+  if (ok) b->parent = td_graph_root(A->g);
+  for (int k = 0; ok && k < f->n_inputs; k++) ok = (in_map[k] = body_input(b, f_in(s, k), 0)) >= 0;
+  if (ok) ok = inline_body(b, f, in_map, map) == 0;
+  for (int k = 0; ok && k < s->nc; k++) ok = td_graph_add_output(b, map[f->outputs[k]]) == 0;
+  for (int k = 0; ok && stack_in && k < s->nc; k++) ok = td_graph_add_output(b, in_map[k]) == 0;
+  td_free(in_map);
+  td_free(map);
+  return ok ? b : NULL;
+}
+
+/* Does body f (or a scan in it) draw random numbers? */
+static const td_node *draws(const td_graph *f) {
+  for (int i = 0; i < f->n_nodes; i++) {
+    const td_node *n = &f->nodes[i];
+    if (n->op == TD_IR_RAND || n->op == TD_IR_RANDN) return n;
+    if (n->op == TD_IR_SCAN) {
+      const td_node *r = draws(n->attr.body);
+      if (r) return r;
+    }
+  }
+  return NULL;
+}
+
+static td_graph *bwd_body(ad *A, const scan_ad *s);
+
+/* The scans of one checkpointed gradient (above).  0, or -1 (A->oom set,
+ * or an error reported). */
+static int r_scan_ckpt(ad *A, int id, const scan_ad *s, int64_t K, td_dim Q, td_dim R) {
   const td_node *S = N(A, id);
   const td_attr sa = S->attr;
-  const td_graph *f = sa.body;
-  int nc = sa.n_carry, nx = sa.n_xs, ni = sa.index ? 1 : 0, ncap = S->n_in - nc - nx, ny = f->n_outputs - nc;
-  td_arena *ar = A->g->arena;
-  td_graph *root = td_graph_root(A->g);
-  int n_all = S->n_in + f->n_outputs + 8;
-  int *fc = td_malloc((size_t)n_all * 4 * sizeof *fc), *fy = fc + n_all, *fcap = fy + n_all, *tmp = fcap + n_all;
-  int *map = td_malloc((size_t)(f->n_nodes + 1) * sizeof *map);
+  td_graph *g = A->g;
+  int nc = s->nc, nx = s->nx, ni = s->ni, ncap = s->ncap, nxx = nx + ni, n_fc = s->n_fc, n_fcap = s->n_fcap,
+      n_fy = s->n_fy;
+  td_dim T = sa.dim, QK = td_dim_mul(g, Q, K);
+  int has_head = R != 0;
+  td_graph *fcar = carry_body(A, s, 0), *b2c = carry_body(A, s, 1), *bb = bwd_body(A, s);
+  td_graph *cb = td_graph_new(g->arena, s->f->name), *sg = td_graph_new(g->arena, s->f->name);
+  size_t nall = (size_t)(S->n_in + s->f->n_outputs + 8);
+  int *buf = td_malloc(nall * 16 * sizeof *buf);
+  if (!fcar || !b2c || !bb || !cb || !sg || !buf) goto oom;
+  cb->parent = sg->parent = td_graph_root(g);
+  int *xsa = buf, *xH = xsa + nall, *xG = xH + nall, *c0 = xG + nall, *cR = c0 + nall, *dyH = cR + nall,
+      *dyG = dyH + nall, *dc = dyG + nall, *dcap = dc + nall, *in = dcap + nall, *dxG = in + 4 * nall,
+      *dxH = dxG + nall;
+  td_attr la = sa;
+  la.index = 0;
+  la.i2 = 0;
+  td_attr lK = la, lQ = la, lR = la;
+  lK.dim = K;
+  lQ.dim = Q;
+  lR.dim = R;
+  for (int j = 0; j < nx; j++) xsa[j] = S->in[nc + j];
+  if (ni) {
+    td_attr ar;
+    memset(&ar, 0, sizeof ar);
+    ar.i2 = 1;
+    ar.f2 = 1;
+    xsa[nx] = add(A, TD_IR_ARANGE, TD_I64, 1, &T, NULL, 0, &ar);
+  }
+  td_dim h0 = sa.reverse ? td_dim_sub(g, T, R) : 0, g0 = sa.reverse ? 0 : R;
+  for (int j = 0; j < nxx; j++) {
+    const td_node *x = N(A, xsa[j]);
+    td_dim sh[TD_MAX_RANK];
+    if (x->rank + 1 > TD_MAX_RANK) {
+      td_error(A->d, A->sp, "checkpoint: a sequence of rank %d has no room for the segments' axis (at most %d "
+               "axes)", x->rank, TD_MAX_RANK - 1);
+      goto oom;
+    }
+    sh[0] = Q;
+    sh[1] = K;
+    memcpy(sh + 2, x->shape + 1, (size_t)(x->rank - 1) * sizeof *sh);
+    xH[j] = has_head ? k_slice1(A, xsa[j], 0, h0, R) : -1;
+    xG[j] = k_reshape(A, k_slice1(A, xsa[j], 0, g0, QK), x->rank + 1, sh);
+  }
+  for (int k = 0; k < nc; k++) c0[k] = cR[k] = S->in[k];
+  /* the head's forward: the carry the segments start from */
+  if (has_head) {
+    int n = 0;
+    for (int k = 0; k < nc; k++) in[n++] = c0[k];
+    for (int j = 0; j < nxx; j++) in[n++] = xH[j];
+    for (int k = 0; k < ncap; k++) in[n++] = S->in[nc + nx + k];
+    int h = emit_scan(A, &lR, fcar, nc, nxx, sa.reverse, in, n);
+    if (h < 0) goto oom;
+    for (int k = 0; k < nc; k++) cR[k] = h + k;
+  }
+  /* the checkpoints: a scan over the segments, each step the segment's K
+   * steps, stacking the carry it starts from */
+  {
+    ad B = {.g = cb, .d = A->d, .sp = A->sp, .hint = A->hint};
+    int n = 0;
+    for (int k = 0; k < nc; k++) in[n++] = body_input(cb, f_in(s, k), 0);
+    for (int j = 0; j < nxx; j++) in[n++] = body_input_lead(cb, f_in(s, nc + j), K);
+    for (int k = 0; k < ncap; k++) in[n++] = body_input(cb, f_in(s, nc + nx + ni + k), 0);
+    int o = emit_scan(&B, &lK, fcar, nc, nxx, sa.reverse, in, n);
+    if (o < 0 || B.oom) goto oom;
+    for (int k = 0; k < nc; k++)
+      if (td_graph_add_output(cb, o + k)) goto oom;
+    for (int k = 0; k < nc; k++)
+      if (td_graph_add_output(cb, in[k])) goto oom;
+  }
+  int n = 0;
+  for (int k = 0; k < nc; k++) in[n++] = cR[k];
+  for (int j = 0; j < nxx; j++) in[n++] = xG[j];
+  for (int k = 0; k < ncap; k++) in[n++] = S->in[nc + nx + k];
+  int ck = emit_scan(A, &lQ, cb, nc, nxx, sa.reverse, in, n);
+  if (ck < 0) goto oom;
+  /* the adjoints coming in: final carries, per-step values */
+  for (int k = 0; k < n_fc; k++) {
+    const td_node *c = N(A, S->in[s->fc[k]]);
+    td_dim sh[TD_MAX_RANK];
+    memcpy(sh, c->shape, sizeof sh);
+    int a = A->adj[id + 1 + s->fc[k]];
+    dc[k] = a >= 0 ? exact(A, a, c->rank, sh) : k_zeros(A, c->dtype, c->rank, sh);
+  }
+  for (int k = 0; k < n_fcap; k++) {
+    const td_node *c = N(A, S->in[nc + nx + s->fcap[k]]);
+    td_dim sh[TD_MAX_RANK];
+    memcpy(sh, c->shape, sizeof sh);
+    dcap[k] = k_zeros(A, c->dtype, c->rank, sh);
+  }
+  for (int k = 0; k < n_fy; k++) {
+    const td_node *y = N(A, id + 1 + nc + s->fy[k]);
+    td_dim sh[TD_MAX_RANK + 1];
+    if (y->rank + 1 > TD_MAX_RANK) {
+      td_error(A->d, A->sp, "checkpoint: a per-step value stacked to rank %d has no room for the segments' axis "
+               "(at most %d axes)", y->rank, TD_MAX_RANK - 1);
+      goto oom;
+    }
+    memcpy(sh, y->shape, TD_MAX_RANK * sizeof *sh);
+    int a = A->adj[id + 1 + nc + s->fy[k]];
+    int dy = a >= 0 ? exact(A, a, y->rank, sh) : k_zeros(A, y->dtype, y->rank, sh);
+    dyH[k] = has_head ? k_slice1(A, dy, 0, h0, R) : -1;
+    sh[0] = Q;
+    sh[1] = K;
+    memcpy(sh + 2, y->shape + 1, (size_t)(y->rank - 1) * sizeof *sh);
+    dyG[k] = k_reshape(A, k_slice1(A, dy, 0, g0, QK), y->rank + 1, sh);
+  }
+  /* the segments' backward: each step runs its segment again from its
+   * checkpoint, then the backward body over it */
+  {
+    ad B = {.g = sg, .d = A->d, .sp = A->sp, .hint = A->hint};
+    int *p = in;
+    int *bdc = p, *bdcap = bdc + n_fc, *bck = bdcap + n_fcap, *bxs = bck + nc, *bdy = bxs + nxx, *bcap = bdy + n_fy;
+    for (int k = 0; k < n_fc; k++) bdc[k] = body_input(sg, f_in(s, s->fc[k]), 0);
+    for (int k = 0; k < n_fcap; k++) bdcap[k] = body_input(sg, f_in(s, nc + nx + ni + s->fcap[k]), 0);
+    for (int k = 0; k < nc; k++) bck[k] = body_input(sg, f_in(s, k), 0);
+    for (int j = 0; j < nxx; j++) bxs[j] = body_input_lead(sg, f_in(s, nc + j), K);
+    for (int k = 0; k < n_fy; k++) bdy[k] = body_input_lead(sg, f_out(s, nc + s->fy[k]), K);
+    for (int k = 0; k < ncap; k++) bcap[k] = body_input(sg, f_in(s, nc + nx + ni + k), 0);
+    int *v = bcap + ncap, m = 0;
+    for (int k = 0; k < nc; k++) v[m++] = bck[k];
+    for (int j = 0; j < nxx; j++) v[m++] = bxs[j];
+    for (int k = 0; k < ncap; k++) v[m++] = bcap[k];
+    int st = emit_scan(&B, &lK, b2c, nc, nxx, sa.reverse, v, m);
+    if (st < 0 || B.oom) goto oom;
+    m = 0;
+    for (int k = 0; k < n_fc; k++) v[m++] = bdc[k];
+    for (int k = 0; k < n_fcap; k++) v[m++] = bdcap[k];
+    for (int k = 0; k < nc; k++) v[m++] = st + nc + k;
+    for (int j = 0; j < nx; j++) v[m++] = bxs[j];
+    for (int k = 0; k < n_fy; k++) v[m++] = bdy[k];
+    if (ni) v[m++] = bxs[nx];
+    for (int k = 0; k < ncap; k++) v[m++] = bcap[k];
+    int ob = emit_scan(&B, &lK, bb, n_fc + n_fcap, nc + nx + n_fy + ni, !sa.reverse, v, m);
+    if (ob < 0 || B.oom) goto oom;
+    int nfx = 0;
+    for (int j = 0; j < nx; j++) nfx += td_dtype_is_float(f_in(s, nc + j)->dtype);
+    for (int k = 0; k < n_fc + n_fcap + nfx; k++)
+      if (td_graph_add_output(sg, ob + k)) goto oom;
+  }
+  n = 0;
+  for (int k = 0; k < n_fc; k++) in[n++] = dc[k];
+  for (int k = 0; k < n_fcap; k++) in[n++] = dcap[k];
+  for (int k = 0; k < nc; k++) in[n++] = ck + nc + k;
+  for (int j = 0; j < nxx; j++) in[n++] = xG[j];
+  for (int k = 0; k < n_fy; k++) in[n++] = dyG[k];
+  for (int k = 0; k < ncap; k++) in[n++] = S->in[nc + nx + k];
+  int sb = emit_scan(A, &lQ, sg, n_fc + n_fcap, nc + nxx + n_fy, !sa.reverse, in, n);
+  if (sb < 0) goto oom;
+  int nfx = 0;
+  for (int j = 0; j < nx; j++)
+    if (td_dtype_is_float(N(A, xsa[j])->dtype)) {
+      const td_node *x = N(A, xsa[j]);
+      td_dim sh[TD_MAX_RANK];
+      memcpy(sh, x->shape, sizeof sh);
+      sh[0] = QK;
+      dxG[nfx] = k_reshape(A, sb + n_fc + n_fcap + nfx, x->rank, sh);
+      dxH[nfx] = -1;
+      nfx++;
+    }
+  for (int k = 0; k < n_fc; k++) dc[k] = sb + k;
+  for (int k = 0; k < n_fcap; k++) dcap[k] = sb + n_fc + k;
+  /* the head's backward: its R steps again, then the backward body */
+  if (has_head) {
+    n = 0;
+    for (int k = 0; k < nc; k++) in[n++] = c0[k];
+    for (int j = 0; j < nxx; j++) in[n++] = xH[j];
+    for (int k = 0; k < ncap; k++) in[n++] = S->in[nc + nx + k];
+    int st = emit_scan(A, &lR, b2c, nc, nxx, sa.reverse, in, n);
+    if (st < 0) goto oom;
+    n = 0;
+    for (int k = 0; k < n_fc; k++) in[n++] = dc[k];
+    for (int k = 0; k < n_fcap; k++) in[n++] = dcap[k];
+    for (int k = 0; k < nc; k++) in[n++] = st + nc + k;
+    for (int j = 0; j < nx; j++) in[n++] = xH[j];
+    for (int k = 0; k < n_fy; k++) in[n++] = dyH[k];
+    if (ni) in[n++] = xH[nx];
+    for (int k = 0; k < ncap; k++) in[n++] = S->in[nc + nx + k];
+    int hb = emit_scan(A, &lR, bb, n_fc + n_fcap, nc + nx + n_fy + ni, !sa.reverse, in, n);
+    if (hb < 0) goto oom;
+    for (int k = 0; k < n_fc; k++) dc[k] = hb + k;
+    for (int k = 0; k < n_fcap; k++) dcap[k] = hb + n_fc + k;
+    for (int j = 0; j < nfx; j++) dxH[j] = hb + n_fc + n_fcap + j;
+  }
+  for (int k = 0; k < n_fc; k++) accum(A, S->in[s->fc[k]], dc[k]);
+  for (int k = 0; k < n_fcap; k++) accum(A, S->in[nc + nx + s->fcap[k]], dcap[k]);
+  for (int j = 0, d = 0; j < nx; j++) {
+    if (!td_dtype_is_float(N(A, xsa[j])->dtype)) continue;
+    int parts[2] = {sa.reverse ? dxG[d] : dxH[d], sa.reverse ? dxH[d] : dxG[d]};
+    int whole = !has_head ? dxG[d] : k_concat(A, parts, 2, 0);
+    accum(A, S->in[nc + j], whole);
+    d++;
+  }
+  td_free(buf);
+  return A->oom ? -1 : 0;
+oom:
+  A->oom = 1;
+  td_free(buf);
+  return -1;
+}
+
+/* The segment length of a checkpointed scan and its Q and R, or 0 when
+ * the plain path serves (no checkpoint, or one segment would hold every
+ * step); -1 after an error. */
+static int64_t ckpt_plan(ad *A, const td_node *S, td_dim *Q, td_dim *R) {
+  int64_t K = S->attr.i2;
+  td_dim T = S->attr.dim;
+  td_graph *g = A->g;
+  if (K == 0) return 0;
+  const td_node *r = draws(S->attr.body);
+  if (r) {
+    td_diag *dg = td_error(A->d, S->span, "checkpoint: the step draws random numbers (line %d), which the "
+                           "backward would draw again differently when it runs a segment a second time",
+                           r->span.line);
+    td_diag_help(A->d, dg, "draw the noise before the scan and pass it as a sequence, or drop checkpoint");
+    A->oom = 1;
+    return -1;
+  }
+  if (K < 0) {   /* checkpoint = true: segments of about sqrt(T) steps */
+    if (!TD_DIM_IS_CONST(T)) {
+      char t[128];
+      td_diag *dg = td_error(A->d, S->span, "checkpoint = true needs a number of steps known when the graph is "
+                             "built, and this scan has %s", td_dim_str(g, T, t, sizeof t));
+      td_diag_help(A->d, dg, "give the segment length instead, e.g. checkpoint = 32 (about the square root of "
+                   "the usual length)");
+      A->oom = 1;
+      return -1;
+    }
+    K = 1;
+    while (K * K < T) K++;
+  }
+  if (TD_DIM_IS_CONST(T)) {
+    if (K >= T) return 0;
+    *Q = T / K;
+    *R = T % K;
+    return K;
+  }
+  if (td_dim_div(g, T, K, Q) == 0 && !TD_DIM_IS_BAD(*Q)) {
+    *R = 0;
+    return K;
+  }
+  /* T a symbol: Q is the symbol "T//K", derived from T's value whenever
+   * the sizes are bound (runtime/sig.h, td_sig_derive), R = T - K*Q */
+  td_graph *root = td_graph_root(g);
+  const td_poly *p = &root->dims[-T - 1];
+  if (p->n == 1 && p->t[0].coef == 1 && p->t[0].n == 1) {
+    char name[160];
+    snprintf(name, sizeof name, "%s//%lld", root->syms[p->t[0].sym[0]], (long long)K);
+    int q = -1;
+    for (int i = 0; i < root->n_syms && q < 0; i++)
+      if (!strcmp(root->syms[i], name)) q = i;
+    if (q < 0 && (q = td_sym_new(root, name)) < 0) {
+      A->oom = 1;
+      return -1;
+    }
+    *Q = td_dim_sym(g, q);
+    *R = td_dim_sub(g, T, td_dim_mul(g, *Q, K));
+    if (TD_DIM_IS_BAD(*Q) || TD_DIM_IS_BAD(*R)) {
+      A->oom = 1;
+      return -1;
+    }
+    return K;
+  }
+  char t[128];
+  td_diag *dg = td_error(A->d, S->span, "checkpoint = %lld: the number of steps %s is not one size, so its "
+                         "segments cannot be counted", (long long)K, td_dim_str(g, T, t, sizeof t));
+  td_diag_help(A->d, dg, "a length made of one size (xs: f32[T, ...]) can be checkpointed; this one is a sum or "
+               "product of sizes: slice or reshape the sequence to one size, or drop checkpoint");
+  A->oom = 1;
+  return -1;
+}
+
+/* The backward body of a scan of body f: carries dc (the float carries'
+ * adjoints), dcap (an accumulator per float capture); sequences: the
+ * step's input carries, its sequences' slices, dy (the float per-step
+ * values' adjoints); the step index (when f reads it); the captures.  It
+ * runs f again and its reverse sweep; returns dc', dcap' + the captures'
+ * contributions, then the float sequences' adjoints.  NULL after A->oom
+ * is set (out of memory, or an error reported). */
+static td_graph *bwd_body(ad *A, const scan_ad *s) {
+  const td_graph *f = s->f;
+  int nc = s->nc, nx = s->nx, ni = s->ni, ncap = s->ncap, n_fc = s->n_fc, n_fy = s->n_fy, n_fcap = s->n_fcap;
+  td_graph *bb = td_graph_new(A->g->arena, f->name);
+  int n_all = f->n_inputs + f->n_outputs + 8;
+  int *tmp = td_malloc((size_t)n_all * 2 * sizeof *tmp), *map = td_malloc((size_t)(f->n_nodes + 1) * sizeof *map);
   int *in_map = td_malloc((size_t)(f->n_inputs + 1) * sizeof *in_map);
-  int *sin = td_malloc((size_t)(2 * S->n_in + f->n_outputs + 1) * sizeof *sin);
-  int *wrt = td_malloc((size_t)(S->n_in + 1) * sizeof *wrt), *grads = td_malloc((size_t)(S->n_in + 1) * sizeof *grads);
-  td_graph *b2 = td_graph_new(ar, f->name), *bb = td_graph_new(ar, f->name);
-  int n_fc = 0, n_fy = 0, n_fcap = 0;
-  if (!fc || !map || !in_map || !sin || !wrt || !grads || !b2 || !bb) goto oom;
-  b2->parent = bb->parent = root;
-  for (int k = 0; k < nc; k++)
-    if (td_dtype_is_float(N(A, S->in[k])->dtype)) fc[n_fc++] = k;
-  for (int k = 0; k < ny; k++)
-    if (td_dtype_is_float(f->nodes[f->outputs[nc + k]].dtype)) fy[n_fy++] = k;
-  for (int k = 0; k < ncap; k++)
-    if (td_dtype_is_float(N(A, S->in[nc + nx + k])->dtype)) fcap[n_fcap++] = k;
-
-  /* the forward again, with every step's input carries stacked after its outputs */
-  for (int k = 0; k < f->n_inputs; k++)
-    if ((in_map[k] = body_input(b2, &f->nodes[f->inputs[k]], 0)) < 0) goto oom;
-  if (inline_body(b2, f, in_map, map)) goto oom;
-  for (int k = 0; k < f->n_outputs; k++)
-    if (td_graph_add_output(b2, map[f->outputs[k]])) goto oom;
-  for (int k = 0; k < nc; k++)
-    if (td_graph_add_output(b2, in_map[k])) goto oom;
-  int o2 = emit_scan(A, &sa, b2, nc, nx, sa.reverse, S->in, S->n_in);
-  if (o2 < 0) goto oom;
-  int cst = o2 + f->n_outputs;   /* the stacked input carries: cst + k */
-
-  /* the backward body: carries dc (float carries), dcap (float captures);
-   * sequences: the input carries, the forward's sequences, dy (float
-   * per-step values); the step index; the captures */
+  int *wrt = td_malloc((size_t)n_all * sizeof *wrt), *grads = td_malloc((size_t)n_all * sizeof *grads);
+  if (!bb || !tmp || !map || !in_map || !wrt || !grads) goto oom;
+  bb->parent = td_graph_root(A->g);
   int p_dc = 0, p_dcap = n_fc, p_c = p_dcap + n_fcap, p_x = p_c + nc, p_dy = p_x + nx, p_i = p_dy + n_fy,
       p_cap = p_i + ni;
   for (int k = 0; k < n_fc; k++)
-    if ((tmp[p_dc + k] = body_input(bb, N(A, S->in[fc[k]]), 0)) < 0) goto oom;
+    if ((tmp[p_dc + k] = body_input(bb, f_in(s, s->fc[k]), 0)) < 0) goto oom;
   for (int k = 0; k < n_fcap; k++)
-    if ((tmp[p_dcap + k] = body_input(bb, N(A, S->in[nc + nx + fcap[k]]), 0)) < 0) goto oom;
+    if ((tmp[p_dcap + k] = body_input(bb, f_in(s, nc + nx + ni + s->fcap[k]), 0)) < 0) goto oom;
   for (int k = 0; k < nc; k++)
-    if ((tmp[p_c + k] = body_input(bb, N(A, cst + k), 1)) < 0) goto oom;
+    if ((tmp[p_c + k] = body_input(bb, f_in(s, k), 0)) < 0) goto oom;
   for (int k = 0; k < nx; k++)
-    if ((tmp[p_x + k] = body_input(bb, N(A, S->in[nc + k]), 1)) < 0) goto oom;
+    if ((tmp[p_x + k] = body_input(bb, f_in(s, nc + k), 0)) < 0) goto oom;
   for (int k = 0; k < n_fy; k++)
-    if ((tmp[p_dy + k] = body_input(bb, N(A, o2 + nc + fy[k]), 1)) < 0) goto oom;
-  if (ni && (tmp[p_i] = body_input(bb, &f->nodes[f->inputs[nc + nx]], 0)) < 0) goto oom;
+    if ((tmp[p_dy + k] = body_input(bb, f_out(s, nc + s->fy[k]), 0)) < 0) goto oom;
+  if (ni && (tmp[p_i] = body_input(bb, f_in(s, nc + nx), 0)) < 0) goto oom;
   for (int k = 0; k < ncap; k++)
-    if ((tmp[p_cap + k] = body_input(bb, N(A, S->in[nc + nx + k]), 0)) < 0) goto oom;
+    if ((tmp[p_cap + k] = body_input(bb, f_in(s, nc + nx + ni + k), 0)) < 0) goto oom;
   for (int k = 0; k < nc; k++) in_map[k] = tmp[p_c + k];
   for (int k = 0; k < nx; k++) in_map[nc + k] = tmp[p_x + k];
   if (ni) in_map[nc + nx] = tmp[p_i];
@@ -791,7 +1124,7 @@ static void r_scan(ad *A, int id, int g) {
     int L = -1;
     td_dtype ldt = TD_F32;
     for (int k = 0; k < n_fc + n_fy; k++) {
-      int o = map[f->outputs[k < n_fc ? fc[k] : nc + fy[k - n_fc]]];
+      int o = map[f->outputs[k < n_fc ? s->fc[k] : nc + s->fy[k - n_fc]]];
       int cot = k < n_fc ? tmp[p_dc + k] : tmp[p_dy + k - n_fc];
       const td_node *on = &bb->nodes[o];
       uint32_t all = on->rank ? (1u << on->rank) - 1 : 0;
@@ -802,18 +1135,18 @@ static void r_scan(ad *A, int id, int g) {
     }
     if (B.oom) goto oom;
     int nw = 0;
-    for (int k = 0; k < n_fc; k++) wrt[nw++] = tmp[p_c + fc[k]];
+    for (int k = 0; k < n_fc; k++) wrt[nw++] = tmp[p_c + s->fc[k]];
     int fx0 = nw;
     for (int k = 0; k < nx; k++)
       if (td_dtype_is_float(bb->nodes[tmp[p_x + k]].dtype)) wrt[nw++] = tmp[p_x + k];
     int fcap0 = nw;
-    for (int k = 0; k < n_fcap; k++) wrt[nw++] = tmp[p_cap + fcap[k]];
+    for (int k = 0; k < n_fcap; k++) wrt[nw++] = tmp[p_cap + s->fcap[k]];
     if (L < 0) {
       for (int k = 0; k < nw; k++) {
         const td_node *w = &bb->nodes[wrt[k]];
-        td_dim s[TD_MAX_RANK];
-        memcpy(s, w->shape, sizeof s);
-        grads[k] = k_zeros(&B, w->dtype, w->rank, s);
+        td_dim sh[TD_MAX_RANK];
+        memcpy(sh, w->shape, sizeof sh);
+        grads[k] = k_zeros(&B, w->dtype, w->rank, sh);
       }
     } else if (td_grad(bb, A->d, A->sp, L, -1, wrt, nw, grads)) {
       goto oom;   /* reported (or out of memory): the sweep stops */
@@ -827,29 +1160,92 @@ static void r_scan(ad *A, int id, int g) {
     }
     for (int k = fx0; k < fcap0; k++)
       if (td_graph_add_output(bb, grads[k])) goto oom;
-    /* the backward SCAN's inputs, in its body's order */
+  }
+  if (0) {
+  oom:
+    A->oom = 1;
+    bb = NULL;
+  }
+  td_free(tmp);
+  td_free(map);
+  td_free(in_map);
+  td_free(wrt);
+  td_free(grads);
+  return bb;
+}
+
+static void r_scan(ad *A, int id, int g) {
+  (void)g;
+  const td_node *S = N(A, id);
+  const td_attr sa = S->attr;
+  const td_graph *f = sa.body;
+  scan_ad s = {.f = f, .nc = sa.n_carry, .nx = sa.n_xs, .ni = sa.index ? 1 : 0};
+  int nc = s.nc, nx = s.nx;
+  int ncap = s.ncap = S->n_in - nc - nx, ny = s.ny = f->n_outputs - nc;
+  td_arena *ar = A->g->arena;
+  td_graph *root = td_graph_root(A->g);
+  int n_all = S->n_in + f->n_outputs + 8;
+  int *fc = td_malloc((size_t)n_all * 4 * sizeof *fc), *fy = fc + n_all, *fcap = fy + n_all;
+  int *map = td_malloc((size_t)(f->n_nodes + 1) * sizeof *map);
+  int *in_map = td_malloc((size_t)(f->n_inputs + 1) * sizeof *in_map);
+  int *sin = td_malloc((size_t)(2 * S->n_in + f->n_outputs + 1) * sizeof *sin);
+  td_graph *b2 = td_graph_new(ar, f->name), *bb = NULL;
+  int n_fc = 0, n_fy = 0, n_fcap = 0;
+  if (!fc || !map || !in_map || !sin || !b2) goto oom;
+  b2->parent = root;
+  for (int k = 0; k < nc; k++)
+    if (td_dtype_is_float(N(A, S->in[k])->dtype)) fc[n_fc++] = k;
+  for (int k = 0; k < ny; k++)
+    if (td_dtype_is_float(f->nodes[f->outputs[nc + k]].dtype)) fy[n_fy++] = k;
+  for (int k = 0; k < ncap; k++)
+    if (td_dtype_is_float(N(A, S->in[nc + nx + k])->dtype)) fcap[n_fcap++] = k;
+  s.fc = fc, s.fy = fy, s.fcap = fcap, s.n_fc = n_fc, s.n_fy = n_fy, s.n_fcap = n_fcap;
+
+  td_dim Q = 0, R = 0;
+  int64_t K = ckpt_plan(A, S, &Q, &R);
+  if (K < 0) goto done;
+  if (K > 0) {
+    r_scan_ckpt(A, id, &s, K, Q, R);
+    goto done;
+  }
+
+  /* the forward again, with every step's input carries stacked after its outputs */
+  for (int k = 0; k < f->n_inputs; k++)
+    if ((in_map[k] = body_input(b2, &f->nodes[f->inputs[k]], 0)) < 0) goto oom;
+  if (inline_body(b2, f, in_map, map)) goto oom;
+  for (int k = 0; k < f->n_outputs; k++)
+    if (td_graph_add_output(b2, map[f->outputs[k]])) goto oom;
+  for (int k = 0; k < nc; k++)
+    if (td_graph_add_output(b2, in_map[k])) goto oom;
+  int o2 = emit_scan(A, &sa, b2, nc, nx, sa.reverse, S->in, S->n_in);
+  if (o2 < 0) goto oom;
+  int cst = o2 + f->n_outputs;   /* the stacked input carries: cst + k */
+
+  /* the backward body (bwd_body) and its SCAN */
+  if (!(bb = bwd_body(A, &s))) goto done;
+  {
     int n = 0;
     for (int k = 0; k < n_fc; k++) {
       const td_node *c0 = N(A, S->in[fc[k]]);
-      td_dim s[TD_MAX_RANK];
-      memcpy(s, c0->shape, sizeof s);
+      td_dim sh[TD_MAX_RANK];
+      memcpy(sh, c0->shape, sizeof sh);
       int a = A->adj[id + 1 + fc[k]];
-      sin[n++] = a >= 0 ? exact(A, a, c0->rank, s) : k_zeros(A, c0->dtype, c0->rank, s);
+      sin[n++] = a >= 0 ? exact(A, a, c0->rank, sh) : k_zeros(A, c0->dtype, c0->rank, sh);
     }
     for (int k = 0; k < n_fcap; k++) {
       const td_node *c0 = N(A, S->in[nc + nx + fcap[k]]);
-      td_dim s[TD_MAX_RANK];
-      memcpy(s, c0->shape, sizeof s);
-      sin[n++] = k_zeros(A, c0->dtype, c0->rank, s);
+      td_dim sh[TD_MAX_RANK];
+      memcpy(sh, c0->shape, sizeof sh);
+      sin[n++] = k_zeros(A, c0->dtype, c0->rank, sh);
     }
     for (int k = 0; k < nc; k++) sin[n++] = cst + k;
     for (int k = 0; k < nx; k++) sin[n++] = S->in[nc + k];
     for (int k = 0; k < n_fy; k++) {
       const td_node *y = N(A, id + 1 + nc + fy[k]);
-      td_dim s[TD_MAX_RANK];
-      memcpy(s, y->shape, sizeof s);
+      td_dim sh[TD_MAX_RANK];
+      memcpy(sh, y->shape, sizeof sh);
       int a = A->adj[id + 1 + nc + fy[k]];
-      sin[n++] = a >= 0 ? exact(A, a, y->rank, s) : k_zeros(A, y->dtype, y->rank, s);
+      sin[n++] = a >= 0 ? exact(A, a, y->rank, sh) : k_zeros(A, y->dtype, y->rank, sh);
     }
     for (int k = 0; k < ncap; k++) sin[n++] = S->in[nc + nx + k];
     if (A->oom) goto oom;
@@ -865,12 +1261,11 @@ static void r_scan(ad *A, int id, int g) {
   oom:
     A->oom = 1;
   }
+done:
   td_free(fc);
   td_free(map);
   td_free(in_map);
   td_free(sin);
-  td_free(wrt);
-  td_free(grads);
 }
 
 /* ---- convolution ---- */

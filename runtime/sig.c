@@ -204,7 +204,24 @@ int td_sig_bind(const td_sizes *s, const td_sig_arg *args, int n, const td_tenso
   int rc = bind_pass(s, args, n, got, symvals, &b, err);
   if (rc == 0) rc = check_pass(s, args, n, got, symvals, &b, err);
   td_free(mem);
+  if (rc == 0) td_sig_derive(s->syms, s->n_syms, symvals);
   return rc;
+}
+
+void td_sig_derive(const char *const *syms, int n_syms, int64_t *symvals) {
+  for (int i = 0; syms && i < n_syms; i++) {
+    const char *d = syms[i] ? strstr(syms[i], "//") : NULL;
+    if (!d) continue;
+    for (const char *e; (e = strstr(d + 2, "//"));) d = e;   /* "T//3//2": (T//3)//2 */
+    long long k = atoll(d + 2);
+    size_t len = (size_t)(d - syms[i]);
+    symvals[i] = 0;
+    for (int j = 0; j < i; j++)
+      if (syms[j] && strlen(syms[j]) == len && !strncmp(syms[j], syms[i], len)) {
+        symvals[i] = k >= 1 && symvals[j] > 0 ? symvals[j] / k : 0;
+        break;
+      }
+  }
 }
 
 /* ---- problems, one per line ---- */

@@ -91,6 +91,13 @@ typedef struct td_sig_arg {
 int td_sig_bind(const td_sizes *s, const td_sig_arg *args, int n, const td_tensor *const *got,
                 int64_t *symvals, td_err *err);
 
+/* Derived symbols: a symbol named "T//k" (made by the gradient of a
+ * checkpointed scan, lang/grad.c: the number of whole segments of k steps)
+ * is the floor of symbol T's value divided by k.  Sets each from the
+ * values before it (td_sig_bind and td_sig_open_inputs call it; a caller
+ * that sets the symbols itself calls it after). */
+void td_sig_derive(const char *const *syms, int n_syms, int64_t *symvals);
+
 /* Checks the tensors a weights file holds (have: names with tensors or
  * header-only tensors) against the parameters: every parameter present
  * with its dtype and shape, nothing else.  0, or -1 with every problem on

@@ -25,7 +25,7 @@ import numpy as np
 from . import _elf
 
 # The artifact ABI this package reads: artifact/artifact.h's TDRT_ABI.
-ABI = 6
+ABI = 7
 
 
 class Error(Exception):

@@ -89,6 +89,45 @@ static td_graph *with_prints(const td_graph *g, td_arena *a) {
   return w;
 }
 
+/* Does a scan's body in g print? */
+static int body_prints(const td_graph *g, int in_body) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    if (g->nodes[i].op == TD_IR_PRINT && in_body) return 1;
+    if (g->nodes[i].op == TD_IR_SCAN && body_prints(g->nodes[i].attr.body, 1)) return 1;
+  }
+  return 0;
+}
+
+static void add_text(void *ud, const char *text) {
+  char *buf = ud;
+  strncat(buf, text, (1 << 16) - strlen(buf) - 1);
+}
+
+/* What a scan's body prints is not an output of the graph: the text
+ * printed compiled (every step's lines, td_compiled_run_prints) must be
+ * eager mode's, line for line. */
+static void check_print_text(const td_graph *g, td_tensor **inputs, td_tensor **params, const char *what) {
+  static char eager_text[1 << 16], comp_text[1 << 16];
+  eager_text[0] = comp_text[0] = 0;
+  td_run_opts io;
+  memset(&io, 0, sizeof io);
+  io.on_print = add_text;
+  io.ud = eager_text;
+  td_tensor **eager = NULL, **comp = NULL;
+  td_err e;
+  cr_assert_eq(td_interp_run(g, inputs, params, &io, &eager, &e, NULL), 0, "%s: %s", what, e.msg);
+  release_all(eager, g->n_outputs);
+  compiled_graph cg_;
+  compile_graph(g, &cg_, what);
+  cr_assert_eq(td_compiled_run(cg_.c, inputs, params, 0, &comp, &e, NULL), 0, "%s: %s", what, e.msg);
+  io.ud = comp_text;
+  cr_assert_eq(td_compiled_run_prints(cg_.c, comp, &io, &e), 0, "%s: %s", what, e.msg);
+  release_all(comp, cg_.plan->n_out_nodes);
+  td_compiled_free(cg_.c);
+  cr_expect(eager_text[0] != 0, "%s: nothing printed", what);
+  cr_expect_str_eq(comp_text, eager_text, "%s: compiled printed\n%s\neager printed\n%s", what, comp_text, eager_text);
+}
+
 /* Runs g eagerly (with prints as outputs) and compiled; compares (bit for
  * bit where the contract promises it). */
 static void check_graph(const td_graph *g, td_arena *a, td_tensor **inputs, const char *what) {
@@ -114,6 +153,7 @@ static void check_graph(const td_graph *g, td_arena *a, td_tensor **inputs, cons
     }
     if (rc == 0) release_all(comp, w->n_outputs);
     td_compiled_free(cg_.c);
+    if (rc == 0 && body_prints(g, 0)) check_print_text(g, inputs, params, what);
   } else {   /* eager refuses: compiled code must refuse alike, never run on */
     td_err ce;
     compiled_graph cg_;

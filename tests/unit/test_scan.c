@@ -7,7 +7,13 @@
  * compiler runs the same graph at every length; CUDA explains a scan as
  * a host loop and builds it (test_gpu_build.c runs it); a built CPU artifact (one library, T symbolic) runs
  * it at every length, draws eager mode's numbers and names the step of an
- * error in a body. */
+ * error in a body.  A print in a step prints eager mode's lines, compiled
+ * and through an artifact's print callback, at every length.  Gradients
+ * with checkpoint = k equal the plain ones bit for bit and central
+ * differences of the loop in float64, at every length (T symbolic, so the
+ * segments' count is derived at run time), eager, compiled and built, and
+ * keep fewer carries; value_and_grad's forward scan runs once compiled
+ * (the scan_merge pass). */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <math.h>
@@ -17,6 +23,7 @@
 #include <unistd.h>
 
 #include "artifact/artifact.h"
+#include "compiler/passes.h"
 #include "driver/driver.h"
 #include "runtime/mem.h"
 #include "runtime/cuda_loader.h"
@@ -739,5 +746,413 @@ Test(scan, an_artifact_runs_what_eager_mode_runs) {
     free(v);
   }
   drop_art(&A);
+  unload(&P);
+}
+
+/* ---- print inside a step ---- */
+
+/* A fold over T (symbolic) whose step prints and runs a reverse scan
+ * that prints too. */
+#define PRINTS_TEXT \
+    "fn tick(c, i) {\n" \
+    "  print(\"tick\", i)\n" \
+    "  (c, i)\n" \
+    "}\n" \
+    "fn say(s, x) {\n" \
+    "  print(\"x\", x, \"s\", s)\n" \
+    "  let (n, ys) = scan(tick, s, length = 2, reverse = true)\n" \
+    "  n + x\n" \
+    "}\n" \
+    "fn shout(xs: f32[T]) {\n" \
+    "  print(\"start\")\n" \
+    "  let s = fold(say, zeros([]), xs)\n" \
+    "  print(\"total\", s)\n" \
+    "  s\n" \
+    "}\n"
+
+/* The lines, computed by hand: s is the running sum before x; each step's
+ * scan prints i = 1 then 0. */
+static const char *const prints_want[3] = {
+    "start\ntotal 0.0000\n",
+    "start\nx 5.0000 s 0.0000\ntick 1\ntick 0\ntotal 5.0000\n",
+    "start\nx 1.0000 s 0.0000\ntick 1\ntick 0\nx 2.0000 s 1.0000\ntick 1\ntick 0\n"
+    "x 3.0000 s 3.0000\ntick 1\ntick 0\ntotal 6.0000\n"};
+static const int64_t prints_T[3] = {0, 1, 3};
+static const float prints_xs[3][3] = {{0}, {5}, {1, 2, 3}};
+
+static char printed[1 << 14];
+static void on_printed(void *ud, const char *text) {
+  (void)ud;
+  strncat(printed, text, sizeof printed - strlen(printed) - 1);
+}
+
+/* Eager mode and one compiled program (T symbolic) print the same lines,
+ * every step's, in eager order, at every length. */
+Test(scan, prints_in_a_step_compiled_are_eager_prints) {
+  prog P;
+  P.a = td_arena_new();
+  td_diags_init(&P.d, P.a);
+  P.p = td_program_new(P.a, &P.d);
+  cr_assert_eq(td_program_load_text(P.p, "prints.td", PRINTS_TEXT), 0);
+  td_graph *g = td_program_lower(P.p, "shout");
+  cr_assert_not_null(g);
+  td_drive_opts co;
+  memset(&co, 0, sizeof co);
+  co.backend = TD_BACKEND_CPU;
+  td_err err;
+  td_prepared *cp = td_prepare(g, &co, &err);
+  cr_assert_not_null(cp, "%s", err.msg);
+  for (int mode = 0; mode < 2; mode++)
+    for (int li = 0; li < 3; li++) {
+      double v[3];
+      for (int i = 0; i < 3; i++) v[i] = prints_xs[li][i];
+      td_tensor *x = tensor(1, &prints_T[li], v);
+      td_run_opts io;
+      memset(&io, 0, sizeof io);
+      io.on_print = on_printed;
+      printed[0] = 0;
+      td_tensor **outs = NULL;
+      if (mode == 0) cr_assert_eq(run(g, &x, &io, &outs, &err, NULL), 0, "%s", err.msg);
+      else cr_assert_eq(td_prepared_run(cp, &x, NULL, &io, &outs, &err, NULL), 0, "%s", err.msg);
+      cr_expect_str_eq(printed, prints_want[li], "%s, T=%lld: printed\n%s", mode ? "compiled" : "eager",
+                       (long long)prints_T[li], printed);
+      td_tensor_release(outs[0]);
+      td_free(outs);
+      td_tensor_release(x);
+    }
+  td_prepared_free(cp);
+  unload(&P);
+}
+
+/* A built artifact (one library, T symbolic) hands its print callback the
+ * same lines, in the same order, at every length; with no callback it
+ * prints nothing and runs all the same. */
+Test(scan, an_artifact_prints_every_step_as_eager_mode) {
+  art A;
+  build_art(&A, PRINTS_TEXT);
+  void (*set_print)(void *, void (*)(void *, const char *), void *) =
+      (void (*)(void *, void (*)(void *, const char *), void *))sym_of(&A, "set_print");
+  void *m = new_model(&A);
+  set_print(m, on_printed, NULL);
+  for (int round = 0; round < 2; round++)
+    for (int li = 0; li < 3; li++) {
+      float x[3];
+      memcpy(x, prints_xs[li], sizeof x);
+      int dt[1] = {TD_F32}, rk[1] = {1}, ork[1] = {0};
+      int64_t oshape[TD_MAX_RANK];
+      void *in[1] = {x}, *out[1];
+      printed[0] = 0;
+      cr_assert_eq(call_art(&A, m, 1, dt, rk, &prints_T[li], in, 1, ork, out, oshape), 0, "%s", A.error(m));
+      cr_expect_str_eq(printed, prints_want[li], "T=%lld: printed\n%s", (long long)prints_T[li], printed);
+      cr_expect_eq(*(float *)out[0], (float)(prints_xs[li][0] + prints_xs[li][1] + prints_xs[li][2]));
+      free(out[0]);
+    }
+  set_print(m, NULL, NULL);
+  printed[0] = 0;
+  float x[3] = {1, 2, 3};
+  int dt[1] = {TD_F32}, rk[1] = {1}, ork[1] = {0};
+  int64_t oshape[TD_MAX_RANK];
+  void *in[1] = {x}, *out[1];
+  cr_assert_eq(call_art(&A, m, 1, dt, rk, &prints_T[2], in, 1, ork, out, oshape), 0, "%s", A.error(m));
+  cr_expect_str_eq(printed, "");
+  cr_expect_eq(*(float *)out[0], 6.0f);
+  free(out[0]);
+  A.free(m);
+  drop_art(&A);
+}
+
+/* ---- checkpointed gradients (scan(..., checkpoint = k), lang/grad.c) ---- */
+
+#define CKPT_TEXT \
+    "fn cell(h, x, w) {\n" \
+    "  let h2 = tanh(h @ w + x)\n" \
+    "  (h2, h2 * h2)\n" \
+    "}\n" \
+    "fn step(c, i, w) { tanh(c @ w + f64(i) * 0.1) }\n" \
+    "fn lp(w, h0, xs) { let (h, ys) = scan(cell, h0, xs, args = w)\n sum(h * 3.0) + sum(ys) }\n" \
+    "fn lc(w, h0, xs) { let (h, ys) = scan(cell, h0, xs, args = w, checkpoint = 3)\n sum(h * 3.0) + sum(ys) }\n" \
+    "fn rp(w, h0, xs) { let (h, ys) = scan(cell, h0, xs, args = w, reverse = true)\n sum(h * 3.0) + sum(ys) }\n" \
+    "fn rc(w, h0, xs) { let (h, ys) = scan(cell, h0, xs, args = w, reverse = true, checkpoint = 3)\n" \
+    "  sum(h * 3.0) + sum(ys) }\n" \
+    "fn ip(w, h0, xs) { sum(fold(step, h0, length = len(xs), args = w)) }\n" \
+    "fn ic(w, h0, xs) { sum(fold(step, h0, length = len(xs), args = w, checkpoint = 2)) }\n" \
+    "fn grads(w: f64[3, 3], h0: f64[2, 3], xs: f64[T, 2, 3]) {\n" \
+    "  let a = grad(lp, argnums = [0, 1, 2])(w, h0, xs)\n" \
+    "  let b = grad(lc, argnums = [0, 1, 2])(w, h0, xs)\n" \
+    "  let c = grad(rp, argnums = [0, 1, 2])(w, h0, xs)\n" \
+    "  let d = grad(rc, argnums = [0, 1, 2])(w, h0, xs)\n" \
+    "  let e = grad(ip, argnums = [0, 1])(w, h0, xs)\n" \
+    "  let f = grad(ic, argnums = [0, 1])(w, h0, xs)\n" \
+    "  (a[0], a[1], a[2], b[0], b[1], b[2], c[0], c[1], c[2], d[0], d[1], d[2], e[0], e[1], f[0], f[1])\n" \
+    "}\n"
+
+/* The loss of lp (reverse: rp) or ip (index) in float64: the loop
+ * written out. */
+static double ck_loss(int kind, int64_t T, const double *w, const double *h0, const double *xs) {
+  double h[6], hn[6], s = 0;
+  memcpy(h, h0, sizeof h);
+  for (int64_t st = 0; st < T; st++) {
+    int64_t t = kind == 1 ? T - 1 - st : st;
+    for (int b = 0; b < 2; b++)
+      for (int j = 0; j < 3; j++) {
+        double acc = kind == 2 ? 0.1 * (double)t : xs[(t * 2 + b) * 3 + j];
+        for (int k = 0; k < 3; k++) acc += h[b * 3 + k] * w[k * 3 + j];
+        hn[b * 3 + j] = tanh(acc);
+        if (kind != 2) s += hn[b * 3 + j] * hn[b * 3 + j];
+      }
+    memcpy(h, hn, sizeof h);
+  }
+  for (int i = 0; i < 6; i++) s += kind == 2 ? h[i] : 3 * h[i];
+  return s;
+}
+
+/* Central differences of ck_loss for value v[i] of the argument v. */
+static double ck_fd(int kind, int64_t T, double *w, double *h0, double *xs, double *v, int i) {
+  double keep = v[i], e = 1e-6;
+  v[i] = keep + e;
+  double up = ck_loss(kind, T, w, h0, xs);
+  v[i] = keep - e;
+  double dn = ck_loss(kind, T, w, h0, xs);
+  v[i] = keep;
+  return (up - dn) / (2 * e);
+}
+
+static td_tensor *f64_tensor(int rank, const int64_t *shape, const double *v) {
+  td_err err;
+  td_tensor *t = td_tensor_new(TD_F64, rank, shape, &err);
+  cr_assert_not_null(t, "%s", err.msg);
+  if (t->numel) memcpy(t->data, v, (size_t)t->numel * sizeof(double));
+  return t;
+}
+
+/* One graph (T symbolic, so T//3 and T - 3*(T//3) segments' sizes bound
+ * at run time) at T = 0 .. 10, eager and compiled: the checkpointed
+ * gradients are the plain ones bit for bit, for a scan, a reverse scan
+ * and a fold over the step index, and the plain ones are the loop's
+ * central differences in float64. */
+Test(scan, checkpointed_gradients_are_the_plain_ones_at_every_length, .timeout = 120) {
+  prog P;
+  P.a = td_arena_new();
+  td_diags_init(&P.d, P.a);
+  P.p = td_program_new(P.a, &P.d);
+  cr_assert_eq(td_program_load_text(P.p, "ckpt.td", CKPT_TEXT), 0);
+  td_graph *g = td_program_lower(P.p, "grads");
+  cr_assert_not_null(g);
+  td_drive_opts co;
+  memset(&co, 0, sizeof co);
+  co.backend = TD_BACKEND_CPU;
+  td_err err;
+  td_prepared *cp = td_prepare(g, &co, &err);
+  cr_assert_not_null(cp, "%s", err.msg);
+  double w[9], h0[6];
+  for (int i = 0; i < 9; i++) w[i] = 0.1 * i - 0.3;
+  for (int i = 0; i < 6; i++) h0[i] = 0.1 * i;
+  for (int64_t T = 0; T <= 10; T++) {
+    double *xs = malloc(sizeof(double) * (size_t)(T * 6 + 1));
+    for (int64_t i = 0; i < T * 6; i++) xs[i] = sin((double)i);
+    int64_t sw[2] = {3, 3}, sh[2] = {2, 3}, sx[3] = {T, 2, 3};
+    td_tensor *in[3] = {f64_tensor(2, sw, w), f64_tensor(2, sh, h0), f64_tensor(3, sx, xs)};
+    for (int mode = 0; mode < 2; mode++) {
+      td_tensor **o = NULL;
+      td_run_opts io;
+      memset(&io, 0, sizeof io);
+      if (mode == 0) cr_assert_eq(run(g, in, &io, &o, &err, NULL), 0, "T=%lld: %s", (long long)T, err.msg);
+      else cr_assert_eq(td_prepared_run(cp, in, NULL, &io, &o, &err, NULL), 0, "T=%lld: %s", (long long)T, err.msg);
+      const char *m = mode ? "compiled" : "eager";
+      /* bit for bit: a/b, c/d (w, h0, xs), e/f (w, h0) */
+      const int pairs[8][2] = {{0, 3}, {1, 4}, {2, 5}, {6, 9}, {7, 10}, {8, 11}, {12, 14}, {13, 15}};
+      for (int p = 0; p < 8; p++) {
+        const td_tensor *x = o[pairs[p][0]], *y = o[pairs[p][1]];
+        cr_assert_eq(x->numel, y->numel);
+        cr_expect_eq(memcmp(x->data, y->data, (size_t)x->numel * sizeof(double)), 0,
+                     "%s T=%lld: checkpointed gradient %d differs from the plain one", m, (long long)T, pairs[p][1]);
+      }
+      /* against central differences: scan, reverse scan, fold over the index */
+      const int first[3] = {0, 6, 12};
+      for (int kind = 0; kind < 3; kind++) {
+        double *args[3] = {w, h0, xs};
+        int64_t n[3] = {9, 6, T * 6};
+        for (int a = 0; a < (kind == 2 ? 2 : 3); a++) {
+          const double *got = o[first[kind] + a]->data;
+          for (int64_t i = 0; i < n[a]; i++) {
+            double want = ck_fd(kind, T, w, h0, xs, args[a], (int)i);
+            cr_expect(fabs(got[i] - want) <= 1e-7 * (1 + fabs(want)), "%s T=%lld kind %d arg %d [%lld]: %.12g, "
+                      "central differences %.12g", m, (long long)T, kind, a, (long long)i, got[i], want);
+          }
+        }
+      }
+      for (int k = 0; k < 16; k++) td_tensor_release(o[k]);
+      td_free(o);
+    }
+    for (int i = 0; i < 3; i++) td_tensor_release(in[i]);
+    free(xs);
+  }
+  td_prepared_free(cp);
+  unload(&P);
+}
+
+/* The largest stacked value (a SCAN_OUT with the steps' axis) of g and
+ * its bodies, in elements. */
+static int64_t largest_stack(const td_graph *g) {
+  int64_t most = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const td_node *n = &g->nodes[i];
+    if (n->op == TD_IR_SCAN) {
+      int64_t b = largest_stack(n->attr.body);
+      if (b > most) most = b;
+    }
+    if (n->op != TD_IR_SCAN_OUT) continue;
+    int64_t e = 1;
+    for (int k = 0; k < n->rank; k++) e *= TD_DIM_IS_CONST(n->shape[k]) ? n->shape[k] : 1 << 20;
+    if (e > most) most = e;
+  }
+  return most;
+}
+
+/* T = 64 steps of a carry of 4x16: the plain gradient stacks every
+ * step's carry (64*64 elements); checkpoint = 8 keeps 8 checkpoints and
+ * one segment's 8 carries at a time; checkpoint = true picks 8 too. */
+Test(scan, checkpointing_keeps_fewer_carries) {
+  const char *texts[3] = {"", ", checkpoint = 8", ", checkpoint = true"};
+  int64_t most[3];
+  for (int v = 0; v < 3; v++) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "fn cell(h, x, w) { tanh(h @ w + x) }\n"
+             "fn loss(w, h0, xs) { sum(fold(cell, h0, xs, args = w%s)) }\n"
+             "fn g(w: f32[16, 16], h0: f32[4, 16], xs: f32[64, 4, 1]) { grad(loss)(w, h0, xs) }\n",
+             texts[v]);
+    prog P;
+    P.a = td_arena_new();
+    td_diags_init(&P.d, P.a);
+    P.p = td_program_new(P.a, &P.d);
+    cr_assert_eq(td_program_load_text(P.p, "mem.td", text), 0);
+    td_graph *g = td_program_lower(P.p, "g");
+    cr_assert_not_null(g);
+    most[v] = largest_stack(g);
+    unload(&P);
+  }
+  cr_expect_eq(most[0], 64 * 4 * 16, "plain: largest stacked value %lld elements", (long long)most[0]);
+  cr_expect_eq(most[1], 8 * 4 * 16, "checkpoint = 8: largest stacked value %lld elements", (long long)most[1]);
+  cr_expect_eq(most[2], 8 * 4 * 16, "checkpoint = true: largest stacked value %lld elements", (long long)most[2]);
+}
+
+/* A built artifact of a checkpointed gradient (one library, T symbolic:
+ * the runtime derives T//3 from T at each call) at T = 0 .. 8, against
+ * central differences of the loop in float64. */
+Test(scan, an_artifact_runs_a_checkpointed_gradient_at_every_length, .timeout = 120) {
+  art A;
+  build_art(&A, "fn cell(h, x, w) {\n"
+                "  let h2 = tanh(h @ w + x)\n"
+                "  (h2, h2 * h2)\n"
+                "}\n"
+                "fn lc(w, h0, xs) { let (h, ys) = scan(cell, h0, xs, args = w, checkpoint = 3)\n"
+                "  sum(h * 3.0) + sum(ys) }\n"
+                "fn grads(w: f64[3, 3], h0: f64[2, 3], xs: f64[T, 2, 3]) {\n"
+                "  let g = grad(lc, argnums = [0, 1, 2])(w, h0, xs)\n"
+                "  (g[0], g[1], g[2])\n"
+                "}\n");
+  void *m = new_model(&A);
+  double w[9], h0[6];
+  for (int i = 0; i < 9; i++) w[i] = 0.1 * i - 0.3;
+  for (int i = 0; i < 6; i++) h0[i] = 0.1 * i;
+  for (int64_t T = 8; T >= 0; T--) {
+    double *xs = malloc(sizeof(double) * (size_t)(T * 6 + 1));
+    for (int64_t i = 0; i < T * 6; i++) xs[i] = sin((double)i);
+    int dt[3] = {TD_F64, TD_F64, TD_F64}, rk[3] = {2, 2, 3}, ork[3] = {2, 2, 3};
+    int64_t shapes[7] = {3, 3, 2, 3, T, 2, 3}, oshape[3 * TD_MAX_RANK];
+    void *in[3] = {w, h0, xs}, *out[3];
+    cr_assert_eq(call_art(&A, m, 3, dt, rk, shapes, in, 3, ork, out, oshape), 0, "T=%lld: %s", (long long)T,
+                 A.error(m));
+    double *args[3] = {w, h0, xs};
+    int64_t n[3] = {9, 6, T * 6};
+    for (int a = 0; a < 3; a++) {
+      const double *got = out[a];
+      for (int64_t i = 0; i < n[a]; i++) {
+        double want = ck_fd(0, T, w, h0, xs, args[a], (int)i);
+        cr_expect(fabs(got[i] - want) <= 1e-7 * (1 + fabs(want)), "artifact T=%lld arg %d [%lld]: %.12g, central "
+                  "differences %.12g", (long long)T, a, (long long)i, got[i], want);
+      }
+      free(out[a]);
+    }
+    free(xs);
+  }
+  A.free(m);
+  drop_art(&A);
+}
+
+/* ---- value_and_grad runs its forward scan once compiled ---- */
+
+static int count_scans(const td_graph *g) {
+  int n = 0;
+  for (int i = 0; i < g->n_nodes; i++) n += g->nodes[i].op == TD_IR_SCAN;
+  return n;
+}
+
+/* The graph of value_and_grad holds the program's scan (the value) and
+ * the gradient's forward again (its carries stacked), then the backward:
+ * three scans.  The optimiser's scan_merge leaves two: the value comes
+ * from the scan that stacks the carries.  The merged program computes
+ * what eager mode computes (value and gradients); a body that prints is
+ * not merged (each scan prints in eager mode). */
+Test(scan, value_and_grad_runs_its_forward_scan_once_compiled) {
+  static const char text[] =
+      "fn cell(h, x, w) {\n"
+      "  let h2 = tanh(h @ w + x)\n"
+      "  (h2, h2 * h2)\n"
+      "}\n"
+      "fn loss(w, h0, xs) { let (h, ys) = scan(cell, h0, xs, args = w)\n sum(h * 3.0) + sum(ys) }\n"
+      "fn vg(w: f64[3, 3], h0: f64[2, 3], xs: f64[T, 2, 3]) {\n"
+      "  let (l, g) = value_and_grad(loss, argnums = [0, 1, 2])(w, h0, xs)\n"
+      "  (l, g[0], g[1], g[2])\n"
+      "}\n"
+      "fn pcell(h, x, w) {\n"
+      "  print(\"h\", h)\n"
+      "  cell(h, x, w)\n"
+      "}\n"
+      "fn ploss(w, h0, xs) { let (h, ys) = scan(pcell, h0, xs, args = w)\n sum(h * 3.0) + sum(ys) }\n"
+      "fn pvg(w: f64[3, 3], h0: f64[2, 3], xs: f64[T, 2, 3]) {\n"
+      "  value_and_grad(ploss)(w, h0, xs)\n"
+      "}\n";
+  prog P;
+  P.a = td_arena_new();
+  td_diags_init(&P.d, P.a);
+  P.p = td_program_new(P.a, &P.d);
+  cr_assert_eq(td_program_load_text(P.p, "vg.td", text), 0);
+  const char *names[2] = {"vg", "pvg"};
+  const int want[2] = {2, 3};
+  for (int e = 0; e < 2; e++) {
+    td_graph *g = td_program_lower(P.p, names[e]);
+    cr_assert_not_null(g);
+    cr_expect_eq(count_scans(g), 3, "%s: %d scans before optimising", names[e], count_scans(g));
+    td_graph *opt = NULL;
+    td_err err;
+    cr_assert_eq(td_optimize(g, NULL, &opt, NULL, &err), 0, "%s", err.msg);
+    cr_expect_eq(count_scans(opt), want[e], "%s: %d scans after optimising, expected %d", names[e], count_scans(opt),
+                 want[e]);
+  }
+  td_graph *g = td_program_lower(P.p, "vg");
+  double w[9], h0[6], xs[5 * 6];
+  for (int i = 0; i < 9; i++) w[i] = 0.1 * i - 0.3;
+  for (int i = 0; i < 6; i++) h0[i] = 0.1 * i;
+  for (int i = 0; i < 30; i++) xs[i] = sin((double)i);
+  int64_t sw[2] = {3, 3}, sh[2] = {2, 3}, sx[3] = {5, 2, 3};
+  td_tensor *in[3] = {f64_tensor(2, sw, w), f64_tensor(2, sh, h0), f64_tensor(3, sx, xs)};
+  td_tensor **a = NULL, **b = NULL;
+  td_err err;
+  cr_assert_eq(run(g, in, NULL, &a, &err, NULL), 0, "%s", err.msg);
+  cr_assert_eq(run_on(TD_BACKEND_CPU, g, in, NULL, &b, &err, NULL), 0, "%s", err.msg);
+  cr_expect(fabs(*(double *)a[0]->data - ck_loss(0, 5, w, h0, xs)) < 1e-12, "eager value %.15g", *(double *)a[0]->data);
+  for (int k = 0; k < 4; k++) {
+    const double *x = a[k]->data, *y = b[k]->data;
+    for (int64_t i = 0; i < a[k]->numel; i++)
+      cr_expect(fabs(x[i] - y[i]) <= 1e-12 * (1 + fabs(x[i])), "output %d [%lld]: eager %.15g, compiled %.15g", k,
+                (long long)i, x[i], y[i]);
+    td_tensor_release(a[k]);
+    td_tensor_release(b[k]);
+  }
+  td_free(a);
+  td_free(b);
+  for (int i = 0; i < 3; i++) td_tensor_release(in[i]);
   unload(&P);
 }

@@ -62,3 +62,32 @@ if "--grad" in sys.argv:   # grad.td: central differences of the loss
     gx = fd(lambda a: loss(w, h0, a), x3)
     print("dxs", fmt(gx[0][0]), fmt(gx[3][1]))
     print("reverse", fmt(fd(lambda a: loss(a, h0, x3, True), w)[1]), fmt(fd(lambda a: loss(w, a, x3, True), h0)[0]))
+
+if "--checkpoint" in sys.argv:   # checkpoint.td: central differences, T = 7 steps
+    x7 = np.arange(42.0).reshape(7, 2, 3) * 0.05
+    h0 = np.arange(6.0).reshape(2, 3) * 0.1
+    def loss7(w, h0, xs, reverse=False):
+        h, s = h0, 0.0
+        for t in (range(6, -1, -1) if reverse else range(7)):
+            h = np.tanh(h @ w + xs[t]); s += (h * h).sum()
+        return (h * 3.0).sum() + s
+    def loss_i(w, h0):
+        h = h0
+        for t in range(7):
+            h = np.tanh(h @ w + t * 0.1)
+        return h.sum()
+    def fd(f, a, eps=1e-6):
+        g = np.zeros_like(a)
+        for i in np.ndindex(a.shape):
+            ap, am = a.copy(), a.copy(); ap[i] += eps; am[i] -= eps
+            g[i] = (f(ap) - f(am)) / (2 * eps)
+        return g
+    print("loss", fmt(loss7(w, h0, x7)))
+    gw = fd(lambda a: loss7(a, h0, x7), w)
+    print("dw", fmt(gw[0]), fmt(gw[2]))
+    print("dh0", fmt(fd(lambda a: loss7(w, a, x7), h0)[1]))
+    gx = fd(lambda a: loss7(w, h0, a), x7)
+    print("dxs", fmt(gx[0][0]), fmt(gx[6][1]))
+    print("reverse", fmt(fd(lambda a: loss7(a, h0, x7, True), w)[1]), fmt(fd(lambda a: loss7(w, a, x7, True), h0)[0]),
+          fmt(fd(lambda a: loss7(w, h0, a, True), x7)[6][0]))
+    print("index", fmt(fd(lambda a: loss_i(a, h0), w)[1]), fmt(fd(lambda a: loss_i(w, a), h0)[0]))
