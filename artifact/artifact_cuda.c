@@ -573,6 +573,7 @@ static int set_sizes(tdcu_model *m, cu_entry *e, const int64_t *syms) {
     same = same && e->symvals[e->arg_syms[i]] == syms[i];
     e->symvals[e->arg_syms[i]] = syms[i];
   }
+  td_sig_derive(e->sizes.syms, e->n_syms, e->symvals);   /* a checkpointed scan's segments (runtime/sig.h) */
   if (same) return 0;
   e->have = 0;
   char why[sizeof m->err];

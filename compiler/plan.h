@@ -190,6 +190,9 @@ int td_dim_le(td_graph *g, td_dim a, td_dim b);
 /* The first SCAN node of the plan, or -1 (a backend that runs no scans
  * refuses such a plan with its source line). */
 int td_plan_first_scan(const td_plan *p);
+/* A print inside the step of one of p's scans (nested ones too), or NULL:
+ * the CPU compiler and its artifacts print them, CUDA does not yet. */
+const td_node *td_plan_scan_print(const td_plan *p);
 
 /* Writes the plan as text (the --dump=fused format). */
 void td_plan_print(const td_plan *p, const td_diags *d, FILE *out);

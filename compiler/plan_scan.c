@@ -27,6 +27,18 @@ int td_plan_first_scan(const td_plan *p) {
   return -1;
 }
 
+const td_node *td_plan_scan_print(const td_plan *p) {
+  for (int k = 0; k < p->n_kernels; k++) {
+    const td_plan *b = p->kernels[k].kind == TD_KERN_SCAN ? p->kernels[k].body : NULL;
+    if (!b) continue;
+    for (int i = 0; i < b->g->n_nodes; i++)
+      if (b->g->nodes[i].op == TD_IR_PRINT) return &b->g->nodes[i];
+    const td_node *nested = td_plan_scan_print(b);
+    if (nested) return nested;
+  }
+  return NULL;
+}
+
 static td_plan *plan_body(const td_plan *p, int scan, td_err *err) {
   const td_graph *b = p->g->nodes[scan].attr.body;
   td_graph *copy = td_arena_alloc(p->g->arena, sizeof *copy);

@@ -570,6 +570,11 @@ static int gen_plan(const td_plan *p, const char *prefix, td_arena *a, int tf32,
 int td_cuda_codegen(const td_plan *p, td_arena *a, int tf32, td_cuda_code *out, td_err *err) {
   memset(out, 0, sizeof *out);
   err->msg[0] = 0;
+  const td_node *pr = td_plan_scan_print(p);
+  if (pr)
+    return td_err_set(err, "print inside a scan's step (line %d) is not compiled for CUDA yet: run it on the CPU "
+                      "(`tdsl run --compiled`, or `tdsl build` without --device cuda) to see its output, or return "
+                      "the value as a per-step output of the scan", pr->span.line);
   int half = 0, half_mm = 0; /* the half conversions and 16-bit mma only where some plan needs them */
   tree_flags(p, &half, &half_mm);
   sbuf src = {0};

@@ -360,6 +360,38 @@ Test(scan, cuda_explains_the_host_loop) {
   unload(&P);
 }
 
+/* A print inside a scan's step runs eager and on the CPU (prints.td, in
+ * test_compiled and the artifact test above); CUDA refuses it, naming the
+ * print's line, rather than dropping the lines. */
+Test(scan, cuda_refuses_a_print_in_a_step) {
+  prog P;
+  P.a = td_arena_new();
+  cr_assert_not_null(P.a);
+  td_diags_init(&P.d, P.a);
+  P.p = td_program_new(P.a, &P.d);
+  cr_assert_not_null(P.p);
+  cr_assert_eq(td_program_load_text(P.p, "p.td",
+                                    "fn show(s, x) {\n  print(\"x\", x)\n  s + x\n}\n"
+                                    "fn f(xs: f32[T, 2]) -> f32[2] { fold(show, zeros([2]), xs) }\n"), 0);
+  td_graph *g = td_program_lower(P.p, "f");
+  cr_assert_not_null(g);
+  td_drive_opts o;
+  memset(&o, 0, sizeof o);
+  o.backend = TD_BACKEND_CUDA;
+  o.diags = &P.d;
+  td_explain_opts eo;
+  memset(&eo, 0, sizeof eo);
+  FILE *null = fopen("/dev/null", "w");
+  cr_assert_not_null(null);
+  td_err err;
+  td_plan *plan = NULL;
+  cr_assert_eq(td_drive_explain(g, &o, &eo, 0, null, &plan, &err), 0, "%s", err.msg);
+  cr_expect_neq(td_drive_explain_backend(plan, &o, "f", null, &err), 0);
+  fclose(null);
+  cr_expect(strstr(err.msg, "print inside a scan's step (line 2) is not compiled for CUDA yet"), "%s", err.msg);
+  unload(&P);
+}
+
 /* A program with a scan builds for the CPU and for CUDA (where NVRTC is
  * installed: test_gpu_build.c runs such a CUDA artifact under a stand-in
  * driver); the library and header are written. */
