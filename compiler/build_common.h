@@ -117,6 +117,9 @@ void tdb_put_start(tdb_builder *b, int64_t magic, int64_t abi, int64_t device);
  * (name, dtype, shape).  The descriptor carries it; create compares it
  * with the header's. */
 uint64_t tdb_signature(const tdb_builder *b);
+/* The outputs the caller of entry e gets: its graph's, less a training
+ * step's updates (which the plan hands back after them). */
+int tdb_n_outs(const tdb_entry *e);
 /* Name, sizes, inputs, outputs, polynomials, parameter slots, buffers and
  * slots of entry e (what comes before its n_dv). */
 void tdb_put_entry_head(tdb_builder *b, const tdb_entry *e);
@@ -129,6 +132,9 @@ void tdb_put_plan(tdb_builder *b, const tdb_entry *e, const td_plan *p);
 void tdb_put_dv1(tdb_builder *b, const td_graph *g, int rand_node, td_dim dim);
 /* The PRINT nodes of entry e. */
 void tdb_put_prints(tdb_builder *b, const tdb_entry *e);
+/* A training step's updates, after the prints (CPU artifacts only:
+ * artifact.h, "per update"). */
+void tdb_put_updates(tdb_builder *b, const tdb_entry *e);
 
 /* ---- the API context ---- */
 typedef struct tdb_api {
