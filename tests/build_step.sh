@@ -12,16 +12,17 @@
 #  3. five AdamW steps (cosine warmup, gradient clipping) of a two-layer
 #     classifier against `tdsl run --entry Train.step` chained through
 #     --weights/--save-weights, eager and --compiled: every loss and every
-#     final parameter and optimizer state tensor.
+#     final parameter and optimizer state tensor;
+#  4. `tdsl build --device cuda` refuses such an entry, saying what to do.
 # Needs python3 with numpy and a C compiler (skipped, saying why, without).
 # Environment: TDSL_SRCDIR, TDSL_BUILDDIR.
 srcdir=${TDSL_SRCDIR:-.}
 builddir=${TDSL_BUILDDIR:-.}
 . "$srcdir/tests/ref_common.sh"
-ref_start 3 "a training step in a built artifact" buildstep
+ref_start 4 "a training step in a built artifact" buildstep
 cc=${CC:-cc}
 if ! command -v "$cc" >/dev/null 2>&1; then
-  for i in 1 2 3; do echo "ok $i - training step in an artifact # SKIP no C compiler ($cc)"; done
+  for i in 1 2 3 4; do echo "ok $i - training step in an artifact # SKIP no C compiler ($cc)"; done
   exit 0
 fi
 
@@ -321,4 +322,14 @@ then
 else
   sed 's/^/# /' "$work/cmp3" 2>/dev/null
   echo "not ok 3 - $steps AdamW steps of an artifact agree with tdsl run, eager and compiled"
+fi
+
+# ---- 4: CUDA artifacts refuse a training step --------------------------------------
+"$tdsl" build "$work/hand.td" -o "$work/cuda" --device cuda > "$work/cuda.log" 2>&1
+rc=$?
+if [ $rc != 0 ] && grep -q "entry 'Train.step' assigns parameters (a training step), which CUDA artifacts cannot run yet; build it for the CPU" "$work/cuda.log"; then
+  echo "ok 4 - tdsl build --device cuda refuses a training step"
+else
+  sed 's/^/# /' "$work/cuda.log"
+  echo "not ok 4 - tdsl build --device cuda refuses a training step (exit $rc)"
 fi
