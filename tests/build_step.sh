@@ -4,8 +4,9 @@
 # by a small C program compiled here with the system cc:
 #  1. one SGD step (momentum 0.9) of a 2x2 linear classifier from w = 0,
 #     against values worked out by hand; the parameters' addresses
-#     (tdsl_param_data) are the same before and after the calls, and the
-#     model's forward entry sees the updated weights; assign(b, a + x);
+#     (tdsl_param_data) are the same before and after the calls, a step
+#     after the first allocates nothing (the program counts malloc & co.),
+#     and the model's forward entry sees the updated weights; assign(b, a + x);
 #     assign(a, b) swaps through a copy, as `tdsl run` does;
 #  2. three steps of it against numpy float64 (softmax cross-entropy and
 #     PyTorch's SGD with momentum written out);
@@ -32,6 +33,8 @@ san=
 for f in ${TDSL_CFLAGS:-}; do
   case $f in -fsanitize=*|-fno-sanitize*) san="$san $f" ;; esac
 done
+count=-DCOUNT_ALLOCS
+[ -n "$san" ] && count=
 
 # ---- 1 and 2: the hand-computed step, and numpy --------------------------------
 cat > "$work/hand.td" <<'TD'
@@ -65,7 +68,27 @@ model Swap {
 TD
 cat > "$work/hand.c" <<'C'
 #include <stdio.h>
+#include <stdlib.h>
 #include "hand.h"
+/* Counts the allocations of the process (glibc's own functions do them):
+ * a step after the first must make none.  Not with the sanitizers, which
+ * replace these functions themselves. */
+#ifdef COUNT_ALLOCS
+extern void *__libc_malloc(size_t), *__libc_calloc(size_t, size_t), *__libc_realloc(void *, size_t),
+    *__libc_memalign(size_t, size_t);
+static long allocs;
+void *malloc(size_t n) { allocs++; return __libc_malloc(n); }
+void *calloc(size_t k, size_t n) { allocs++; return __libc_calloc(k, n); }
+void *realloc(void *p, size_t n) { allocs++; return __libc_realloc(p, n); }
+void *aligned_alloc(size_t a, size_t n) { allocs++; return __libc_memalign(a, n); }
+int posix_memalign(void **p, size_t a, size_t n) {
+  allocs++;
+  *p = __libc_memalign(a, n);
+  return *p ? 0 : 12;
+}
+#else
+static long allocs = -1;
+#endif
 /* Prints what the checks below read: the description, then per line a
  * tag and values. */
 int main(void) {
@@ -79,7 +102,9 @@ int main(void) {
   if (hand_forward(m, 2, x, out)) return printf("forward: %s\n", hand_error(m)), 1;
   printf("forward %.9g %.9g %.9g %.9g\n", out[0], out[1], out[2], out[3]);
   for (int s = 0; s < 3; s++) {
+    long before = allocs;
     if (hand_train_step(m, 2, x, y, &loss)) return printf("step: %s\n", hand_error(m)), 1;
+    if (s > 0 && allocs >= 0) printf("allocs %ld\n", allocs - before);
     printf("loss %.9g\n", loss);
     for (int i = 0; i < 3; i++) {
       const float *d = hand_tdsl_param_data(m, i);
@@ -91,7 +116,9 @@ int main(void) {
     printf("forward %.9g %.9g %.9g %.9g\n", out[0], out[1], out[2], out[3]);
   }
   for (int s = 0; s < 2; s++) {
+    long before = allocs;
     if (hand_swap_step(m, xs, o3)) return printf("swap: %s\n", hand_error(m)), 1;
+    if (s > 0 && allocs >= 0) printf("allocs %ld\n", allocs - before);
     const float *a = hand_tdsl_param_data(m, 3), *b = hand_tdsl_param_data(m, 4);
     printf("swap %g %g %g a %g %g %g b %g %g %g\n", o3[0], o3[1], o3[2], a[0], a[1], a[2], b[0], b[1], b[2]);
   }
@@ -104,7 +131,7 @@ int main(void) {
 C
 ok=1
 if ! "$tdsl" build "$work/hand.td" -o "$work/hand" > "$work/hand.log" 2>&1 ||
-   ! "$cc" $san -I"$work/hand" "$work/hand.c" "$work/hand/hand.so" -Wl,-rpath,"$work/hand" -o "$work/hand_run" \
+   ! "$cc" $san $count -I"$work/hand" "$work/hand.c" "$work/hand/hand.so" -Wl,-rpath,"$work/hand" -o "$work/hand_run" \
        >> "$work/hand.log" 2>&1 ||
    ! "$work/hand_run" > "$work/hand.txt" 2>> "$work/hand.log"; then
   ok=0
@@ -151,6 +178,8 @@ if sys.argv[2] == "1":
         bad.append(f"assign(b, a + x); assign(a, b): {sw}, expected {want}")
     if vals("same") != [[1.0]]:
         bad.append("a parameter's address changed across the calls")
+    if any(a != [0.0] for a in vals("allocs")):
+        bad.append(f"steps after the first allocated memory: {vals('allocs')} allocations")
 else:
     # numpy float64: softmax cross-entropy, PyTorch's SGD with momentum
     x = np.array([[1.0, 0], [0, 2]]); y = np.array([0, 1])
@@ -172,7 +201,7 @@ print("\n".join(bad))
 sys.exit(1 if bad else 0)
 PY
 if [ $ok = 1 ] && "$py" "$work/check.py" "$work/hand.txt" 1 > "$work/cmp1" 2>&1; then
-  echo "ok 1 - an artifact's SGD step is the hand-computed one, in place (same addresses); assign(b, a + x); assign(a, b)"
+  echo "ok 1 - an artifact's SGD step is the hand-computed one, in place (same addresses, no allocation); assign(b, a + x); assign(a, b)"
 else
   sed 's/^/# /' "$work/cmp1" 2>/dev/null
   echo "not ok 1 - an artifact's SGD step is the hand-computed one"
