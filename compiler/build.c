@@ -522,7 +522,16 @@ static int write_header(builder *b, const char *path) {
              "void *%s_tdsl_param_data(%s_model *m, int i);\n\n",
           p, p, p, p, p, p, p, p, p, p, p, p, p, p, p);
   for (int e = 0; e < b->c.n_e; e++) {
-    tdb_header_sig(&b->c.e[e], f);
+    const tdb_entry *en = &b->c.e[e];
+    tdb_header_sig(en, f);
+    if (en->g->n_updates) {   /* its parameters' names in the artifact (tdsl_describe's) */
+      fprintf(f, "\n * A training step: each call updates in place, in the model's own memory,");
+      for (int u = 0; u < en->g->n_updates; u++) {
+        int i = tdb_param_index(&b->c, en, en->g->nodes[en->g->updates[u].param].name);
+        fprintf(f, "%s%s", u % 4 ? ", " : u ? ",\n *   " : "\n *   ", i >= 0 ? b->c.p[i].aname : "?");
+      }
+      fprintf(f, "\n * (%s_tdsl_get_param and %s_tdsl_param_data read them).", p, p);
+    }
     fprintf(f, " */\n");
     tdb_header_proto(&b->c, &b->c.e[e], "", f);
     fprintf(f, "\n");

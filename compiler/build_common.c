@@ -119,7 +119,7 @@ static size_t model_len(const tdb_entry *e) {
   return dot ? (size_t)(dot - e->name) : 0;
 }
 
-static int param_index(const tdb_builder *b, const tdb_entry *e, const char *name) {
+int tdb_param_index(const tdb_builder *b, const tdb_entry *e, const char *name) {
   size_t ml = model_len(e);
   for (int i = 0; i < b->n_p; i++)
     if (!strcmp(b->p[i].name, name) && strlen(b->p[i].model) == ml && !strncmp(b->p[i].model, e->name, ml))
@@ -132,7 +132,7 @@ static int add_params(tdb_builder *b, tdb_entry *e) {
     const td_node *n = &e->g->nodes[e->g->params[i]];
     const char *name = n->name;
     tdb_param q = {name, NULL, name, n->dtype, n->rank, {0}, {0}, -1};
-    if (param_index(b, e, name) >= 0) continue;
+    if (tdb_param_index(b, e, name) >= 0) continue;
     if (td_param_recipe(e->g, n, b->o->seed, q.shape, &q.init, b->err)) return -1;
     tdb_param *np = td_realloc(b->p, (size_t)(b->n_p + 1) * sizeof *np);
     char *model = td_arena_alloc(b->a, model_len(e) + 1);
@@ -380,7 +380,7 @@ void tdb_put_plan(tdb_builder *b, const tdb_entry *e, const td_plan *p) {
   put_polys(b, g);
   tdb_put(b, entry ? e->g->n_params : 0);
   for (int i = 0; entry && i < e->g->n_params; i++)
-    tdb_put(b, param_index(b, e, e->g->nodes[e->g->params[i]].name));
+    tdb_put(b, tdb_param_index(b, e, e->g->nodes[e->g->params[i]].name));
   tdb_put(b, p->n_bufs);
   for (int i = 0; i < p->n_bufs; i++) {
     tdb_put(b, p->bufs[i].kind);
@@ -437,7 +437,7 @@ void tdb_put_updates(tdb_builder *b, const tdb_entry *e) {
   tdb_put(b, g->n_update_outs);
   for (int k = 0; k < g->n_update_outs; k++) {
     const char *name = e->g->nodes[e->g->updates[k].param].name;
-    tdb_put(b, param_index(b, e, name));
+    tdb_put(b, tdb_param_index(b, e, name));
     tdb_put(b, p->buf_of[p->out_nodes[first + k]]);
   }
 }
@@ -710,12 +710,6 @@ void tdb_header_sig(const tdb_entry *e, FILE *f) {
     type_comment(g, &g->nodes[g->outputs[i]], f);
   }
   fprintf(f, ")\n * Arrays are contiguous, row-major; outputs are written.");
-  if (e->g->n_updates) {
-    fprintf(f, "\n * A training step: each call updates the model's");
-    for (int u = 0; u < e->g->n_updates; u++)
-      fprintf(f, "%s%s", u ? ", " : " ", e->g->nodes[e->g->updates[u].param].name);
-    fprintf(f, "\n * in place, in the model's own memory (tdsl_get_param and tdsl_param_data read them).");
-  }
 }
 
 void tdb_header_proto(const tdb_builder *b, const tdb_entry *e, const char *suffix, FILE *f) {

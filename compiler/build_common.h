@@ -117,6 +117,9 @@ void tdb_put_start(tdb_builder *b, int64_t magic, int64_t abi, int64_t device);
  * (name, dtype, shape).  The descriptor carries it; create compares it
  * with the header's. */
 uint64_t tdb_signature(const tdb_builder *b);
+/* The index among b's parameters of entry e's parameter `name` (its
+ * model's), or -1. */
+int tdb_param_index(const tdb_builder *b, const tdb_entry *e, const char *name);
 /* The outputs the caller of entry e gets: its graph's, less a training
  * step's updates (which the plan hands back after them). */
 int tdb_n_outs(const tdb_entry *e);
