@@ -41,6 +41,16 @@
  *                 for a scan kernel (is_scan 1) its scan (below)
  *               n_prints, per print: n_parts, per part: 0 and a string,
  *                 or 1, buffer, dtype, rank, dims[rank]
+ *               n_updates (a training step's assign()s), per update: the
+ *                 model's index of the parameter it writes, and the
+ *                 buffer holding its value: that parameter's own memory
+ *                 (a buffer of kind 4, TD_BUF_UPDATE, whose index is the
+ *                 parameter's slot) when the kernels write it in place,
+ *                 else a buffer the runtime copies into the parameter
+ *                 after the kernels and the prints (the outputs are
+ *                 copied before: a parameter returned keeps its value of
+ *                 the call), through a copy made first when it is itself
+ *                 an updated parameter (assign(a, b); assign(b, a))
  *   per scan:   steps (a dim of the kernel's entry or body), reverse,
  *               n_carry, n_xs, index (the body input that is the step, or
  *               -1), n_in, per body input: outer buffer (-1: the step),
@@ -163,6 +173,12 @@ int tdrt_call_entry(tdrt_model *m, int e, const int64_t *syms, void *const *args
  * TDRT_EARG with tdrt_error. */
 int tdrt_get_param(tdrt_model *m, int i, void *dst, size_t bytes);
 int tdrt_set_param(tdrt_model *m, int i, const void *src, size_t bytes);
+/* Parameter i's own memory (NULL, with tdrt_error, when there is none):
+ * its address does not change for the model's life; an entry that
+ * assigns parameters (a training step) writes its new values there, in
+ * place, at each call.  For reading: tdrt_set_param is how to change it
+ * (the model keeps packed copies of some weights). */
+void *tdrt_param_data(tdrt_model *m, int i);
 
 /* main() of an --exe artifact. */
 int tdrt_exe_main(int argc, char **argv, const int64_t *desc, const unsigned char *data,

@@ -239,7 +239,7 @@ void tda_free_entry(tda_entry *e) {
   void *own[] = {e->name,   e->arg_syms, e->in,      e->out,        e->polys,     e->pslot,
                  e->bkind,  e->bindex,   e->bbytes,  e->bound,      e->prints,    e->symvals,
                  e->dv,     e->sym_names, e->sig_polys, e->sig_monos, e->sig_in, e->checks,
-                 e->check_where};
+                 e->check_where, e->update_param};
   for (size_t k = 0; k < sizeof own / sizeof *own; k++) td_free(own[k]);
 }
 
@@ -407,7 +407,9 @@ static void describe_entry(td_strbuf *b, const tda_entry *e) {
     describe_arg(b, &e->sizes, &e->out[i]);
     td_sb_puts(b, "}");
   }
-  td_sb_printf(b, "], \"prints\": %d}", e->n_prints);
+  td_sb_printf(b, "], \"prints\": %d,\n    \"updates\": [", e->n_prints);
+  for (int u = 0; u < e->n_updates; u++) td_sb_printf(b, "%s%d", u ? ", " : "", e->update_param[u]);
+  td_sb_puts(b, "]}");
 }
 
 char *tda_describe(int abi, const tda_param *p, int n_params, tda_entry *(*entry)(void *m, int ei), void *m,

@@ -35,7 +35,7 @@
 #define TDA_MONO_MAX 16
 #define TDA_TERM_WORDS (2 + TDA_MONO_MAX)
 /* Buffer kinds (td_bkind). */
-enum { TDA_BK_INPUT, TDA_BK_PARAM, TDA_BK_OUTPUT, TDA_BK_TEMP };
+enum { TDA_BK_INPUT, TDA_BK_PARAM, TDA_BK_OUTPUT, TDA_BK_TEMP, TDA_BK_UPDATE };
 
 typedef struct tda_rd {
   const int64_t *w;
@@ -86,6 +86,8 @@ typedef struct tda_print {
   const int64_t *dvdesc;     /* pairs: is_rand, value */                                        \
   int n_prints;                                                                                 \
   tda_print *prints;                                                                            \
+  int n_updates;             /* a training step's (CPU artifacts): per update, */               \
+  int *update_param;         /* the model's index of the parameter it writes */                 \
   int have;                  /* what depends on the sizes is computed for symvals */            \
   int64_t *symvals, *dv;                                                                        \
   /* the signature as runtime/sig.h checks it: symbols, polynomials, inputs */                 \

@@ -38,7 +38,8 @@
 #include "runtime/pool.h"
 #include "artifact/prepack.h"
 
-enum { BK_INPUT = TDA_BK_INPUT, BK_PARAM = TDA_BK_PARAM, BK_OUTPUT = TDA_BK_OUTPUT, BK_TEMP = TDA_BK_TEMP };
+enum { BK_INPUT = TDA_BK_INPUT, BK_PARAM = TDA_BK_PARAM, BK_OUTPUT = TDA_BK_OUTPUT, BK_TEMP = TDA_BK_TEMP,
+       BK_UPDATE = TDA_BK_UPDATE };
 
 typedef void (*kfn)(void **bufs, const int64_t *dv, void *scratch, int32_t *status, void *const *rt, int64_t lo,
                     int64_t hi);
@@ -68,6 +69,13 @@ typedef struct rt_entry {
   int64_t *off;              /* per buffer: arena offset (TEMP and unbound OUTPUT) */
   void *arena, *scratch;
   size_t arena_cap, scratch_cap, scratch_each;
+  /* a training step's updates (n_updates, update_param): the buffer of
+   * each value, where each is copied from (apply_updates), and the copies
+   * of values that are parameters overwritten by another update */
+  int64_t *upd_buf;
+  void **upd_src;
+  void *stage;
+  size_t stage_cap;
 } rt_entry;
 
 /* A scan kernel (artifact.h, "per scan"): how its body's inputs and
@@ -231,8 +239,22 @@ static void forget_sizes(rt_entry *e) {
     if (e->kern[k].scan) forget_sizes(&e->kern[k].scan->body);
 }
 
+/* A training step's updates (artifact.h, "per update"), after the prints. */
+static int read_updates(tda_rd *r, rt_entry *e) {
+  e->n_updates = (int)tda_word(r);
+  e->update_param = tda_alloc_n((size_t)e->n_updates, sizeof *e->update_param);
+  e->upd_buf = tda_alloc_n((size_t)e->n_updates, sizeof *e->upd_buf);
+  e->upd_src = tda_alloc_n((size_t)e->n_updates, sizeof *e->upd_src);
+  if (!e->update_param || !e->upd_buf || !e->upd_src) return -1;
+  for (int u = 0; u < e->n_updates; u++) {
+    e->update_param[u] = (int)tda_word(r);
+    e->upd_buf[u] = tda_word(r);
+  }
+  return 0;
+}
+
 static int read_entry(tda_rd *r, rt_entry *e) {
-  return tda_read_entry(r, &e->c) || read_kernels(r, e) || tda_read_prints(r, &e->c) ? -1 : 0;
+  return tda_read_entry(r, &e->c) || read_kernels(r, e) || tda_read_prints(r, &e->c) || read_updates(r, e) ? -1 : 0;
 }
 
 /* A parameter with its initial values (copied from data, or made from its
@@ -325,6 +347,9 @@ void tdrt_free(tdrt_model *m) {
     rt_entry *e = &m->entries[i];
     tda_free_entry(&e->c);
     free_kernels(e);
+    td_free(e->upd_buf);
+    td_free(e->upd_src);
+    td_aligned_free(e->stage);
   }
   td_free(m->params);
   td_free(m->entries);
@@ -384,6 +409,15 @@ int tdrt_get_param(tdrt_model *m, int i, void *dst, size_t bytes) {
   if (!p) return TDRT_EARG;
   memcpy(dst, p->data, bytes);
   return 0;
+}
+
+void *tdrt_param_data(tdrt_model *m, int i) {
+  if (!m) return NULL;
+  if (i < 0 || i >= m->n_params) {
+    fail(m, TDRT_EARG, "no parameter %d (the model has %d)", i, m->n_params);
+    return NULL;
+  }
+  return m->params[i].data;
 }
 
 int tdrt_set_param(tdrt_model *m, int i, const void *src, size_t bytes) {
@@ -699,7 +733,7 @@ static void setup_fast(tdrt_model *m, int ei) {
   tdrt_fast *f = &m->fast[ei];
   int n_io = e->n_in + e->n_out;
   f->ok = 0;
-  if (!e->have || e->n_prints || e->n_args > TDRT_FAST_SYMS || n_io > TDRT_FAST_ARGS ||
+  if (!e->have || e->n_prints || e->n_updates || e->n_args > TDRT_FAST_SYMS || n_io > TDRT_FAST_ARGS ||
       e->n_kern > TDRT_FAST_KERNS)
     return;
   for (int k = 0; k < e->n_kern; k++) {
@@ -725,6 +759,47 @@ static void setup_fast(tdrt_model *m, int ei) {
   f->rt = rt_table;
   f->calls = &m->calls;
   f->ok = 1;
+}
+
+/* After a training step's kernels, prints and outputs: each parameter an
+ * update writes takes its value, as `tdsl run --compiled` gives it
+ * (driver.c's td_prepared_run).  The values the kernels wrote into the
+ * parameters' memory are there already; the others are copied, those
+ * that are the memory of a parameter another update overwrites through a
+ * copy made first (assign(a, b); assign(b, a)).  The copies' memory is
+ * allocated on the first call and kept.  Then every packed copy of a
+ * weight is stale, and the other entries' fast paths wait for a full call. */
+static int apply_updates(tdrt_model *m, rt_entry *e) {
+  if (!e->n_updates) return 0;
+  size_t need = 0, off = 0;
+  for (int u = 0; u < e->n_updates; u++) e->upd_src[u] = e->bufs[e->upd_buf[u]];
+  for (int pass = 0; pass < 2; pass++) {
+    for (int u = 0; u < e->n_updates; u++) {
+      const rt_param *p = &m->params[e->update_param[u]];
+      int staged = 0;
+      for (int v = 0; v < e->n_updates && !staged; v++) {
+        void *dst = m->params[e->update_param[v]].data;
+        staged = v != u && dst == e->upd_src[u] && e->bufs[e->upd_buf[v]] != dst;
+      }
+      if (!staged) continue;
+      size_t n = (p->bytes + 63) & ~(size_t)63;
+      if (pass == 1) {
+        void *copy = (char *)e->stage + off;
+        memcpy(copy, e->upd_src[u], p->bytes);
+        e->upd_src[u] = copy;
+      }
+      if (pass == 0) need += n;
+      else off += n;
+    }
+    if (pass == 0 && need && grow(&e->stage, &e->stage_cap, need))
+      return fail(m, TDRT_ENOMEM, "out of memory (%zu bytes of updated parameters)", need);
+  }
+  for (int u = 0; u < e->n_updates; u++) {
+    const rt_param *p = &m->params[e->update_param[u]];
+    if (e->upd_src[u] != p->data && p->bytes) memcpy(p->data, e->upd_src[u], p->bytes);
+  }
+  weights_changed(m);
+  return 0;
 }
 
 void tdrt_fast_rand(tdrt_model *m, int ei) { mix_streams(&m->entries[ei], m->calls++, NULL, 0); }
@@ -757,7 +832,7 @@ int tdrt_call(tdrt_model *m, int ei, const int64_t *syms, void *const *args) {
     if (!args[i]) return fail(m, TDRT_EARG, "%s: argument %d is NULL", e->name, i);
   for (int b = 0; b < e->n_bufs; b++) {
     if (e->bkind[b] == BK_INPUT) e->bufs[b] = args[e->bindex[b]];
-    else if (e->bkind[b] == BK_PARAM) e->bufs[b] = m->params[e->pslot[e->bindex[b]]].data;
+    else if (e->bkind[b] == BK_PARAM || e->bkind[b] == BK_UPDATE) e->bufs[b] = m->params[e->pslot[e->bindex[b]]].data;
     else if (e->bkind[b] == BK_OUTPUT && e->bound[b] >= 0) e->bufs[b] = args[e->n_in + e->bound[b]];
   }
   rt_run x = {m, m->calls++, {0}, 0};
@@ -772,6 +847,7 @@ int tdrt_call(tdrt_model *m, int ei, const int64_t *syms, void *const *args) {
     for (int k = 0; k < e->out[o].rank; k++) n *= (size_t)dim_eval(e, e->out[o].dims[k]);
     memmove(args[e->n_in + o], e->bufs[b], n);
   }
+  if (rc == 0) rc = apply_updates(m, e);
   if (rc == 0) setup_fast(m, ei);
   return rc;
 }

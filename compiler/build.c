@@ -130,6 +130,7 @@ static void put_entry(builder *b, int ei) {
   for (int i = 0; i < x->n_dims; i++) tdb_put_dv1(&b->c, e->opt, x->dims[i].rand_node, x->dims[i].dim);
   put_kernels(&b->c, e, x);
   tdb_put_prints(&b->c, e);
+  tdb_put_updates(&b->c, e);
 }
 
 /* ---- one entry point ---- */
@@ -325,10 +326,11 @@ static gcc_jit_function *add_call_fn(builder *b, fastgen *gs, int ei) {
   const tdb_entry *e = &b->c.e[ei];
   const td_plan *p = e->plan;
   tdb_api *A = gs->A;
-  int n_io = e->opt->n_inputs + e->opt->n_outputs, rand = 0;
-  /* a scan runs its body per step in the runtime: no fast path */
+  int n_io = e->opt->n_inputs + tdb_n_outs(e), rand = 0;
+  /* a scan runs its body per step in the runtime, a training step copies
+   * updates and makes the weights' packed copies again: no fast path */
   if (e->n_args > TDRT_FAST_SYMS || n_io > TDRT_FAST_ARGS || p->n_kernels > TDRT_FAST_KERNS ||
-      td_plan_first_scan(p) >= 0)
+      td_plan_first_scan(p) >= 0 || e->g->n_updates)
     return NULL;
   for (int i = 0; i < b->x[ei].code.n_dims; i++) rand |= b->x[ei].code.dims[i].rand_node >= 0;
   fastgen g = *gs;
@@ -448,6 +450,7 @@ static gcc_jit_context *api_context(builder *b, int is_exe, const tdb_outs *out)
   gcc_jit_type *t_param[4] = {A.t_vp, A.t_int, A.t_vp, A.t_size};
   tdb_add_forward(&b->c, &A, "tdsl_get_param", A.t_int, "tdrt_get_param", 4, t_param);
   tdb_add_forward(&b->c, &A, "tdsl_set_param", A.t_int, "tdrt_set_param", 4, t_param);
+  tdb_add_forward(&b->c, &A, "tdsl_param_data", A.t_vp, "tdrt_param_data", 2, t_param);
   for (int ei = 0; ei < b->c.n_e; ei++) tdb_add_entry_fn(&b->c, &A, calls[ei] ? calls[ei] : rt_call, ei, "");
   if (is_exe) tdb_add_main(&A, "tdrt_exe_main", 3, fixed);
   for (int ei = 0; ei < b->c.n_e; ei++) each_obj(&b->x[ei].code, add_obj, A.ctx);
@@ -518,10 +521,24 @@ static int write_header(builder *b, const char *path) {
              "    int64_t *sizes, int64_t *out_shapes);\n"
              "int %s_tdsl_call(%s_model *m, int e, const int64_t *sizes, void *const *args);\n"
              "int %s_tdsl_get_param(%s_model *m, int i, void *dst, size_t bytes);\n"
-             "int %s_tdsl_set_param(%s_model *m, int i, const void *src, size_t bytes);\n\n",
-          p, p, p, p, p, p, p, p, p, p, p, p);
+             "int %s_tdsl_set_param(%s_model *m, int i, const void *src, size_t bytes);\n"
+             "/* Parameter i's own memory in the model (NULL when there is none):\n"
+             " * the same address for the model's life, which a training step's call\n"
+             " * writes in place.  Read it only: %s_tdsl_set_param changes it (the model\n"
+             " * keeps packed copies of some weights). */\n"
+             "void *%s_tdsl_param_data(%s_model *m, int i);\n\n",
+          p, p, p, p, p, p, p, p, p, p, p, p, p, p, p);
   for (int e = 0; e < b->c.n_e; e++) {
-    tdb_header_sig(&b->c.e[e], f);
+    const tdb_entry *en = &b->c.e[e];
+    tdb_header_sig(en, f);
+    if (en->g->n_updates) {   /* its parameters' names in the artifact (tdsl_describe's) */
+      fprintf(f, "\n * A training step: each call updates in place, in the model's own memory,");
+      for (int u = 0; u < en->g->n_updates; u++) {
+        int i = tdb_param_index(&b->c, en, en->g->nodes[en->g->updates[u].param].name);
+        fprintf(f, "%s%s", u % 4 ? ", " : u ? ",\n *   " : "\n *   ", i >= 0 ? b->c.p[i].aname : "?");
+      }
+      fprintf(f, "\n * (%s_tdsl_get_param and %s_tdsl_param_data read them).", p, p);
+    }
     fprintf(f, " */\n");
     tdb_header_proto(&b->c, &b->c.e[e], "", f);
     fprintf(f, "\n");

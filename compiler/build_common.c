@@ -119,7 +119,7 @@ static size_t model_len(const tdb_entry *e) {
   return dot ? (size_t)(dot - e->name) : 0;
 }
 
-static int param_index(const tdb_builder *b, const tdb_entry *e, const char *name) {
+int tdb_param_index(const tdb_builder *b, const tdb_entry *e, const char *name) {
   size_t ml = model_len(e);
   for (int i = 0; i < b->n_p; i++)
     if (!strcmp(b->p[i].name, name) && strlen(b->p[i].model) == ml && !strncmp(b->p[i].model, e->name, ml))
@@ -132,7 +132,7 @@ static int add_params(tdb_builder *b, tdb_entry *e) {
     const td_node *n = &e->g->nodes[e->g->params[i]];
     const char *name = n->name;
     tdb_param q = {name, NULL, name, n->dtype, n->rank, {0}, {0}, -1};
-    if (param_index(b, e, name) >= 0) continue;
+    if (tdb_param_index(b, e, name) >= 0) continue;
     if (td_param_recipe(e->g, n, b->o->seed, q.shape, &q.init, b->err)) return -1;
     tdb_param *np = td_realloc(b->p, (size_t)(b->n_p + 1) * sizeof *np);
     char *model = td_arena_alloc(b->a, model_len(e) + 1);
@@ -265,6 +265,8 @@ static uint64_t sig_type(uint64_t h, const td_graph *g, const td_node *n) {
   return sig_add(h, td_type_str(g, n->dtype, n->rank, n->shape, buf, sizeof buf));
 }
 
+int tdb_n_outs(const tdb_entry *e) { return e->opt->n_outputs - e->opt->n_update_outs; }
+
 uint64_t tdb_signature(const tdb_builder *b) {
   uint64_t h = sig_add(14695981039346656037ull, "tdsl artifact signature 1");
   char buf[512];
@@ -276,14 +278,15 @@ uint64_t tdb_signature(const tdb_builder *b) {
     const tdb_entry *e = &b->e[ei];
     const td_graph *g = e->opt;
     h = sig_add(h, e->name);
-    snprintf(buf, sizeof buf, "%d %d %d", e->n_args, g->n_inputs, g->n_outputs);
+    snprintf(buf, sizeof buf, "%d %d %d", e->n_args, g->n_inputs, tdb_n_outs(e));
     h = sig_add(h, buf);
+    for (int u = 0; u < e->g->n_updates; u++) h = sig_add(sig_add(h, "updates"), e->g->nodes[e->g->updates[u].param].name);
     for (int i = 0; i < e->n_args; i++) h = sig_add(h, g->syms[e->args[i]]);
     for (int i = 0; i < g->n_inputs; i++) {
       const td_node *n = &g->nodes[g->inputs[i]];
       h = sig_type(sig_add(h, n->name ? n->name : "?"), g, n);
     }
-    for (int i = 0; i < g->n_outputs; i++) h = sig_type(h, g, &g->nodes[e->plan->out_nodes[i]]);
+    for (int i = 0; i < tdb_n_outs(e); i++) h = sig_type(h, g, &g->nodes[e->plan->out_nodes[i]]);
   }
   return h;
 }
@@ -363,8 +366,8 @@ void tdb_put_entry_head(tdb_builder *b, const tdb_entry *e) {
     tdb_put_str(b, n->name ? n->name : "?");
     put_node_type(b, n);
   }
-  tdb_put(b, g->n_outputs);
-  for (int i = 0; i < g->n_outputs; i++) {
+  tdb_put(b, tdb_n_outs(e));   /* the caller's: not the updates' values */
+  for (int i = 0; i < tdb_n_outs(e); i++) {
     tdb_put(b, p->buf_of[p->out_nodes[i]]);
     put_node_type(b, &g->nodes[p->out_nodes[i]]);
   }
@@ -377,7 +380,7 @@ void tdb_put_plan(tdb_builder *b, const tdb_entry *e, const td_plan *p) {
   put_polys(b, g);
   tdb_put(b, entry ? e->g->n_params : 0);
   for (int i = 0; entry && i < e->g->n_params; i++)
-    tdb_put(b, param_index(b, e, e->g->nodes[e->g->params[i]].name));
+    tdb_put(b, tdb_param_index(b, e, e->g->nodes[e->g->params[i]].name));
   tdb_put(b, p->n_bufs);
   for (int i = 0; i < p->n_bufs; i++) {
     tdb_put(b, p->bufs[i].kind);
@@ -420,6 +423,22 @@ void tdb_put_plan_prints(tdb_builder *b, const td_graph *g, const td_plan *p) {
       put_node_type(b, &g->nodes[p->out_nodes[at]]);
     }
     next += nd->n_in;
+  }
+}
+
+/* A training step's updates (artifact.h, "per update"): the model's index
+ * of the parameter each writes, and the buffer holding its value, which
+ * is that parameter's own memory (a buffer of kind TD_BUF_UPDATE) when
+ * the planner wrote it in place. */
+void tdb_put_updates(tdb_builder *b, const tdb_entry *e) {
+  const td_graph *g = e->opt;
+  const td_plan *p = e->plan;
+  int first = g->n_outputs - g->n_update_outs;
+  tdb_put(b, g->n_update_outs);
+  for (int k = 0; k < g->n_update_outs; k++) {
+    const char *name = e->g->nodes[e->g->updates[k].param].name;
+    tdb_put(b, tdb_param_index(b, e, name));
+    tdb_put(b, p->buf_of[p->out_nodes[first + k]]);
   }
 }
 
@@ -578,7 +597,7 @@ void tdb_add_create_own(tdb_builder *b, tdb_api *A, const char *create, int n, g
 
 void tdb_add_entry_fn(tdb_builder *b, tdb_api *A, gcc_jit_function *call, int ei, const char *suffix) {
   const tdb_entry *e = &b->e[ei];
-  int n_io = e->opt->n_inputs + e->opt->n_outputs, n = 1 + e->n_args + n_io;
+  int n_io = e->opt->n_inputs + tdb_n_outs(e), n = 1 + e->n_args + n_io;
   gcc_jit_type **ts = td_arena_alloc(b->a, (size_t)n * sizeof *ts);
   gcc_jit_param **ps = td_arena_alloc(b->a, (size_t)n * sizeof *ps);
   if (!ts || !ps) {
@@ -686,7 +705,7 @@ void tdb_header_sig(const tdb_entry *e, FILE *f) {
     type_comment(g, &g->nodes[g->inputs[i]], f);
   }
   fprintf(f, ") -> (");
-  for (int i = 0; i < g->n_outputs; i++) {
+  for (int i = 0; i < tdb_n_outs(e); i++) {
     fprintf(f, "%s", i ? ", " : "");
     type_comment(g, &g->nodes[g->outputs[i]], f);
   }
@@ -701,8 +720,8 @@ void tdb_header_proto(const tdb_builder *b, const tdb_entry *e, const char *suff
     const td_node *n = &g->nodes[g->inputs[i]];
     fprintf(f, ", const %s *%s", ctype(n->dtype), n->name);
   }
-  for (int i = 0; i < g->n_outputs; i++) {
-    if (g->n_outputs == 1) fprintf(f, ", %s *out", ctype(g->nodes[g->outputs[i]].dtype));
+  for (int i = 0; i < tdb_n_outs(e); i++) {
+    if (tdb_n_outs(e) == 1) fprintf(f, ", %s *out", ctype(g->nodes[g->outputs[i]].dtype));
     else fprintf(f, ", %s *out%d", ctype(g->nodes[g->outputs[i]].dtype), i);
   }
   fprintf(f, ");\n");

@@ -117,6 +117,12 @@ void tdb_put_start(tdb_builder *b, int64_t magic, int64_t abi, int64_t device);
  * (name, dtype, shape).  The descriptor carries it; create compares it
  * with the header's. */
 uint64_t tdb_signature(const tdb_builder *b);
+/* The index among b's parameters of entry e's parameter `name` (its
+ * model's), or -1. */
+int tdb_param_index(const tdb_builder *b, const tdb_entry *e, const char *name);
+/* The outputs the caller of entry e gets: its graph's, less a training
+ * step's updates (which the plan hands back after them). */
+int tdb_n_outs(const tdb_entry *e);
 /* Name, sizes, inputs, outputs, polynomials, parameter slots, buffers and
  * slots of entry e (what comes before its n_dv). */
 void tdb_put_entry_head(tdb_builder *b, const tdb_entry *e);
@@ -131,6 +137,9 @@ void tdb_put_dv1(tdb_builder *b, const td_graph *g, int rand_node, td_dim dim);
 void tdb_put_prints(tdb_builder *b, const tdb_entry *e);
 /* The same for plan p of graph g (an entry's, or a scan body's). */
 void tdb_put_plan_prints(tdb_builder *b, const td_graph *g, const td_plan *p);
+/* A training step's updates, after the prints (CPU artifacts only:
+ * artifact.h, "per update"). */
+void tdb_put_updates(tdb_builder *b, const tdb_entry *e);
 
 /* ---- the API context ---- */
 typedef struct tdb_api {

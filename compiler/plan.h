@@ -93,10 +93,9 @@ typedef enum td_bkind {
   TD_BUF_PARAM,   /* a parameter (index = parameter slot) */
   TD_BUF_OUTPUT,  /* returned to the caller (index = position in out_nodes) */
   TD_BUF_TEMP,    /* an intermediate in the arena (index = slot) */
-  /* (the values above are stored in built artifacts: artifact/artifact.h) */
   TD_BUF_UPDATE   /* an update's value, written into parameter slot index's own
-                     memory (the graph's update_slots; plan.c "in place"); never
-                     in an artifact */
+                     memory (the graph's update_slots; plan.c "in place") */
+  /* (these values are stored in built artifacts: artifact/artifact.h) */
 } td_bkind;
 
 typedef struct td_buffer {

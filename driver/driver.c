@@ -91,20 +91,29 @@ td_plan *td_lower(const td_graph *g, const td_drive_opts *o, td_opt_stats *st, t
   return plan;
 }
 
-/* td_build_opts.lower: a build lowers without dumps. */
+/* td_build_opts.lower: a build lowers without dumps.  A training step's
+ * updates become outputs written into the parameters' own memory where
+ * the planner allows it (as `tdsl run --compiled` runs it), the others
+ * outputs that the artifact's runtime copies into the parameters after
+ * the call (artifact.h, "per update"). */
 static td_plan *lower_quietly(const td_graph *g, const td_build_opts *o, td_err *err) {
   (void)o;
-  /* an artifact's entry returns its outputs and keeps its weights as they
-   * were loaded: a training step's updates have nowhere to go yet */
+  const td_graph *run = td_graph_with_update_outputs(g, 1, err);
+  return run ? td_lower(run, NULL, NULL, err) : NULL;
+}
+
+/* ... and a CUDA build refuses training steps first. */
+static td_plan *lower_quietly_cuda(const td_graph *g, const td_build_opts *o, td_err *err) {
+  (void)o;
   if (g->n_updates) {
-    td_err_set(err, "entry '%s' assigns parameters (a training step), which built artifacts cannot run yet; "
-               "train with `tdsl train`, and build a file whose entry points only compute (load the trained "
-               "weights with load_weights)", g->name);
+    td_err_set(err, "entry '%s' assigns parameters (a training step), which CUDA artifacts cannot run yet; "
+               "build it for the CPU (`tdsl build` without --device cuda), or train with `tdsl train` and "
+               "build a file whose entry points only compute (load the trained weights with "
+               "load_weights)", g->name);
     return NULL;
   }
   return td_lower(g, NULL, NULL, err);
 }
-
 
 /* ---- the interpreter ---------------------------------------------------- */
 
@@ -344,6 +353,6 @@ int td_drive_build(td_program *p, td_backend which, const td_build_opts *o, td_e
   if (!b->build) return td_err_set(err, "the %s backend builds no artifact (cpu or cuda)", b->name);
   td_build_opts bo = *o;
   bo.diags = td_program_diags(p);
-  bo.lower = lower_quietly;
+  bo.lower = which == TD_BACKEND_CUDA ? lower_quietly_cuda : lower_quietly;
   return b->build(p, &bo, err);
 }

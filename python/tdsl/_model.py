@@ -13,6 +13,11 @@ Arrays: inputs that are C-contiguous, aligned numpy arrays of the
 argument's dtype are passed as they are (their memory, no copy); others
 are copied into such an array first.  Outputs are numpy arrays the call
 allocates (or the caller's, with out=), which the model writes directly.
+
+An entry point that assigns parameters (a training step: Train.step)
+returns its own outputs (the loss) and updates the model's parameters and
+optimizer state in place, in the model's memory: state_dict() then reads
+the new values (Entry.updates names them).
 """
 import ctypes
 import json
@@ -116,7 +121,8 @@ class Entry:
     """One entry point of a model: call it with numpy arrays, one per input
     (positionally or by name); returns the output, a tuple of outputs, or
     None.  out= (an array, or a tuple of them) writes into the caller's
-    arrays instead of new ones."""
+    arrays instead of new ones.  An entry with updates (a training step)
+    also updates those parameters of the model in place at each call."""
 
     def __init__(self, model, index, d):
         self._model = model
@@ -126,6 +132,8 @@ class Entry:
         self.sizes = tuple(d["sizes"])              # the symbolic sizes bound per call ("N", ...)
         self.inputs = tuple(d["inputs"])            # each: name, dtype, shape, type ("f32[N, 784]")
         self.outputs = tuple(d["outputs"])          # each: dtype, shape, type
+        # a training step: the parameters each call updates in place (names)
+        self.updates = tuple(model._params[i]["name"] for i in d.get("updates", []))
         self._by_name = {a["name"]: i for i, a in enumerate(self.inputs)}
         self.signature = (f"{self.name}({', '.join(a['name'] + ': ' + a['type'] for a in self.inputs)}) -> "
                           f"({', '.join(o['type'] for o in self.outputs)})")
@@ -177,9 +185,9 @@ class Model:
             raise Error(f"{self.path}: cannot describe the model: {self._message()}")
         self.description = json.loads(text.decode())
         self._dtype_code = {n: i for i, n in enumerate(self.description["dtypes"])}
+        self._params = self.description["params"]
         self._entries = [Entry(self, i, d) for i, d in enumerate(self.description["entries"])]
         self.entries = tuple(e.name for e in self._entries)
-        self._params = self.description["params"]
         # print() inside an entry goes to Python's sys.stdout (a notebook's
         # cell, pytest's capture), not to the C library's stdout
         self._print_fn = _PRINT_FN(lambda ud, text: sys.stdout.write(text.decode("utf-8", "replace")))
