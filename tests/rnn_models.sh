@@ -5,15 +5,16 @@
 # tests/data/rnn_ref/make_refs.py (run by hand with Debian's PyTorch) wrote
 # the weights, the inputs, and the float64 outputs, final states, loss and
 # gradients per weight.  Here tdsl runs the models of models.td eagerly
-# (the compilers do not compile scan yet): outputs and states must match to
-# 1e-5 and gradients to 1e-5 relative to their largest magnitude.  Needs
+# and compiled (the scan's body compiled once, run per step): outputs and
+# states must match to 1e-5 and gradients to 1e-5 relative to their
+# largest magnitude.  Needs
 # python3 with numpy to compare (skipped, saying why, without it).
 # Environment: TDSL_SRCDIR, TDSL_BUILDDIR.
 srcdir=${TDSL_SRCDIR:-.}
 builddir=${TDSL_BUILDDIR:-.}
 ref="$srcdir/tests/data/rnn_ref"
 . "$srcdir/tests/ref_common.sh"
-ref_start 4 "rnn models" rnn
+ref_start 8 "rnn models" rnn
 
 # compare MODEL NAMES...: out0.npy.. against the reference's NAMES
 # (grad.* names are gradients, compared relative to their largest value)
@@ -50,7 +51,10 @@ for model in lstm gru; do
     gru) m=GRURef; fwd="output h_n" ;;
   esac
   for what in forward grads; do
+  for mode in eager compiled; do
     n=$((n + 1))
+    flag=
+    [ $mode = compiled ] && flag=--compiled
     if [ $what = forward ]; then names=$fwd; ins="--in x=$ref/${model}_x.npy"
     else names="loss $w"; ins="--in x=$ref/${model}_x.npy --in r=$ref/${model}_r.npy"; fi
     outs=
@@ -58,14 +62,15 @@ for model in lstm gru; do
     for _ in $names; do outs="$outs --out $work/out$i.npy"; i=$((i + 1)); done
     rm -f "$work"/out*.npy
     # shellcheck disable=SC2086  # the option lists are meant to split
-    if timeout 300 "$tdsl" run "$ref/models.td" --entry $m.$what --weights "$ref/${model}_weights.safetensors" \
+    if timeout 300 "$tdsl" run $flag "$ref/models.td" --entry $m.$what --weights "$ref/${model}_weights.safetensors" \
          $ins $outs >"$work/log" 2>&1 && compare $model $names >"$work/cmp" 2>&1; then
-      echo "ok $n - $model $what matches PyTorch"
+      echo "ok $n - $model $what matches PyTorch ($mode)"
     else
       failed=$((failed + 1))
-      echo "not ok $n - $model $what matches PyTorch"
+      echo "not ok $n - $model $what matches PyTorch ($mode)"
       sed 's/^/# /' "$work/log" "$work/cmp" 2>/dev/null | head -40
     fi
+  done
   done
 done
 [ $failed -eq 0 ]
