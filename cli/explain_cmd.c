@@ -73,6 +73,9 @@ static int parse_xopts(int argc, char **argv, xopts *o) {
     int rc = 0;
     if (!strcmp(a, "--json")) o->eo.fmt = TD_EXPLAIN_JSON;
     else if (!strcmp(a, "--dot")) o->eo.fmt = TD_EXPLAIN_DOT;
+    else if (!strcmp(a, "--dot=kernels")) o->eo.fmt = TD_EXPLAIN_DOT_KERNELS;
+    else if (!strcmp(a, "--dot=ops")) o->eo.fmt = TD_EXPLAIN_DOT;
+    else if (!strncmp(a, "--dot=", 6)) return xusage("--dot takes kernels or ops, got '%s'", a);
     else if (!strncmp(a, "--dump=", 7)) rc = parse_dump(o, a);
     else if (!strcmp(a, "--device")) {
       if (td_backend_parse(val, &o->device))
