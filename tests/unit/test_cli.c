@@ -1353,3 +1353,97 @@ Test(cli, export_marks_the_entry_points) {
     drop(&r);
   }
 }
+
+/* explain --png (docs/compiler.md, "tdsl explain"): without Graphviz's dot
+ * a clear error naming the package; with a dot that fails half way, no
+ * PNG (the one there before is kept) and no temporary file left. */
+static const char *SLICES =
+    "fn f(x: f32[100]) -> f32[4] {\n"
+    "  let acc = x[0:4]\n"
+    "  for i in 1..25 { acc = acc + x[4 * i:4 * i + 4] }\n"
+    "  acc\n"
+    "}\n";
+
+/* Whether the scratch directory holds a file whose name starts with prefix. */
+static int has_file(const char *prefix) {
+  DIR *d = opendir(path("."));
+  int found = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d)))
+    found |= !strncmp(e->d_name, prefix, strlen(prefix));
+  if (d) closedir(d);
+  return found;
+}
+
+Test(cli, explain_png_without_dot_or_with_a_failing_one_leaves_no_file) {
+  write_text("g.td", SLICES);
+  char file[600], png[600];
+  snprintf(file, sizeof file, "%s", path("g.td"));
+  snprintf(png, sizeof png, "%s", path("g.png"));
+  setenv("TDSL_DOT", path("no-such-dot"), 1);
+  result r = tdsl((const char *[]){"explain", file, "--png", png, NULL});
+  cr_expect_eq(r.status, 1, "%s", r.err);
+  cr_expect(strstr(r.err, "--png needs Graphviz's `dot` program, which is not installed") &&
+                strstr(r.err, "apt-get install graphviz"),
+            "%s", r.err);
+  cr_expect_str_eq(r.out, "");
+  drop(&r);
+  cr_expect(!has_file("g.png"), "a file was left");
+  /* a dot that writes part of a PNG, then fails */
+  write_text("fakedot", "#!/bin/sh\ncat > /dev/null\nprintf '\\211PNG partial'\nexit 3\n");
+  cr_assert_eq(chmod(path("fakedot"), 0755), 0);
+  setenv("TDSL_DOT", path("fakedot"), 1);
+  write_text("g.png", "OLD");
+  r = tdsl((const char *[]){"explain", file, "--png", png, NULL});
+  cr_expect_eq(r.status, 1, "%s", r.err);
+  cr_expect(strstr(r.err, "failed (exit status 3); ") && strstr(r.err, "g.png was not written"), "%s", r.err);
+  drop(&r);
+  char *old = read_text(png);
+  cr_expect_str_eq(old, "OLD");
+  free(old);
+  cr_expect(!has_file("g.png.tmp"), "a temporary file was left");
+  unsetenv("TDSL_DOT");
+  r = tdsl((const char *[]){"explain", file, "--png", png, "--json", NULL});
+  cr_expect_eq(r.status, 2, "%s", r.err);
+  drop(&r);
+  r = tdsl((const char *[]){"explain", file, "--dot=boxes", NULL});
+  cr_expect_eq(r.status, 2, "%s", r.err);
+  cr_expect(strstr(r.err, "--dot= takes kernels or ops"), "%s", r.err);
+  drop(&r);
+}
+
+/* With Graphviz installed (scripts/install-deps installs it): a PNG of the
+ * kernel graph, and of the op graph with --dot. */
+Test(cli, explain_png_renders_the_kernel_graph_with_dot) {
+  const char *pv = getenv("PATH");
+  int found = 0;
+  char exe[1024];
+  for (const char *q = pv ? pv : "/usr/bin:/bin"; *q && !found;) {
+    size_t n = strcspn(q, ":");
+    snprintf(exe, sizeof exe, "%.*s/dot", (int)n, q);
+    found = access(exe, X_OK) == 0;
+    q += n + (q[n] == ':');
+  }
+  if (!found) cr_skip_test("Graphviz's dot is not installed (apt-get install graphviz)");
+  write_text("g.td", SLICES);
+  char file[600], png[600];
+  snprintf(file, sizeof file, "%s", path("g.td"));
+  for (int ops = 0; ops < 2; ops++) {
+    snprintf(png, sizeof png, "%s", path(ops ? "ops.png" : "kernels.png"));
+    result r = ops ? tdsl((const char *[]){"explain", file, "--dot", "--png", png, NULL})
+                   : tdsl((const char *[]){"explain", file, "--png", png, NULL});
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect_str_eq(r.out, "");
+    drop(&r);
+    FILE *f = fopen(png, "rb");
+    cr_assert_not_null(f, "no %s", png);
+    unsigned char head[8] = {0};
+    size_t n = fread(head, 1, 8, f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fclose(f);
+    cr_expect(n == 8 && !memcmp(head, "\x89PNG\r\n\x1a\n", 8), "%s is not a PNG", png);
+    cr_expect_gt(size, 1000);
+  }
+  cr_expect(!has_file("kernels.png.tmp") && !has_file("ops.png.tmp"), "a temporary file was left");
+}
