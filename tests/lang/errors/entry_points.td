@@ -1,17 +1,17 @@
-# Entry points marked with `export` (docs/language.md, "Entry points").
-# (`export model` is a syntax error: export_model.td)
-
-# an exported function's arguments come from .npy files: each needs a tensor type
-export fn untyped(x) { x }   # error@19: entry point argument 'x' needs a tensor type
-export fn sized(x: f32[N], k: int) { x * k }   # error: entry point argument 'k' must be a tensor, not int
-export fn ranked(x: f32[..., 4]) { x }   # error: an entry point argument needs a fixed rank
-
-# an exported method's model is made with its parameters' defaults
-model NoDefault(T: int) {   # error: missing argument 'T' in the call of 'NoDefault'
-  export fn forward(x: f32[T]) { x }
+# Entry points: their arguments need fixed-rank tensor types (the graph's
+# inputs), and they return tensors, numbers and tuples or lists of them.
+model NoInputs {
+  fn forward(x: f32[..., 4]) { x }      # not an entry point (no fixed rank): fine
+  fn helper() { 1 }                     # not an entry point (no arguments): fine
+  fn returns_model(x: f32[N]) { NoInputs() }   # error: an entry point can only return tensors, numbers and tuples or lists of them, not a model instance
+  fn returns_fn(x: f32[N]) { relu }     # error: an entry point can only return tensors, numbers and tuples or lists of them, not a built-in function
 }
 
-# an error in a helper is reported where it is, once per entry point that
-# reaches it (each with a note naming that entry point: see test_cli.c)
-fn widen(x: f32[N, 4]) -> f32[N, 4] { x @ ones([3, 4]) }   # error: the inner sizes 4 and 3 differ
-export fn a(x: f32[N, 4]) { widen(x) }
+fn recursion(x: f32[N]) { recursion(x) }  # error: calls nest more than 200 deep
+
+fn too_big(x: f32[N]) {
+  let y = x
+  for i in 0..200000 { y = y + 1.0 }  # error: this loop unrolls 200000 times (at most 100000)
+  y
+}
+# help: tdsl inlines every call into the graph, so recursion must end at compile time
