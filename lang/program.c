@@ -263,70 +263,146 @@ static int model_is_entry(const td_ast *m) {
   return 1;
 }
 
-/* Whether the main file marks entry points with `export`. */
-static int marks_entries(const td_ast *mod) {
-  for (int i = 0; i < mod->n; i++) {
+/* Whether the main file marks entry points with `export` (remembered:
+ * every lowering asks). */
+static int marks_entries(td_program *p) {
+  const td_ast *mod = p->main->ast;
+  if (p->marked_mod == mod && p->marked_items == mod->n) return p->marked;
+  int marked = 0;
+  for (int i = 0; i < mod->n && !marked; i++) {
     const td_ast *it = mod->list[i];
-    if (it->kind == TD_A_FN && it->ival) return 1;
+    if (it->kind == TD_A_FN && it->ival) marked = 1;
     for (int k = 0; it->kind == TD_A_MODEL && it->a && k < it->a->n; k++)
-      if (it->a->list[k]->kind == TD_A_FN && it->a->list[k]->ival) return 1;
+      if (it->a->list[k]->kind == TD_A_FN && it->a->list[k]->ival) marked = 1;
   }
-  return 0;
+  p->marked_mod = mod;
+  p->marked_items = mod->n;
+  return p->marked = marked;
 }
 
-/* Whether n (a function, or anything in it) binds `name` itself: a
- * parameter, a let or a loop variable, which would hide the item. */
-static int binds(const td_ast *n, const char *name, int depth) {
-  if (!n || depth > 10000) return 0;
+/* Where the items of the main file use names: for each name, its first
+ * use (a NAME node) by an item, the using function or model (*user) and
+ * the model of a using method (*umodel).  A function's uses of a name it
+ * binds itself (a parameter, a let or a loop variable: it hides the item)
+ * and of its own name do not count.  Built in one walk of the module, so
+ * that a file of many functions costs linear time. */
+struct el_use {
+  const char *name;
+  const td_ast *use, *user, *umodel;
+};
+
+static uint64_t name_hash(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* The slot of name in table t (cap a power of two): its entry or the empty one. */
+static struct el_use *use_slot(struct el_use *t, size_t cap, const char *name) {
+  for (size_t i = (size_t)name_hash(name) & (cap - 1);; i = (i + 1) & (cap - 1))
+    if (!t[i].name || !strcmp(t[i].name, name)) return &t[i];
+}
+
+static void count_nodes(const td_ast *n, size_t *k, int depth) {
+  if (!n || depth > 10000) return;
+  ++*k;
+  count_nodes(n->a, k, depth + 1);
+  count_nodes(n->b, k, depth + 1);
+  count_nodes(n->c, k, depth + 1);
+  for (int i = 0; i < n->n; i++) count_nodes(n->list[i], k, depth + 1);
+}
+
+/* Adds the names n binds (params, lets, loop variables) to table t. */
+static void add_bound(const td_ast *n, struct el_use *t, size_t cap, int depth) {
+  if (!n || depth > 10000) return;
   if ((n->kind == TD_A_PARAMDECL || n->kind == TD_A_LET || n->kind == TD_A_FOR || n->kind == TD_A_LISTCOMP) &&
-      n->name && !strcmp(n->name, name))
-    return 1;
+      n->name)
+    use_slot(t, cap, n->name)->name = n->name;
   if (n->kind == TD_A_LET && !n->name)   /* let (a, b) = ... */
     for (int i = 0; i < n->n; i++)
-      if (n->list[i]->name && !strcmp(n->list[i]->name, name)) return 1;
-  if (binds(n->a, name, depth + 1) || binds(n->b, name, depth + 1) || binds(n->c, name, depth + 1)) return 1;
-  for (int i = 0; i < n->n; i++)
-    if (binds(n->list[i], name, depth + 1)) return 1;
-  return 0;
+      if (n->list[i]->name) use_slot(t, cap, n->list[i]->name)->name = n->list[i]->name;
+  add_bound(n->a, t, cap, depth + 1);
+  add_bound(n->b, t, cap, depth + 1);
+  add_bound(n->c, t, cap, depth + 1);
+  for (int i = 0; i < n->n; i++) add_bound(n->list[i], t, cap, depth + 1);
 }
 
-/* The first use of `name` (a NAME node) in n, or NULL. */
-static const td_ast *find_use(const td_ast *n, const char *name, int depth) {
-  if (!n || depth > 10000) return NULL;
-  if (n->kind == TD_A_NAME && n->name && !strcmp(n->name, name)) return n;
-  const td_ast *u = find_use(n->a, name, depth + 1);
-  if (!u) u = find_use(n->b, name, depth + 1);
-  if (!u) u = find_use(n->c, name, depth + 1);
-  for (int i = 0; i < n->n && !u; i++) u = find_use(n->list[i], name, depth + 1);
-  return u;
+/* Records the uses in n not hidden by bound (NULL: none) nor of self. */
+static void add_uses(td_program *p, const td_ast *n, const struct el_use *bound, size_t bcap, const char *self,
+                     const td_ast *user, const td_ast *umodel, int depth) {
+  if (!n || depth > 10000) return;
+  if (n->kind == TD_A_NAME && n->name && !(self && !strcmp(n->name, self)) &&
+      !(bound && use_slot((struct el_use *)bound, bcap, n->name)->name)) {
+    struct el_use *u = use_slot(p->uses, p->uses_cap, n->name);
+    if (!u->name) {
+      u->name = n->name;
+      u->use = n;
+      u->user = user;
+      u->umodel = umodel;
+    }
+  }
+  add_uses(p, n->a, bound, bcap, self, user, umodel, depth + 1);
+  add_uses(p, n->b, bound, bcap, self, user, umodel, depth + 1);
+  add_uses(p, n->c, bound, bcap, self, user, umodel, depth + 1);
+  for (int i = 0; i < n->n; i++) add_uses(p, n->list[i], bound, bcap, self, user, umodel, depth + 1);
 }
 
-/* Where another function or model of the main file uses top-level function
- * fn by name (a function that binds the name itself does not count): the
- * NAME node, and in *user the using function or model; NULL when none. */
-static const td_ast *helper_use(td_program *p, const td_ast *fn, const td_ast **user, const td_ast **user_model) {
+static size_t pow2_above(size_t n) {
+  size_t c = 16;
+  while (c < 2 * n + 16) c *= 2;
+  return c;
+}
+
+/* The uses of a function's body: its bound names first, in a table of its own. */
+static void add_fn_uses(td_program *p, const td_ast *fn, const char *self, const td_ast *umodel) {
+  size_t k = 0;
+  count_nodes(fn, &k, 0);
+  size_t cap = pow2_above(k);
+  struct el_use *bound = td_arena_alloc(p->arena, cap * sizeof *bound);
+  if (!bound) return;
+  memset(bound, 0, cap * sizeof *bound);
+  add_bound(fn, bound, cap, 0);
+  add_uses(p, fn, bound, cap, self, fn, umodel, 0);
+}
+
+static int build_uses(td_program *p) {
   const td_ast *mod = p->main->ast;
-  *user = *user_model = NULL;
+  if (p->uses_mod == mod && p->uses_items == mod->n && p->uses) return 0;
+  size_t k = 0;
+  count_nodes(mod, &k, 0);
+  p->uses_cap = pow2_above(k);
+  p->uses = td_arena_alloc(p->arena, p->uses_cap * sizeof *p->uses);
+  if (!p->uses) return -1;
+  memset(p->uses, 0, p->uses_cap * sizeof *p->uses);
   for (int i = 0; i < mod->n; i++) {
-    const td_ast *it = mod->list[i], *u = NULL;
-    if (it == fn) continue;
+    const td_ast *it = mod->list[i];
     if (it->kind == TD_A_FN) {
-      if (!binds(it, fn->name, 0) && (u = find_use(it, fn->name, 0))) return *user = it, u;
+      add_fn_uses(p, it, it->name, NULL);
     } else if (it->kind == TD_A_MODEL) {
-      for (int k = 0; k < it->n && !u; k++) u = find_use(it->list[k], fn->name, 0);   /* parameter defaults */
-      if (u) return *user = it, u;
-      for (int k = 0; it->a && k < it->a->n; k++) {
-        const td_ast *m = it->a->list[k];
-        if (m->kind == TD_A_FN && binds(m, fn->name, 0)) continue;
-        if ((u = find_use(m, fn->name, 0))) {
-          *user_model = it;
-          *user = m->kind == TD_A_FN ? m : it;
-          return u;
-        }
+      for (int j = 0; j < it->n; j++) add_uses(p, it->list[j], NULL, 0, NULL, it, NULL, 0);  /* parameter defaults */
+      for (int j = 0; it->a && j < it->a->n; j++) {
+        const td_ast *m = it->a->list[j];
+        if (m->kind == TD_A_FN) add_fn_uses(p, m, NULL, it);
+        else add_uses(p, m, NULL, 0, NULL, it, it, 0);
       }
     }
   }
-  return NULL;
+  p->uses_mod = mod;
+  p->uses_items = mod->n;
+  return 0;
+}
+
+/* Where another function or model of the main file uses top-level function
+ * fn by name: the NAME node, *user the using function or model, *user_model
+ * the model of a using method (else NULL); NULL when none. */
+static const td_ast *helper_use(td_program *p, const td_ast *fn, const td_ast **user, const td_ast **user_model) {
+  *user = *user_model = NULL;
+  if (build_uses(p)) return NULL;
+  const struct el_use *u = use_slot(p->uses, p->uses_cap, fn->name);
+  if (!u->name) return NULL;
+  *user = u->user;
+  *user_model = u->umodel;
+  return u->use;
 }
 
 /* Whether top-level function or method fn (of model, or NULL) is an entry
@@ -360,7 +436,7 @@ int td_program_entries(td_program *p, const char ***names) {
   *names = out;
   if (!p->main) return 0;
   if (!out) return td_diags_oom(p->diags, none), 0;
-  int marked = marks_entries(p->main->ast);
+  int marked = marks_entries(p);
   for (int i = 0; i < p->main->ast->n; i++) {
     const td_ast *it = p->main->ast->list[i];
     int bad = 0;
@@ -439,7 +515,7 @@ const char *td_program_not_entry(td_program *p, const char *entry, const char **
   *where = none;
   if (!p->main) return NULL;
   if (find_entry(p, entry, &model, &fn)) return NULL;
-  int marked = marks_entries(p->main->ast);
+  int marked = marks_entries(p);
   *where = fn->span;
   if (!marked && model && fn_is_entry(p, fn) && !model_is_entry(model)) {
     *help = td_arena_printf(p->arena, "give the model's parameters defaults (model %s(T: int = 8)), or mark the "
@@ -536,7 +612,7 @@ td_graph *td_program_lower(td_program *p, const char *entry) {
   if (!p->main) return NULL;
   const td_ast *model, *fn;
   int before = p->diags->n_errors;
-  if (find_entry(p, entry, &model, &fn) || !is_entry(p, marks_entries(p->main->ast), model, fn)) {
+  if (find_entry(p, entry, &model, &fn) || !is_entry(p, marks_entries(p), model, fn)) {
     entry_not_found(p, entry);
     return failed_oom(p, before), NULL;
   }

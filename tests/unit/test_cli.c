@@ -1247,7 +1247,9 @@ static const char *HELPERS =
     "model M(d: int = 4) {\n"
     "  fn forward(x: f32[B, d]) -> f32[B, 2, 2] { heads(x, zeros([2])) }\n"
     "  fn bad(x: f32[N, 4]) { widen(x) }\n"
-    "}\n";
+    "}\n"
+    "fn lone(x: f32[N]) -> f32[N] { x * 3 }\n"
+    "fn shadows(lone: f32[N]) -> f32[N] { lone + 1 }   # its own lone, not a use\n";
 
 static int count(const char *s, const char *what) {
   int n = 0;
@@ -1298,11 +1300,20 @@ Test(cli, typed_helpers_are_checked_through_their_callers) {
     cr_expect(strstr(r.err, "'heads' is not an entry point: it is a helper, used by 'M.forward' at line 4"),
               "%s: %s", cmds[c], r.err);
     cr_expect(strstr(r.err, "mark it an entry point: export fn heads(...)") &&
-                  strstr(r.err, "so mark these as well: M.forward, M.bad"),
+                  strstr(r.err, "so mark these as well: M.forward, M.bad, lone, shadows"),
               "%s: %s", cmds[c], r.err);
     drop(&r);
   }
   cr_expect_eq(access(path("hb/h.so"), F_OK), -1);
+  /* a parameter named like a function hides it: lone stays an entry point, 3 * [1, 2, 3] */
+  int64_t vs[1] = {3};
+  double vv[3] = {1, 2, 3};
+  write_npy("v.npy", TD_F32, 1, vs, vv);
+  snprintf(in, sizeof in, "x=%s", path("v.npy"));
+  r = tdsl((const char *[]){"run", file, "--entry", "lone", "--in", in, NULL});
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "[3.0000, 6.0000, 9.0000]"), "%s", r.out);
+  drop(&r);
 }
 
 /* A file that marks functions `export` has exactly those (and fn main()) as
