@@ -224,29 +224,26 @@ int td_program_load_file(td_program *p, const char *path) {
  * name (one that is used is a helper, checked through its callers). */
 
 /* Why fn cannot take its arguments from the command line: NULL when every
- * parameter has a tensor type of fixed rank; else the reason, *at the
- * parameter (arena text; "" when memory ran out). */
+ * parameter has a tensor type of fixed rank; else the reason (arena text
+ * when p is given, "" without p or when memory ran out), *at the
+ * parameter. */
 static const char *signature_why(td_program *p, const td_ast *fn, const td_ast **at) {
   for (int i = 0; i < fn->n; i++) {
     const td_ast *pd = fn->list[i], *t = pd->a;
-    const char *why = NULL;
+    const char *fmt = NULL, *what = NULL;
     td_dtype dt;
     *at = pd;
     if (!t)
-      why = td_arena_printf(p->arena, "its parameter '%s' has no type", pd->name);
+      fmt = "its parameter '%s' has no type%s";
     else if (t->kind == TD_A_TTENSOR) {
-      for (int k = 0; k < t->n; k++)
-        if (t->list[k]->kind == TD_A_ELLIPSIS) {
-          why = td_arena_printf(p->arena, "its parameter '%s' has '...' in its shape (no fixed rank)", pd->name);
-          break;
-        }
-      if (!why) continue;
+      for (int k = 0; k < t->n && !fmt; k++)
+        if (t->list[k]->kind == TD_A_ELLIPSIS) fmt = "its parameter '%s' has '...' in its shape (no fixed rank)%s";
     } else if (t->kind != TD_A_TNAME)
-      why = td_arena_printf(p->arena, "its parameter '%s' is not a tensor", pd->name);
+      fmt = "its parameter '%s' is not a tensor%s";
     else if (td_dtype_from_name(t->name, &dt))
-      why = td_arena_printf(p->arena, "its parameter '%s' is a compile-time %s, not a tensor", pd->name, t->name);
-    else
-      continue;
+      fmt = "its parameter '%s' is a compile-time %s, not a tensor", what = t->name;
+    if (!fmt) continue;
+    const char *why = p ? td_arena_printf(p->arena, fmt, pd->name, what ? what : "") : NULL;
     return why ? why : "";
   }
   return NULL;
@@ -254,7 +251,8 @@ static const char *signature_why(td_program *p, const td_ast *fn, const td_ast *
 
 static int fn_is_entry(td_program *p, const td_ast *fn) {
   const td_ast *at;
-  return fn->n > 0 && !signature_why(p, fn, &at);
+  (void)p;
+  return fn->n > 0 && !signature_why(NULL, fn, &at);
 }
 
 static int model_is_entry(const td_ast *m) {
