@@ -254,8 +254,9 @@ static int choose_model(trainer *t) {
   }
   if (!found) {
     fprintf(stderr, "tdsl: error: %s has no model with a method `%s`\nhelp: a training model has "
-            "`fn %s(x: f32[B, ...], y: i64[B]) -> f32[]` returning the batch's loss (docs/training.md)\n",
-            t->o->file, t->o->step, t->o->step);
+            "`fn %s(x: f32[B, ...], y: i64[B]) -> f32[]` returning the batch's loss (docs/training.md); "
+            "in a file that marks its entry points with `export`, write `export fn %s`\n",
+            t->o->file, t->o->step, t->o->step, t->o->step);
     return -1;
   }
   if (found > 1) {

@@ -88,8 +88,14 @@ void *tdb_collect_entries(tdb_builder *b, td_program *prog, size_t each) {
     list[0] = 0;
     for (int i = 0; i < n && w < sizeof list; i++)
       if (strcmp(names[i], "main")) w += (size_t)snprintf(list + w, sizeof list - w, "%s%s", w ? ", " : "", names[i]);
-    td_err_set(b->err, "--entry %s: %s has no entry point of that name (its entry points: %s)", b->o->entries[k],
-               b->o->source, w ? list : "none");
+    const char *help, *why;
+    td_span at;
+    if ((why = td_program_not_entry(prog, b->o->entries[k], &help, &at)))
+      td_err_set(b->err, "--entry %s: %s:%d: %s%s%s", b->o->entries[k], b->o->source, at.line, why,
+                 help ? "\nhelp: " : "", help ? help : "");
+    else
+      td_err_set(b->err, "--entry %s: %s has no entry point of that name (its entry points: %s)", b->o->entries[k],
+                 b->o->source, w ? list : "none");
     return NULL;
   }
   for (int i = 0; i < n; i++)

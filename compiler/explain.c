@@ -5,6 +5,7 @@
  */
 #include "compiler/explain.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "lang/checks.h"
@@ -93,6 +94,53 @@ static const char *buf_txt(const ctx *c, int node, char *buf, size_t n) {
   return buf;
 }
 
+/* ---- the ops of a kernel, counted ---------------------------------------------- */
+
+/* One op of a kernel's listing: how many of its nodes the kernel evaluates
+ * and the first few distinct places they come from. */
+typedef struct opgroup {
+  td_op op;
+  int count;
+  td_span at[3];
+  int n_at, more_places;
+} opgroup;
+
+static int same_place(td_span a, td_span b) {
+  return a.file == b.file && a.line == b.line && a.col == b.col;
+}
+
+/* The shown ops of kernel k grouped by op, in the order of their first
+ * appearance, into g (k->n_nodes entries); the number of groups, or -1
+ * when g is NULL (out of memory: the caller lists every op). */
+static int op_groups(const ctx *c, const td_kernel *k, opgroup *g) {
+  if (!g) return -1;
+  int n = 0;
+  for (int i = 0; i < k->n_nodes; i++) {
+    const td_node *nd = &c->g->nodes[k->nodes[i]];
+    if (!shown_op(nd)) continue;
+    int j = 0;
+    while (j < n && g[j].op != nd->op) j++;
+    if (j == n) {
+      memset(&g[n], 0, sizeof g[n]);
+      g[n++].op = nd->op;
+    }
+    opgroup *o = &g[j];
+    o->count++;
+    int seen = 0;
+    for (int a = 0; a < o->n_at; a++) seen |= same_place(o->at[a], nd->span);
+    if (seen) continue;
+    if (o->n_at < 3) o->at[o->n_at++] = nd->span;
+    else o->more_places = 1;
+  }
+  return n;
+}
+
+/* "slice ×25" (the count only when more than one). */
+static void group_name(FILE *out, const opgroup *o) {
+  fputs(td_ops[o->op].name, out);
+  if (o->count > 1) fprintf(out, " \xc3\x97%d", o->count);   /* U+00D7 MULTIPLICATION SIGN, in UTF-8 */
+}
+
 /* ---- text -------------------------------------------------------------------- */
 
 /* The SCAN_OUT nodes a scan kernel writes: first, and the count. */
@@ -117,8 +165,18 @@ static void text_kernel(const ctx *c, int ki) {
     fprintf(out, ", %d pass%s per row%s", k->n_passes, k->n_passes == 1 ? "" : "es",
             k->row_root ? ", one value per row" : "");
   fprintf(out, "\n%*s    fuses:", in, "");
+  opgroup *gr = k->n_nodes ? malloc((size_t)k->n_nodes * sizeof *gr) : NULL;
+  int ng = op_groups(c, k, gr);
+  for (int j = 0; j < ng; j++) {   /* "slice ×25 (t.td:3:5), add (t.td:4:7, t.td:5:7)" */
+    fputs(j ? ", " : " ", out);
+    group_name(out, &gr[j]);
+    for (int a = 0; a < gr[j].n_at; a++)
+      fprintf(out, "%s%s", a ? ", " : " (", loc_txt(c, gr[j].at[a], b, sizeof b));
+    fputs(gr[j].more_places ? ", ...)" : ")", out);
+  }
+  free(gr);
   int first = 1;
-  for (int i = 0; i < k->n_nodes; i++) {
+  for (int i = 0; ng < 0 && i < k->n_nodes; i++) {   /* out of memory: every op */
     const td_node *n = &c->g->nodes[k->nodes[i]];
     if (!shown_op(n)) continue;
     fprintf(out, "%s %s (%s)", first ? "" : ",", td_ops[n->op].name, loc_txt(c, n->span, b, sizeof b));
@@ -336,27 +394,62 @@ static void json_entry(const ctx *c, const td_opt_stats *st) {
 
 /* ---- DOT ------------------------------------------------------------------------ */
 
+/* Text inside a DOT "string": quotes and backslashes escaped, control
+ * characters dropped. */
+static void dot_text(FILE *out, const char *s) {
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\') fprintf(out, "\\%c", ch);
+    else if (ch >= 0x20) fputc(ch, out);
+  }
+}
+
+/* "f32[N, 4]" of a node (numbers with --size). */
+static const char *type_txt(const ctx *c, const td_node *n, char *buf, size_t sz) {
+  char sh[256];
+  snprintf(buf, sz, "%s%s", td_dtype_name(n->dtype), shape_txt(c, n->shape, n->rank, sh, sizeof sh));
+  return buf;
+}
+
+/* "x %0 f32[N, 4]" of a buffer's node. */
+static void dot_buf_label(const ctx *c, int node, FILE *out) {
+  const td_node *n = &c->g->nodes[node];
+  char b[320];
+  if (n->name) {
+    dot_text(out, n->name);
+    fputc(' ', out);
+  }
+  fprintf(out, "%%%d ", node);
+  dot_text(out, type_txt(c, n, b, sizeof b));
+}
+
+/* --dot: every op of every kernel (a cluster per kernel) with its shape,
+ * dtype and source line, and the buffers between kernels. */
 static void dot_entry(const ctx *c, int entry_no) {
   const td_plan *p = c->p;
   FILE *out = c->out;
-  char b[256];
+  char b[320];
   for (int k = 0; k < p->n_kernels; k++) {
     const td_kernel *kn = &p->kernels[k];
-    fprintf(out, "  subgraph cluster_%d_%d {\n    label=\"%s: %s\";\n", entry_no, k, c->g->name, kn->name);
+    fprintf(out, "  subgraph cluster_%d_%d {\n    label=\"", entry_no, k);
+    dot_text(out, c->g->name);
+    fprintf(out, ": %s\";\n", kn->name);
     for (int i = 0; i < kn->n_nodes; i++) {
       const td_node *n = &c->g->nodes[kn->nodes[i]];
       if (!shown_op(n)) continue;
-      fprintf(out, "    e%d_n%d_k%d [label=\"%s %%%d\\n%s\"];\n", entry_no, kn->nodes[i], k,
-              td_ops[n->op].name, kn->nodes[i], loc_txt(c, n->span, b, sizeof b));
+      fprintf(out, "    e%d_n%d_k%d [label=\"%s %%%d\\n", entry_no, kn->nodes[i], k, td_ops[n->op].name, kn->nodes[i]);
+      dot_text(out, type_txt(c, n, b, sizeof b));
+      fputs("\\n", out);
+      dot_text(out, loc_txt(c, n->span, b, sizeof b));
+      fputs("\"];\n", out);
     }
     fprintf(out, "  }\n");
   }
   for (int i = 0; i < p->n_bufs; i++) {
     const td_buffer *bf = &p->bufs[i];
-    const td_node *n = &c->g->nodes[bf->node];
-    fprintf(out, "  e%d_b%d [shape=box, label=\"%s%s%%%d\\n%s %s\"];\n", entry_no, bf->node,
-            n->name ? n->name : "", n->name ? " " : "", bf->node, bkind(bf->kind),
-            td_type_str(c->g, n->dtype, n->rank, n->shape, b, sizeof b));
+    fprintf(out, "  e%d_b%d [shape=box, label=\"", entry_no, bf->node);
+    dot_buf_label(c, bf->node, out);
+    fprintf(out, "\\n%s\"];\n", bkind(bf->kind));
     if (bf->first >= 0)
       fprintf(out, "  e%d_n%d_k%d -> e%d_b%d;\n", entry_no, bf->node, bf->first, entry_no, bf->node);
   }
@@ -387,16 +480,165 @@ static void dot_entry(const ctx *c, int entry_no) {
   }
 }
 
+/* One left-justified line of a record-less box label. */
+static void dot_line_end(FILE *out) { fputs("\\l", out); }
+
+/* The layer of kernel k for --dot=kernels: the start of the name of the
+ * first weight it reads up to its first numbered part ("blocks.3" of
+ * blocks.3.attn.q.weight); its length, 0 when none. */
+static int layer_key(const ctx *c, int k, const char **key) {
+  const td_kernel *kn = &c->p->kernels[k];
+  for (int i = 0; i < kn->n_reads; i++) {
+    int bi = c->p->buf_of[kn->reads[i]];
+    const char *name = c->g->nodes[kn->reads[i]].name;
+    if (bi < 0 || c->p->bufs[bi].kind != TD_BUF_PARAM || !name) continue;
+    for (const char *q = name; *q;) {
+      size_t n = strcspn(q, ".");
+      if (n && strspn(q, "0123456789") == n) {
+        *key = name;
+        return (int)(q + n - name);
+      }
+      q += n + (q[n] == '.');
+    }
+    return 0;
+  }
+  return -1;   /* no weights: the layer around it, if any */
+}
+
+static int same_key(const char *a, int na, const char *b, int nb) {
+  return na > 0 && na == nb && !memcmp(a, b, (size_t)na);
+}
+
+/* --dot=kernels: one box per kernel (its kind, space, ops counted, the
+ * weights it reads, where its root comes from), the entry's inputs and
+ * outputs as ellipses, and an edge per buffer from the kernel writing it to
+ * each kernel reading it, labelled with the buffer's shape.  A cluster per
+ * entry point. */
+static void dot_kernels_entry(const ctx *c, int entry_no) {
+  const td_plan *p = c->p;
+  const td_graph *g = c->g;
+  FILE *out = c->out;
+  char b[320];
+  fprintf(out, "  subgraph cluster_e%d {\n    label=\"", entry_no);
+  dot_text(out, g->name);
+  fprintf(out, " (%d kernel%s)\";\n", p->n_kernels, p->n_kernels == 1 ? "" : "s");
+  /* the kernels of one layer (blocks.3) in a cluster: a kernel without
+   * weights between two of the same layer belongs to it */
+  const char **keys = malloc((size_t)(p->n_kernels + 1) * sizeof *keys);
+  int *klen = malloc((size_t)(p->n_kernels + 1) * sizeof *klen);
+  if (keys && klen) {
+    for (int k = 0; k < p->n_kernels; k++) klen[k] = layer_key(c, k, &keys[k]);
+    for (int k = 0; k < p->n_kernels; k++) {
+      if (klen[k] >= 0) continue;
+      int a = k - 1, z = k + 1;
+      while (a >= 0 && klen[a] < 0) a--;
+      while (z < p->n_kernels && klen[z] < 0) z++;
+      klen[k] = 0;
+      if (a >= 0 && z < p->n_kernels && same_key(keys[a], klen[a], keys[z], klen[z])) {
+        keys[k] = keys[a];
+        klen[k] = -2 - klen[a];   /* resolved below, not a key of its own for later kernels */
+      }
+    }
+    for (int k = 0; k < p->n_kernels; k++)
+      if (klen[k] <= -2) klen[k] = -2 - klen[k];
+      else if (klen[k] < 0) klen[k] = 0;
+  }
+  int open = -1;   /* the kernel that opened the layer's cluster */
+  for (int k = 0; k < p->n_kernels; k++) {
+    const td_kernel *kn = &p->kernels[k];
+    if (keys && klen && (open < 0 || !same_key(keys[open], klen[open], keys[k], klen[k]))) {
+      if (open >= 0) fputs("    }\n", out);
+      open = -1;
+      if (klen[k] > 0) {
+        fprintf(out, "    subgraph cluster_e%d_l%d {\n    label=\"%.*s\";\n", entry_no, k, klen[k], keys[k]);
+        open = k;
+      }
+    }
+    fprintf(out, "    e%d_k%d [shape=box, label=\"kernel %d: %s (%s)", entry_no, k, k, kn->name, td_kkind_name(kn->kind));
+    dot_line_end(out);
+    if (kn->kind != TD_KERN_SCAN) {
+      fputs("over ", out);
+      dot_text(out, shape_txt(c, kn->space, kn->rank, b, sizeof b));
+      if (c->same && c->same[k] != k) fprintf(out, ", the code of kernel %d", c->same[k]);
+      dot_line_end(out);
+    } else if (kn->body) {
+      fprintf(out, "body: %d kernel%s per step", kn->body->n_kernels, kn->body->n_kernels == 1 ? "" : "s");
+      dot_line_end(out);
+    }
+    /* the ops, counted, about 60 characters a line */
+    opgroup *gr = kn->n_nodes ? malloc((size_t)kn->n_nodes * sizeof *gr) : NULL;
+    int ng = op_groups(c, kn, gr), col = 0;
+    for (int j = 0; j < ng; j++) {
+      int w = (int)strlen(td_ops[gr[j].op].name) + (gr[j].count > 1 ? 6 : 0) + 2;
+      if (col && col + w > 60) {
+        fputc(',', out);
+        dot_line_end(out);
+        col = 0;
+      } else if (col) {
+        fputs(", ", out);
+      }
+      group_name(out, &gr[j]);
+      col += w;
+    }
+    if (ng < 0) fprintf(out, "%d ops", kn->n_nodes);
+    free(gr);
+    if (ng) dot_line_end(out);
+    int nw = 0;
+    for (int i = 0; i < kn->n_reads; i++) {
+      int bi = p->buf_of[kn->reads[i]];
+      if (bi < 0 || p->bufs[bi].kind != TD_BUF_PARAM) continue;
+      fputs(nw++ ? ", " : "weights: ", out);
+      dot_buf_label(c, kn->reads[i], out);
+    }
+    if (nw) dot_line_end(out);
+    dot_text(out, loc_txt(c, g->nodes[kn->root].span, b, sizeof b));
+    dot_line_end(out);
+    fputs("\"];\n", out);
+  }
+  if (open >= 0) fputs("    }\n", out);
+  free(keys);
+  free(klen);
+  /* inputs, outputs and buffers updated in place: ellipses */
+  for (int i = 0; i < p->n_bufs; i++) {
+    const td_buffer *bf = &p->bufs[i];
+    if (bf->kind == TD_BUF_TEMP || bf->kind == TD_BUF_PARAM) continue;
+    fprintf(out, "    e%d_b%d [shape=ellipse%s, label=\"%s\\n", entry_no, bf->node,
+            bf->kind == TD_BUF_INPUT ? "" : ", style=bold", bkind(bf->kind));
+    dot_buf_label(c, bf->node, out);
+    fputs("\"];\n", out);
+    if (bf->kind != TD_BUF_INPUT && bf->first >= 0)
+      fprintf(out, "    e%d_k%d -> e%d_b%d;\n", entry_no, bf->first, entry_no, bf->node);
+  }
+  /* what each kernel reads: from an input's ellipse, or from the kernel that wrote the buffer */
+  for (int k = 0; k < p->n_kernels; k++) {
+    const td_kernel *kn = &p->kernels[k];
+    for (int i = 0; i < kn->n_reads; i++) {
+      int node = kn->reads[i], bi = p->buf_of[node];
+      if (bi < 0 || p->bufs[bi].kind == TD_BUF_PARAM) continue;
+      const td_buffer *bf = &p->bufs[bi];
+      if (bf->first >= 0 && bf->first != k) {
+        fprintf(out, "    e%d_k%d -> e%d_k%d [label=\"", entry_no, bf->first, entry_no, k);
+        dot_buf_label(c, node, out);
+        fputs("\"];\n", out);
+      } else if (bf->first < 0 && bf->kind != TD_BUF_TEMP) {
+        fprintf(out, "    e%d_b%d -> e%d_k%d;\n", entry_no, node, entry_no, k);
+      }
+    }
+  }
+  fputs("  }\n", out);
+}
+
 /* ---- entry points ---------------------------------------------------------------- */
 
 void td_explain_begin(const td_explain_opts *o, FILE *out) {
   if (o->fmt == TD_EXPLAIN_JSON) fputs("[", out);
-  if (o->fmt == TD_EXPLAIN_DOT) fputs("digraph tdsl {\n  node [fontname=\"monospace\"];\n", out);
+  if (o->fmt == TD_EXPLAIN_DOT || o->fmt == TD_EXPLAIN_DOT_KERNELS)
+    fputs("digraph tdsl {\n  node [fontname=\"monospace\"];\n  edge [fontname=\"monospace\", fontsize=10];\n", out);
 }
 
 void td_explain_end(const td_explain_opts *o, FILE *out) {
   if (o->fmt == TD_EXPLAIN_JSON) fputs("]\n", out);
-  if (o->fmt == TD_EXPLAIN_DOT) fputs("}\n", out);
+  if (o->fmt == TD_EXPLAIN_DOT || o->fmt == TD_EXPLAIN_DOT_KERNELS) fputs("}\n", out);
 }
 
 void td_explain(const td_plan *plan, const td_opt_stats *st, const td_explain_opts *o,
@@ -414,6 +656,7 @@ void td_explain(const td_plan *plan, const td_opt_stats *st, const td_explain_op
     json_entry(&c, st);
     break;
   case TD_EXPLAIN_DOT: dot_entry(&c, index); break;
+  case TD_EXPLAIN_DOT_KERNELS: dot_kernels_entry(&c, index); break;
   default:
     if (index) fputc('\n', out);
     text_entry(&c, st);

@@ -6,8 +6,9 @@
  * source lines, its iteration space, the buffers it reads and writes, bytes
  * moved and FLOPs, and the memory plan's peak.  Sizes print symbolically
  * ("2048*N + 64"), or as numbers when every symbol has a value in sizes.
- * Three formats: text, JSON (one object per entry point, see
- * docs/compiler.md) and Graphviz DOT (one cluster per kernel).
+ * Formats: text, JSON (one object per entry point, see docs/compiler.md)
+ * and Graphviz DOT, op by op (one cluster per kernel) or one box per
+ * kernel.  Kernel listings count repeated ops ("slice x25").
  */
 #ifndef TD_EXPLAIN_H
 #define TD_EXPLAIN_H
@@ -16,7 +17,11 @@
 #include "compiler/passes.h"
 #include "compiler/plan.h"
 
-typedef enum td_explain_fmt { TD_EXPLAIN_TEXT, TD_EXPLAIN_JSON, TD_EXPLAIN_DOT } td_explain_fmt;
+/* TD_EXPLAIN_DOT: every op (its shape, dtype and source line) in a cluster
+ * per kernel; TD_EXPLAIN_DOT_KERNELS: one box per kernel listing its ops
+ * counted ("slice x25", with the multiplication sign), edges through the
+ * buffers between kernels. */
+typedef enum td_explain_fmt { TD_EXPLAIN_TEXT, TD_EXPLAIN_JSON, TD_EXPLAIN_DOT, TD_EXPLAIN_DOT_KERNELS } td_explain_fmt;
 
 typedef struct td_explain_opts {
   td_explain_fmt fmt;

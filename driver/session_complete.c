@@ -9,8 +9,8 @@
 
 #include "driver/session_impl.h"
 
-static const char *const keywords[] = {"model", "fn", "param", "let", "import", "for", "in",
-                                       "if", "else", "while", "return", "and", "or", "not",
+static const char *const keywords[] = {"model", "fn", "export", "param", "let", "import", "for",
+                                       "in", "if", "else", "while", "return", "and", "or", "not",
                                        "true", "false"};
 
 static int starts(const char *name, const char *prefix) {

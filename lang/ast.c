@@ -175,6 +175,7 @@ static void dump_node(const td_ast *n, FILE *out, int indent) {
   }
   int tall = is_tall(n);
   fprintf(out, "(%s", td_ast_kind_name(n->kind));
+  if (n->kind == TD_A_FN && n->ival) fputs(" export", out);
   dump_attrs(n, out);
   for (const char *l = layout(n); *l; l++) {
     const td_ast *child = *l == 'a' ? n->a : *l == 'b' ? n->b : n->c;

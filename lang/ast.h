@@ -19,7 +19,7 @@ typedef enum td_ast_kind {
   TD_A_MODEL,     /* name; list = params (PARAMDECL); a = BLOCK-less member
                      list: a->list = members (PARAM, MEMBER, FN) */
   TD_A_FN,        /* name; list = params (PARAMDECL); a = return type or NULL;
-                     b = body (BLOCK) */
+                     b = body (BLOCK); ival = 1 when marked `export` */
   TD_A_PARAMDECL, /* name; a = type or NULL (untyped); b = default or NULL */
   TD_A_PARAM,     /* `param name: type = init [if cond]`: name; a = type;
                      b = init expr; c = condition or NULL */

@@ -40,7 +40,7 @@ typedef struct td_diag {
   td_span span;
   const char *msg;    /* one sentence, no trailing period needed */
   const char *help;   /* NULL or the fix; may span several lines */
-  td_note notes[4];
+  td_note notes[8];
   int n_notes;
 } td_diag;
 

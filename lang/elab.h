@@ -28,10 +28,19 @@ int td_program_load_file(td_program *p, const char *path);
 /* Same, from text in memory (path is used for messages). */
 int td_program_load_text(td_program *p, const char *path, const char *text);
 
-/* The entry points of the main file: "main" if present, "Model.method" for
- * every method of every model of the main file, and "fn" for every top-level
- * function whose parameters all have tensor types. */
+/* The entry points of the main file, in file order (docs/language.md,
+ * "Entry points"): "main" (fn main()), and "fn" and "Model.method" for the
+ * functions marked `export`; in a file without `export`, every method whose
+ * parameters all have tensor types of a model whose parameters have
+ * defaults, and every such top-level function that no other function or
+ * model of the file uses (a helper, checked through its callers). */
 int td_program_entries(td_program *p, const char ***names);
+
+/* Why `entry` ("fn", "Model.method") names a function of the main file that
+ * is not an entry point: the message (arena), *help how to make it one,
+ * *where the function; NULL when it is an entry point or no such function
+ * exists (then *where has file -1). */
+const char *td_program_not_entry(td_program *p, const char *entry, const char **help, td_span *where);
 
 /* Elaborates one entry point into a graph; NULL with errors in the
  * diagnostics when the program is wrong. */

@@ -116,6 +116,15 @@ struct td_program {
   int in_scan;                 /* elaborating a scan's step function */
   td_host_file *loads, *saves;
   int n_loads, cap_loads, n_saves, cap_saves;
+  /* which items of the main file use which names (program.c, helper_use):
+   * an open-addressing table, built once per main module (and count of
+   * items: a REPL module grows) */
+  const td_ast *uses_mod;
+  int uses_items, marked_items;
+  struct el_use *uses;
+  size_t uses_cap;
+  const td_ast *marked_mod;    /* the module `marked` describes */
+  int marked;                  /* whether it marks entry points with `export` */
   /* --param NAME=VALUE: an entry model's parameters (model_args.c) */
   const char **marg_names, **marg_vals;
   int n_margs, cap_margs;

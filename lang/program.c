@@ -213,28 +213,204 @@ int td_program_load_file(td_program *p, const char *path) {
   return p->diags->n_errors > before ? -1 : 0;
 }
 
-/* ---- entry points ---- */
+/* ---- entry points ----
+ *
+ * docs/language.md, "Entry points": a main file that marks any function
+ * `export` has exactly fn main() and its exported functions (top-level or
+ * methods) as entry points.  A file without `export` keeps the rule from
+ * before the marker: fn main(), every method whose arguments all have
+ * tensor types of a model whose parameters all have defaults, and every such
+ * top-level function that no other function or model of the file uses by
+ * name (one that is used is a helper, checked through its callers). */
 
-static int fn_is_entry(const td_ast *fn) {
-  if (fn->n == 0) return 0;
+/* Why fn cannot take its arguments from the command line: NULL when every
+ * parameter has a tensor type of fixed rank; else the reason (arena text
+ * when p is given, "" without p or when memory ran out), *at the
+ * parameter. */
+static const char *signature_why(td_program *p, const td_ast *fn, const td_ast **at) {
   for (int i = 0; i < fn->n; i++) {
-    const td_ast *t = fn->list[i]->a;
-    if (!t) return 0;
-    if (t->kind == TD_A_TTENSOR) {
-      for (int k = 0; k < t->n; k++)
-        if (t->list[k]->kind == TD_A_ELLIPSIS) return 0;
-      continue;
-    }
+    const td_ast *pd = fn->list[i], *t = pd->a;
+    const char *fmt = NULL, *what = NULL;
     td_dtype dt;
-    if (t->kind != TD_A_TNAME || td_dtype_from_name(t->name, &dt)) return 0;
+    *at = pd;
+    if (!t)
+      fmt = "its parameter '%s' has no type%s";
+    else if (t->kind == TD_A_TTENSOR) {
+      for (int k = 0; k < t->n && !fmt; k++)
+        if (t->list[k]->kind == TD_A_ELLIPSIS) fmt = "its parameter '%s' has '...' in its shape (no fixed rank)%s";
+    } else if (t->kind != TD_A_TNAME)
+      fmt = "its parameter '%s' is not a tensor%s";
+    else if (td_dtype_from_name(t->name, &dt))
+      fmt = "its parameter '%s' is a compile-time %s, not a tensor", what = t->name;
+    if (!fmt) continue;
+    const char *why = p ? td_arena_printf(p->arena, fmt, pd->name, what ? what : "") : NULL;
+    return why ? why : "";
   }
-  return 1;
+  return NULL;
+}
+
+static int fn_is_entry(td_program *p, const td_ast *fn) {
+  const td_ast *at;
+  (void)p;
+  return fn->n > 0 && !signature_why(NULL, fn, &at);
 }
 
 static int model_is_entry(const td_ast *m) {
   for (int i = 0; i < m->n; i++)
     if (!m->list[i]->b) return 0; /* a model parameter without a default */
   return 1;
+}
+
+/* Whether the main file marks entry points with `export` (remembered:
+ * every lowering asks). */
+static int marks_entries(td_program *p) {
+  const td_ast *mod = p->main->ast;
+  if (p->marked_mod == mod && p->marked_items == mod->n) return p->marked;
+  int marked = 0;
+  for (int i = 0; i < mod->n && !marked; i++) {
+    const td_ast *it = mod->list[i];
+    if (it->kind == TD_A_FN && it->ival) marked = 1;
+    for (int k = 0; it->kind == TD_A_MODEL && it->a && k < it->a->n; k++)
+      if (it->a->list[k]->kind == TD_A_FN && it->a->list[k]->ival) marked = 1;
+  }
+  p->marked_mod = mod;
+  p->marked_items = mod->n;
+  return p->marked = marked;
+}
+
+/* Where the items of the main file use names: for each name, its first
+ * use (a NAME node) by an item, the using function or model (*user) and
+ * the model of a using method (*umodel).  A function's uses of a name it
+ * binds itself (a parameter, a let or a loop variable: it hides the item)
+ * and of its own name do not count.  Built in one walk of the module, so
+ * that a file of many functions costs linear time. */
+struct el_use {
+  const char *name;
+  const td_ast *use, *user, *umodel;
+};
+
+static uint64_t name_hash(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* The slot of name in table t (cap a power of two): its entry or the empty one. */
+static struct el_use *use_slot(struct el_use *t, size_t cap, const char *name) {
+  for (size_t i = (size_t)name_hash(name) & (cap - 1);; i = (i + 1) & (cap - 1))
+    if (!t[i].name || !strcmp(t[i].name, name)) return &t[i];
+}
+
+static void count_nodes(const td_ast *n, size_t *k, int depth) {
+  if (!n || depth > 10000) return;
+  ++*k;
+  count_nodes(n->a, k, depth + 1);
+  count_nodes(n->b, k, depth + 1);
+  count_nodes(n->c, k, depth + 1);
+  for (int i = 0; i < n->n; i++) count_nodes(n->list[i], k, depth + 1);
+}
+
+/* Adds the names n binds (params, lets, loop variables) to table t. */
+static void add_bound(const td_ast *n, struct el_use *t, size_t cap, int depth) {
+  if (!n || depth > 10000) return;
+  if ((n->kind == TD_A_PARAMDECL || n->kind == TD_A_LET || n->kind == TD_A_FOR || n->kind == TD_A_LISTCOMP) &&
+      n->name)
+    use_slot(t, cap, n->name)->name = n->name;
+  if (n->kind == TD_A_LET && !n->name)   /* let (a, b) = ... */
+    for (int i = 0; i < n->n; i++)
+      if (n->list[i]->name) use_slot(t, cap, n->list[i]->name)->name = n->list[i]->name;
+  add_bound(n->a, t, cap, depth + 1);
+  add_bound(n->b, t, cap, depth + 1);
+  add_bound(n->c, t, cap, depth + 1);
+  for (int i = 0; i < n->n; i++) add_bound(n->list[i], t, cap, depth + 1);
+}
+
+/* Records the uses in n not hidden by bound (NULL: none) nor of self. */
+static void add_uses(td_program *p, const td_ast *n, const struct el_use *bound, size_t bcap, const char *self,
+                     const td_ast *user, const td_ast *umodel, int depth) {
+  if (!n || depth > 10000) return;
+  if (n->kind == TD_A_NAME && n->name && !(self && !strcmp(n->name, self)) &&
+      !(bound && use_slot((struct el_use *)bound, bcap, n->name)->name)) {
+    struct el_use *u = use_slot(p->uses, p->uses_cap, n->name);
+    if (!u->name) {
+      u->name = n->name;
+      u->use = n;
+      u->user = user;
+      u->umodel = umodel;
+    }
+  }
+  add_uses(p, n->a, bound, bcap, self, user, umodel, depth + 1);
+  add_uses(p, n->b, bound, bcap, self, user, umodel, depth + 1);
+  add_uses(p, n->c, bound, bcap, self, user, umodel, depth + 1);
+  for (int i = 0; i < n->n; i++) add_uses(p, n->list[i], bound, bcap, self, user, umodel, depth + 1);
+}
+
+static size_t pow2_above(size_t n) {
+  size_t c = 16;
+  while (c < 2 * n + 16) c *= 2;
+  return c;
+}
+
+/* The uses of a function's body: its bound names first, in a table of its own. */
+static void add_fn_uses(td_program *p, const td_ast *fn, const char *self, const td_ast *umodel) {
+  size_t k = 0;
+  count_nodes(fn, &k, 0);
+  size_t cap = pow2_above(k);
+  struct el_use *bound = td_arena_alloc(p->arena, cap * sizeof *bound);
+  if (!bound) return;
+  memset(bound, 0, cap * sizeof *bound);
+  add_bound(fn, bound, cap, 0);
+  add_uses(p, fn, bound, cap, self, fn, umodel, 0);
+}
+
+static int build_uses(td_program *p) {
+  const td_ast *mod = p->main->ast;
+  if (p->uses_mod == mod && p->uses_items == mod->n && p->uses) return 0;
+  size_t k = 0;
+  count_nodes(mod, &k, 0);
+  p->uses_cap = pow2_above(k);
+  p->uses = td_arena_alloc(p->arena, p->uses_cap * sizeof *p->uses);
+  if (!p->uses) return -1;
+  memset(p->uses, 0, p->uses_cap * sizeof *p->uses);
+  for (int i = 0; i < mod->n; i++) {
+    const td_ast *it = mod->list[i];
+    if (it->kind == TD_A_FN) {
+      add_fn_uses(p, it, it->name, NULL);
+    } else if (it->kind == TD_A_MODEL) {
+      for (int j = 0; j < it->n; j++) add_uses(p, it->list[j], NULL, 0, NULL, it, NULL, 0);  /* parameter defaults */
+      for (int j = 0; it->a && j < it->a->n; j++) {
+        const td_ast *m = it->a->list[j];
+        if (m->kind == TD_A_FN) add_fn_uses(p, m, NULL, it);
+        else add_uses(p, m, NULL, 0, NULL, it, it, 0);
+      }
+    }
+  }
+  p->uses_mod = mod;
+  p->uses_items = mod->n;
+  return 0;
+}
+
+/* Where another function or model of the main file uses top-level function
+ * fn by name: the NAME node, *user the using function or model, *user_model
+ * the model of a using method (else NULL); NULL when none. */
+static const td_ast *helper_use(td_program *p, const td_ast *fn, const td_ast **user, const td_ast **user_model) {
+  *user = *user_model = NULL;
+  if (build_uses(p)) return NULL;
+  const struct el_use *u = use_slot(p->uses, p->uses_cap, fn->name);
+  if (!u->name) return NULL;
+  *user = u->user;
+  *user_model = u->umodel;
+  return u->use;
+}
+
+/* Whether top-level function or method fn (of model, or NULL) is an entry
+ * point of the main file (marked: whether the file uses `export`). */
+static int is_entry(td_program *p, int marked, const td_ast *model, const td_ast *fn) {
+  const td_ast *u1, *u2;
+  if (!model && !strcmp(fn->name, "main")) return fn->n == 0;
+  if (marked) return fn->ival != 0;
+  if (model) return fn_is_entry(p, fn);   /* the model's parameters: see td_program_entries */
+  return fn_is_entry(p, fn) && !helper_use(p, fn, &u1, &u2);
 }
 
 /* Appends name (NULL: out of memory) to *out (n used, *cap allocated). */
@@ -258,17 +434,16 @@ int td_program_entries(td_program *p, const char ***names) {
   *names = out;
   if (!p->main) return 0;
   if (!out) return td_diags_oom(p->diags, none), 0;
+  int marked = marks_entries(p);
   for (int i = 0; i < p->main->ast->n; i++) {
     const td_ast *it = p->main->ast->list[i];
     int bad = 0;
-    if (it->kind == TD_A_FN && !strcmp(it->name, "main") && it->n == 0)
-      bad = push_entry(p, &out, &n, &cap, "main");
-    else if (it->kind == TD_A_FN && fn_is_entry(it))
+    if (it->kind == TD_A_FN && is_entry(p, marked, NULL, it))
       bad = push_entry(p, &out, &n, &cap, it->name);
-    else if (it->kind == TD_A_MODEL && model_is_entry(it) && it->a)
+    else if (it->kind == TD_A_MODEL && (marked || model_is_entry(it)) && it->a)
       for (int k = 0; k < it->a->n && !bad; k++) {
         const td_ast *m = it->a->list[k];
-        if (m->kind == TD_A_FN && fn_is_entry(m))
+        if (m->kind == TD_A_FN && is_entry(p, marked, it, m))
           bad = push_entry(p, &out, &n, &cap, td_arena_printf(p->arena, "%s.%s", it->name, m->name));
       }
     *names = out;
@@ -318,20 +493,89 @@ static int find_entry(td_program *p, const char *entry, const td_ast **model, co
   return -1;
 }
 
-static void entry_not_found(td_program *p, const char *entry) {
-  td_span none = {-1, 0, 0, 0, 0};
+/* The entry points as a list "a, b, c" (arena; "" when none). */
+static const char *entry_list(td_program *p, const char *skip) {
   const char **names;
   int n = td_program_entries(p, &names);
+  char buf[1024] = "";
+  size_t w = 0;
+  for (int i = 0; i < n && w < sizeof buf - 64; i++)
+    if (!skip || strcmp(names[i], skip))
+      w += (size_t)snprintf(buf + w, sizeof buf - w, "%s%s", w ? ", " : "", names[i]);
+  const char *r = td_arena_strdup(p->arena, buf);
+  return r ? r : "";
+}
+
+const char *td_program_not_entry(td_program *p, const char *entry, const char **help, td_span *where) {
+  const td_ast *model, *fn, *at;
+  td_span none = {-1, 0, 0, 0, 0};
+  *help = NULL;
+  *where = none;
+  if (!p->main) return NULL;
+  if (find_entry(p, entry, &model, &fn)) return NULL;
+  int marked = marks_entries(p);
+  *where = fn->span;
+  if (!marked && model && fn_is_entry(p, fn) && !model_is_entry(model)) {
+    *help = td_arena_printf(p->arena, "give the model's parameters defaults (model %s(T: int = 8)), or mark the "
+                            "method `export fn %s(...)` and give them with --param T=8", model->name, fn->name);
+    return td_arena_printf(p->arena, "'%s' is not an entry point: model '%s' has parameters without defaults",
+                           entry, model->name);
+  }
+  if (is_entry(p, marked, model, fn)) return NULL;
+  const char *sig = fn->n ? signature_why(p, fn, &at) : NULL;
+  if (!model && !strcmp(fn->name, "main")) {
+    *help = "fn main() takes no arguments; give the inputs to another function: fn f(x: f32[N, 4])";
+    return td_arena_printf(p->arena, "'main' is not an entry point: it has parameters");
+  }
+  if (sig && (!marked || fn->ival)) {
+    *help = "an entry point's arguments are tensors given as .npy files (--in x=x.npy): declare each "
+            "one's dtype and shape, e.g. x: f32[N, 16]; compile-time values belong to the model: model M(k: int)";
+    return td_arena_printf(p->arena, "'%s' cannot be an entry point: %s", entry, sig);
+  }
+  if (marked) {
+    *help = td_arena_printf(p->arena, "mark it an entry point: export fn %s(...); this file marks its entry points "
+                            "with `export`, so only fn main() and the exported functions are entry points", fn->name);
+    return td_arena_printf(p->arena, "'%s' is not an entry point: it is not marked `export`", entry);
+  }
+  if (!model && fn->n == 0) {
+    const char *others = entry_list(p, "main");
+    *help = td_arena_printf(p->arena, "mark it an entry point: export fn %s().  In a file that uses `export`, "
+                            "exactly fn main() and the exported functions are entry points%s%s", fn->name,
+                            *others ? ", so mark these as well: " : "", others);
+    return td_arena_printf(p->arena, "'%s' is not an entry point: it has no parameters", entry);
+  }
+  const td_ast *user, *umodel;
+  const td_ast *use = model ? NULL : helper_use(p, fn, &user, &umodel);
+  if (use) {
+    const char *uname = umodel && user != umodel ? td_arena_printf(p->arena, "%s.%s", umodel->name, user->name)
+                                                 : user->name;
+    const char *others = entry_list(p, "main");
+    *help = td_arena_printf(p->arena, "to run or build it on its own, mark it an entry point: export fn %s(...).  "
+                            "In a file that uses `export`, exactly fn main() and the exported functions are entry "
+                            "points%s%s", fn->name, *others ? ", so mark these as well: " : "", others);
+    return td_arena_printf(p->arena, "'%s' is not an entry point: it is a helper, used by '%s' at line %d, "
+                           "and checked through its callers", entry, uname ? uname : "?", use->span.line);
+  }
+  return td_arena_printf(p->arena, "'%s' is not an entry point", entry);
+}
+
+static void entry_not_found(td_program *p, const char *entry) {
+  td_span none = {-1, 0, 0, 0, 0};
+  const char *help, *why;
+  td_span at;
+  if ((why = td_program_not_entry(p, entry, &help, &at))) {
+    td_diag *g = td_error(p->diags, at, "%s", why);
+    if (help) td_diag_help(p->diags, g, "%s", help);
+    return;
+  }
+  const char *list = entry_list(p, NULL);
   td_diag *g = td_error(p->diags, none, "no entry point '%s' in %s", entry, p->main ? p->main->path : "the program");
-  if (n) {
-    char buf[1024] = "";
-    size_t w = 0;
-    for (int i = 0; i < n && w < sizeof buf - 64; i++)
-      w += (size_t)snprintf(buf + w, sizeof buf - w, "%s%s", i ? ", " : "", names[i]);
-    td_diag_help(p->diags, g, "entry points here: %s", buf);
+  if (*list) {
+    td_diag_help(p->diags, g, "entry points here: %s", list);
   } else {
-    td_diag_help(p->diags, g, "an entry point is fn main(), a model method whose arguments all have tensor types "
-                 "(model M { fn forward(x: f32[N, 4]) ... }), or such a top-level fn");
+    td_diag_help(p->diags, g, "an entry point is fn main(), a function marked `export` (export fn f(x: f32[N, 4])), "
+                 "or in a file without `export` a model method whose arguments all have tensor types "
+                 "(model M { fn forward(x: f32[N, 4]) ... }) or such a top-level fn that no other uses");
   }
 }
 
@@ -350,16 +594,30 @@ td_graph *el_graph_begin(td_program *p, td_arena *a, const char *name) {
 
 static td_graph *lower(td_program *p, const td_ast *model, const td_ast *fn, const char *entry);
 
+/* Every error from diagnostic `first` on whose place is outside fn (in a
+ * function or model it reached, here or in a module) gets a note naming
+ * the entry point that was being checked. */
+static void note_entry(td_program *p, int first, const td_ast *fn, const char *entry) {
+  for (int i = first; i < p->diags->n; i++) {
+    td_diag *g = &p->diags->items[i];
+    if (g->sev != TD_SEV_ERROR || g->span.file < 0) continue;
+    if (g->span.file == fn->span.file && g->span.start >= fn->span.start && g->span.end <= fn->span.end) continue;
+    td_diag_note(p->diags, g, fn->span, "while checking entry point '%s'", entry);
+  }
+}
+
 td_graph *td_program_lower(td_program *p, const char *entry) {
   if (!p->main) return NULL;
   const td_ast *model, *fn;
   int before = p->diags->n_errors;
-  if (find_entry(p, entry, &model, &fn) || (!strcmp(entry, "main") ? fn->n != 0 : !fn_is_entry(fn))) {
+  if (find_entry(p, entry, &model, &fn) || !is_entry(p, marks_entries(p), model, fn)) {
     entry_not_found(p, entry);
     return failed_oom(p, before), NULL;
   }
+  int first = p->diags->n;
   td_graph *g = lower(p, model, fn, entry);
   if (!g) failed_oom(p, before);
+  note_entry(p, first, fn, entry);
   return g;
 }
 

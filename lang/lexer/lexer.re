@@ -365,6 +365,7 @@ static int scan(td_lexer *lx, TDYYSTYPE *val, td_span *loc) {
 
     "model"            { KW(TDT_MODEL); }
     "fn"               { KW(TDT_FN); }
+    "export"           { KW(TDT_EXPORT); }
     "param"            { KW(TDT_PARAM); }
     "let"              { KW(TDT_LET); }
     "import"           { KW(TDT_IMPORT); }

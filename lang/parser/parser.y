@@ -94,7 +94,7 @@ static td_ast *finish_block(td_parser *tp, td_ast *b, td_ast *last, td_span sp);
 %token <ival> INT "integer"
 %token <fval> FLOAT "float"
 %token <str> STRING "string"
-%token MODEL "'model'" FN "'fn'" PARAM "'param'" LET "'let'" IMPORT "'import'"
+%token MODEL "'model'" FN "'fn'" EXPORT "'export'" PARAM "'param'" LET "'let'" IMPORT "'import'"
        FOR "'for'" IN "'in'" IF "'if'" ELSE "'else'" WHILE "'while'"
        RETURN "'return'" AND "'and'" OR "'or'" NOT "'not'"
        TRUE "'true'" FALSE "'false'"
@@ -105,7 +105,7 @@ static td_ast *finish_block(td_parser *tp, td_ast *b, td_ast *last, td_span sp);
 %token REPL_START "start of a REPL input"
 
 %type <str> name
-%type <node> item import model mparams model_body members member fn ret
+%type <node> item import model mparams model_body members member fn plain_fn ret
 %type <node> params param_list pdecl opt_type opt_default
 %type <node> type type_list dims dim
 %type <node> block stmts stmt let_names iter
@@ -150,7 +150,13 @@ module
   | module error ';'     { yyerrok; }
   ;
 
-item: import | model | fn ;
+item
+  : import | model | fn
+  | EXPORT model        { $$ = $2;
+                          td_diag *g = td_error(tp->diags, @1, "only functions can be exported, not a model");
+                          td_diag_help(tp->diags, g, "mark the methods that are entry points: "
+                                       "model %s { export fn forward(...) { ... } }", $2 ? $2->name : "M"); }
+  ;
 
 name
   : IDENT
@@ -195,7 +201,15 @@ member
   | name '=' expr       { NODE($$, TD_A_MEMBER, @$, $1, $3, NULL, NULL); }
   ;
 
+/* `export fn`: an entry point, marked (docs/language.md, "Entry points");
+ * ival = 1 on the FN node.  Only functions are exported (`export model`,
+ * an item below, is an error that says where the word goes). */
 fn
+  : plain_fn
+  | EXPORT plain_fn     { $$ = $2; if ($$) $$->ival = 1; }
+  ;
+
+plain_fn
   : FN name params ret block
                         { NODE($$, TD_A_FN, @$, $2, $4, $5, NULL); take_list($$, $3); }
   | FN name error block { NODE($$, TD_A_FN, @$, $2, NULL, $4, NULL); }
@@ -587,6 +601,7 @@ static void expected_phrase(const yypcontext_t *ctx, char *out, size_t size) {
       continue;
     if (ops && in_set(k, operators, COUNT(operators))) continue;
     if (items && (k == SYM(';') || k == YYSYMBOL_YYEOF)) continue;
+    if (k == SYM(TDT_EXPORT)) continue;   /* `export` goes with 'fn', which is listed */
     words[nw++] = k == SYM(';') ? "end of line" : yysymbol_name(k);
   }
   out[0] = '\0';

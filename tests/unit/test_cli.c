@@ -1234,3 +1234,227 @@ Test(cli, build_entry_builds_only_those_entry_points) {
   cr_expect_eq(access(path("b3/pm.so"), F_OK), -1);
   drop(&r);
 }
+
+/* Entry points (docs/language.md, "Entry points"), in a file without
+ * `export`: a top-level function with a typed signature that another
+ * function uses is a helper, checked only through its callers (heads() makes
+ * sense only with its caller's sizes: alone, D / H is not a whole size);
+ * an error inside one says which entry point was being checked; and
+ * --entry on it says how to make it an entry point. */
+static const char *HELPERS =
+    "fn heads(x: f32[B, D], h: f32[H]) -> f32[B, H, D / H] { reshape(x, [B, H, D / H]) }\n"
+    "fn widen(x: f32[N, 4]) -> f32[N, 4] { x @ ones([3, 4]) }\n"
+    "model M(d: int = 4) {\n"
+    "  fn forward(x: f32[B, d]) -> f32[B, 2, 2] { heads(x, zeros([2])) }\n"
+    "  fn bad(x: f32[N, 4]) { widen(x) }\n"
+    "}\n"
+    "fn lone(x: f32[N]) -> f32[N] { x * 3 }\n"
+    "fn shadows(lone: f32[N]) -> f32[N] { lone + 1 }   # its own lone, not a use\n";
+
+static int count(const char *s, const char *what) {
+  int n = 0;
+  for (const char *p = strstr(s, what); p; p = strstr(p + 1, what)) n++;
+  return n;
+}
+
+Test(cli, typed_helpers_are_checked_through_their_callers) {
+  write_text("h.td", HELPERS);
+  result r = tdsl((const char *[]){"check", path("h.td"), NULL});
+  cr_expect_eq(r.status, 1, "%s", r.err);
+  char want[600];
+  snprintf(want, sizeof want, "%s:2:39: error: matmul of f32[N, 4] and f32[3, 4]", path("h.td"));
+  cr_expect(strstr(r.err, want), "%s", r.err);
+  /* the one error, found through M.bad (not a second time with widen as an entry point) */
+  cr_expect_eq(count(r.err, "error:"), 1, "%s", r.err);
+  snprintf(want, sizeof want, "%s:5:3: note: while checking entry point 'M.bad'", path("h.td"));
+  cr_expect(strstr(r.err, want), "%s", r.err);
+  cr_expect(!strstr(r.err, "D / H"), "heads() was checked on its own:\n%s", r.err);
+  drop(&r);
+
+  /* M.forward runs heads() with its own sizes: x = 0..7 as [2, 4] -> [2, 2, 2], the same values */
+  int64_t xs[2] = {2, 4};
+  double xv[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  write_npy("x.npy", TD_F32, 2, xs, xv);
+  char in[600];
+  snprintf(in, sizeof in, "x=%s", path("x.npy"));
+  r = tdsl((const char *[]){"run", path("h.td"), "--entry", "M.forward", "--in", in, "--out", path("y.npy"), NULL});
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  drop(&r);
+  td_tensor *y;
+  td_err err;
+  cr_assert_eq(td_npy_read(path("y.npy"), &y, &err), 0, "%s", err.msg);
+  cr_assert_eq(y->rank, 3);
+  cr_expect(y->shape[0] == 2 && y->shape[1] == 2 && y->shape[2] == 2);
+  for (int i = 0; i < 8; i++) cr_expect_float_eq(((float *)y->data)[i], (float)i, 0, "element %d", i);
+  td_tensor_release(y);
+
+  /* --entry on a helper: why it is not one, and how to make it one */
+  static const char *const cmds[] = {"run", "explain", "build"};
+  char file[600], out[600];
+  snprintf(file, sizeof file, "%s", path("h.td"));
+  snprintf(out, sizeof out, "%s", path("hb"));
+  for (int c = 0; c < 3; c++) {
+    r = c < 2 ? tdsl((const char *[]){cmds[c], file, "--entry", "heads", NULL})
+              : tdsl((const char *[]){cmds[c], file, "-o", out, "--entry", "heads", NULL});
+    cr_expect_eq(r.status, 1, "%s: %s", cmds[c], r.err);
+    cr_expect(strstr(r.err, "'heads' is not an entry point: it is a helper, used by 'M.forward' at line 4"),
+              "%s: %s", cmds[c], r.err);
+    cr_expect(strstr(r.err, "mark it an entry point: export fn heads(...)") &&
+                  strstr(r.err, "so mark these as well: M.forward, M.bad, lone, shadows"),
+              "%s: %s", cmds[c], r.err);
+    drop(&r);
+  }
+  cr_expect_eq(access(path("hb/h.so"), F_OK), -1);
+  /* a parameter named like a function hides it: lone stays an entry point, 3 * [1, 2, 3] */
+  int64_t vs[1] = {3};
+  double vv[3] = {1, 2, 3};
+  write_npy("v.npy", TD_F32, 1, vs, vv);
+  snprintf(in, sizeof in, "x=%s", path("v.npy"));
+  r = tdsl((const char *[]){"run", file, "--entry", "lone", "--in", in, NULL});
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "[3.0000, 6.0000, 9.0000]"), "%s", r.out);
+  drop(&r);
+}
+
+/* A file that marks functions `export` has exactly those (and fn main()) as
+ * entry points: unmarked functions are helpers, checked only where used,
+ * whatever their signature. */
+static const char *EXPORTED =
+    "fn helper(x: f32[N, 4], w: f32[4, M]) -> f32[N, M] { x @ w }\n"
+    "fn lonely(x: f32[N, 3]) -> f32[N, 3] { relus(x) }\n"
+    "model Net {\n"
+    "  param w: f32[4, 2] = ones()\n"
+    "  export fn forward(x: f32[N, 4]) -> f32[N, 2] { helper(x, w) }\n"
+    "  fn other(x: f32[N, 4]) -> f32[N, 4] { relus(x) }\n"
+    "}\n"
+    "export fn twice(x: f32[N]) -> f32[N] { x * 2 }\n";
+
+Test(cli, export_marks_the_entry_points) {
+  write_text("e.td", EXPORTED);
+  result r = tdsl((const char *[]){"check", path("e.td"), NULL});
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.err, "");
+  drop(&r);
+  int64_t xs[2] = {1, 4};
+  double xv[4] = {1, 2, 3, 4};
+  write_npy("x.npy", TD_F32, 2, xs, xv);
+  char in[600];
+  snprintf(in, sizeof in, "x=%s", path("x.npy"));
+  r = tdsl((const char *[]){"run", path("e.td"), "--entry", "Net.forward", "--in", in, NULL});
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "[[10.0000, 10.0000]]"), "%s", r.out);   /* 1 + 2 + 3 + 4 */
+  drop(&r);
+  r = tdsl((const char *[]){"build", path("e.td"), "-o", path("eb"), NULL});
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  drop(&r);
+  char *h = read_text(path("eb/e.h"));
+  cr_assert_not_null(h);
+  cr_expect(strstr(h, "Net.forward(x: f32[N, 4])") && strstr(h, "twice(x: f32[N])"), "%s", h);
+  cr_expect(!strstr(h, "e_helper") && !strstr(h, "e_lonely") && !strstr(h, "e_other"), "%s", h);
+  free(h);
+  const char *names[] = {"Net.other", "lonely", "helper"};
+  for (int i = 0; i < 3; i++) {
+    r = tdsl((const char *[]){"run", path("e.td"), "--entry", names[i], "--in", in, NULL});
+    cr_expect_eq(r.status, 1, "%s", r.err);
+    char want[200];
+    snprintf(want, sizeof want, "'%s' is not an entry point: it is not marked `export`", names[i]);
+    cr_expect(strstr(r.err, want), "%s", r.err);
+    snprintf(want, sizeof want, "export fn %s(...)", strchr(names[i], '.') ? strchr(names[i], '.') + 1 : names[i]);
+    cr_expect(strstr(r.err, want), "%s", r.err);
+    drop(&r);
+  }
+}
+
+/* explain --png (docs/compiler.md, "tdsl explain"): without Graphviz's dot
+ * a clear error naming the package; with a dot that fails half way, no
+ * PNG (the one there before is kept) and no temporary file left. */
+static const char *SLICES =
+    "fn f(x: f32[100]) -> f32[4] {\n"
+    "  let acc = x[0:4]\n"
+    "  for i in 1..25 { acc = acc + x[4 * i:4 * i + 4] }\n"
+    "  acc\n"
+    "}\n";
+
+/* Whether the scratch directory holds a file whose name starts with prefix. */
+static int has_file(const char *prefix) {
+  DIR *d = opendir(path("."));
+  int found = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d)))
+    found |= !strncmp(e->d_name, prefix, strlen(prefix));
+  if (d) closedir(d);
+  return found;
+}
+
+Test(cli, explain_png_without_dot_or_with_a_failing_one_leaves_no_file) {
+  write_text("g.td", SLICES);
+  char file[600], png[600];
+  snprintf(file, sizeof file, "%s", path("g.td"));
+  snprintf(png, sizeof png, "%s", path("g.png"));
+  setenv("TDSL_DOT", path("no-such-dot"), 1);
+  result r = tdsl((const char *[]){"explain", file, "--png", png, NULL});
+  cr_expect_eq(r.status, 1, "%s", r.err);
+  cr_expect(strstr(r.err, "--png needs Graphviz's `dot` program, which is not installed") &&
+                strstr(r.err, "apt-get install graphviz"),
+            "%s", r.err);
+  cr_expect_str_eq(r.out, "");
+  drop(&r);
+  cr_expect(!has_file("g.png"), "a file was left");
+  /* a dot that writes part of a PNG, then fails */
+  write_text("fakedot", "#!/bin/sh\ncat > /dev/null\nprintf '\\211PNG partial'\nexit 3\n");
+  cr_assert_eq(chmod(path("fakedot"), 0755), 0);
+  setenv("TDSL_DOT", path("fakedot"), 1);
+  write_text("g.png", "OLD");
+  r = tdsl((const char *[]){"explain", file, "--png", png, NULL});
+  cr_expect_eq(r.status, 1, "%s", r.err);
+  cr_expect(strstr(r.err, "failed (exit status 3); ") && strstr(r.err, "g.png was not written"), "%s", r.err);
+  drop(&r);
+  char *old = read_text(png);
+  cr_expect_str_eq(old, "OLD");
+  free(old);
+  cr_expect(!has_file("g.png.tmp"), "a temporary file was left");
+  unsetenv("TDSL_DOT");
+  r = tdsl((const char *[]){"explain", file, "--png", png, "--json", NULL});
+  cr_expect_eq(r.status, 2, "%s", r.err);
+  drop(&r);
+  r = tdsl((const char *[]){"explain", file, "--dot=boxes", NULL});
+  cr_expect_eq(r.status, 2, "%s", r.err);
+  cr_expect(strstr(r.err, "--dot= takes kernels or ops"), "%s", r.err);
+  drop(&r);
+}
+
+/* With Graphviz installed (scripts/install-deps installs it): a PNG of the
+ * kernel graph, and of the op graph with --dot. */
+Test(cli, explain_png_renders_the_kernel_graph_with_dot) {
+  const char *pv = getenv("PATH");
+  int found = 0;
+  char exe[1024];
+  for (const char *q = pv ? pv : "/usr/bin:/bin"; *q && !found;) {
+    size_t n = strcspn(q, ":");
+    snprintf(exe, sizeof exe, "%.*s/dot", (int)n, q);
+    found = access(exe, X_OK) == 0;
+    q += n + (q[n] == ':');
+  }
+  if (!found) cr_skip_test("Graphviz's dot is not installed (apt-get install graphviz)");
+  write_text("g.td", SLICES);
+  char file[600], png[600];
+  snprintf(file, sizeof file, "%s", path("g.td"));
+  for (int ops = 0; ops < 2; ops++) {
+    snprintf(png, sizeof png, "%s", path(ops ? "ops.png" : "kernels.png"));
+    result r = ops ? tdsl((const char *[]){"explain", file, "--dot", "--png", png, NULL})
+                   : tdsl((const char *[]){"explain", file, "--png", png, NULL});
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect_str_eq(r.out, "");
+    drop(&r);
+    FILE *f = fopen(png, "rb");
+    cr_assert_not_null(f, "no %s", png);
+    unsigned char head[8] = {0};
+    size_t n = fread(head, 1, 8, f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fclose(f);
+    cr_expect(n == 8 && !memcmp(head, "\x89PNG\r\n\x1a\n", 8), "%s is not a PNG", png);
+    cr_expect_gt(size, 1000);
+  }
+  cr_expect(!has_file("kernels.png.tmp") && !has_file("ops.png.tmp"), "a temporary file was left");
+}

@@ -811,6 +811,89 @@ Test(explain, json_and_dot_are_well_formed_enough) {
   free(d);
 }
 
+/* The explanation of entry `entry` of source text, in format fmt. */
+static char *explain_src(const char *src, const char *entry, td_explain_fmt fmt) {
+  td_plan *p = plan_text(src, entry);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  td_explain_opts o;
+  memset(&o, 0, sizeof o);
+  o.fmt = fmt;
+  o.diags = &P.d;
+  td_explain_begin(&o, f);
+  td_explain(p, NULL, &o, 0, f);
+  td_explain_end(&o, f);
+  fclose(f);
+  return buf;
+}
+
+/* 25 slices of x summed: one pointwise kernel, its 25 slices (from two
+ * places in the source) and 24 adds counted instead of listed. */
+static const char *slices25 =
+    "fn f(x: f32[100]) -> f32[4] {\n"
+    "  let acc = x[0:4]\n"
+    "  for i in 1..25 { acc = acc + x[4 * i:4 * i + 4] }\n"
+    "  acc\n"
+    "}\n";
+
+Test(explain, kernel_listings_count_repeated_ops) {
+  char *t = explain_src(slices25, "f", TD_EXPLAIN_TEXT);
+  cr_expect(strstr(t, "fuses: slice \xc3\x97" "25 (t.td:2:13, t.td:3:32), add \xc3\x97" "24 (t.td:3:26)\n"), "%s", t);
+  cr_expect_eq(count_str(t, "slice"), 1, "%s", t);
+  free(t);
+  char *k = explain_src(slices25, "f", TD_EXPLAIN_DOT_KERNELS);
+  cr_expect_eq(count_str(k, "shape=box"), 1, "%s", k);
+  cr_expect(strstr(k, "\\lslice \xc3\x97" "25, add \xc3\x97" "24\\l"), "%s", k);
+  cr_expect(strstr(k, "label=\"input\\nx %0 f32[100]\"") && strstr(k, "label=\"output\\n%49 f32[4]\""), "%s", k);
+  free(k);
+  /* op by op: every slice is its own node, with its shape and dtype */
+  char *d = explain_src(slices25, "f", TD_EXPLAIN_DOT);
+  cr_expect_eq(count_str(d, "[label=\"slice %"), 25, "%s", d);
+  cr_expect(strstr(d, "e0_n1_k0 [label=\"slice %1\\nf32[4]\\nt.td:2:13\"]"), "%s", d);
+  cr_expect_eq(count_str(d, "\\nf32[4]\\n"), 49, "every op is f32[4]: %s", d);
+  free(d);
+}
+
+/* --dot=kernels: one box per kernel (as many as the plan has), the inputs
+ * and outputs as ellipses, an edge per buffer between kernels labelled
+ * with its shape, the weights inside the boxes; the kernels of one layer
+ * of a stack in a cluster named after it (4 layers: 4 clusters). */
+Test(explain, dot_kernels_has_one_box_per_kernel_and_a_cluster_per_layer) {
+  td_plan *p = plan_file("examples/mlp.td", "MLP.forward");
+  int nk = p->n_kernels;
+  cr_assert_eq(nk, 3);
+  char *k = explain_text("examples/mlp.td", TD_EXPLAIN_DOT_KERNELS);
+  /* three entry points (forward, predict, main): a cluster each */
+  cr_expect(strstr(k, "subgraph cluster_e0 {\n    label=\"MLP.forward (3 kernels)\""), "%s", k);
+  const char *e1 = strstr(k, "subgraph cluster_e1 ");
+  cr_assert_not_null(e1, "%s", k);
+  char *fwd = strndup(k, (size_t)(e1 - k));
+  cr_expect_eq(count_str(fwd, "shape=box"), 3, "%s", fwd);
+  cr_expect(strstr(fwd, "e0_k0 [shape=box, label=\"kernel 0: k0_matmul_add_relu (matmul+epilogue)\\lover [N, 512]\\l"
+                        "permute, matmul, add, relu\\lweights: fc1.weight %0 f32[512, 784], fc1.bias %1 f32[512]\\l"),
+            "%s", fwd);
+  cr_expect(strstr(fwd, "e0_k0 -> e0_k1 [label=\"%10 f32[N, 512]\"]") &&
+                strstr(fwd, "e0_k1 -> e0_k2 [label=\"%14 f32[N, 512]\"]"),
+            "%s", fwd);
+  cr_expect(strstr(fwd, "label=\"input\\nx %6 f32[N, 784]\"") && strstr(fwd, "e0_b6 -> e0_k0;"), "%s", fwd);
+  cr_expect(strstr(fwd, "label=\"output\\n%17 f32[N, 10]\"") && strstr(fwd, "e0_k2 -> e0_b17;"), "%s", fwd);
+  cr_expect_eq(count_str(fwd, " -> "), 4, "%s", fwd);
+  free(fwd);
+  free(k);
+  /* a stack of 4 transformer blocks */
+  char *s = explain_src(stack_src, "Four.forward", TD_EXPLAIN_DOT_KERNELS);
+  td_plan *p4 = plan_text(stack_src, "Four.forward");
+  cr_expect_eq(count_str(s, "shape=box"), p4->n_kernels, "%s", s);
+  cr_expect_eq(count_str(s, "subgraph cluster_e0_l"), 4, "%s", s);
+  for (int i = 0; i < 4; i++) {
+    char want[64];
+    snprintf(want, sizeof want, "label=\"s.blocks.%d\";", i);
+    cr_expect_eq(count_str(s, want), 1, "%s", want);
+  }
+  free(s);
+}
+
 /* A chain of 20 000 sin() (an unrolled loop) is not fused into one kernel
  * whose expression is 20 000 deep: the code generators evaluate inputs
  * recursively, and deeper expressions overflowed their stack (10^5 ops

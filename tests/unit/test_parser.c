@@ -352,6 +352,38 @@ Test(parser, types) {
                "      _)))");
 }
 
+/* `export fn` marks an entry point (docs/language.md, "Entry points"), at
+ * the top level and in a model; `export model` is an error saying where the
+ * word goes. */
+Test(parser, export_marks_functions) {
+  check_module("export fn f(x: f32[N]) { x }\nfn g() { }\nmodel M { export fn h(y) { y } }",
+               "(module\n"
+               "  (fn export f\n"
+               "    (params (paramdecl x (ttensor f32 (name N)) _))\n"
+               "    _\n"
+               "    (block\n"
+               "      (name x)))\n"
+               "  (fn g\n"
+               "    _\n"
+               "    (block\n"
+               "      _))\n"
+               "  (model M\n"
+               "    (members\n"
+               "      (fn export h\n"
+               "        (params (paramdecl y _ _))\n"
+               "        _\n"
+               "        (block\n"
+               "          (name y))))))");
+  parsed p = parse("export model M { fn f(x) { x } }\n");
+  cr_expect_eq(p.diags.n_errors, 1);
+  char *got = diag_text(&p);
+  cr_expect(strstr(got, "1:1: only functions can be exported, not a model") &&
+                strstr(got, "model M { export fn forward(...) { ... } }"),
+            "%s", got);
+  free(got);
+  done(&p);
+}
+
 Test(parser, functions) {
   check_module("fn gelu_tanh(x) {                     # untyped\n"
                "  0.5 * x * (1 + tanh(0.7978845608 * (x + 0.044715 * x ** 3)))\n"
@@ -731,7 +763,7 @@ static unsigned rng_next(unsigned *s) {
 
 Test(parser, random_input_never_crashes) {
   static const char *const pieces[] = {
-      "fn", "model", "param", "let", "import", "for", "in", "if", "else", "while",
+      "fn", "model", "param", "let", "import", "export", "for", "in", "if", "else", "while",
       "return", "and", "or", "not", "true", "x", "f32", "1", "2.5", "\"s\"", "(", ")",
       "[", "]", "{", "}", ",", ":", ";", ".", "..", "...", "->", "=", "==", "+", "-",
       "*", "**", "@", "<", "\n", " ", "#c\n", "$", "'", "\"", "0x", "\\",
