@@ -994,6 +994,6 @@ int main(int argc, char **argv) {
   if (o.frontend_only) return frontend_only(&o) ? 1 : 0;
   if (o.write_inputs) return write_inputs(&o) ? 1 : 0;
   if (!strcmp(o.mode, "outputs")) return check_outputs(&o) ? 1 : 0;
-  if (!strcmp(o.mode, "compiled")) return run_compiled(&o);
+  if (!strcmp(o.mode, "compiled")) return run_compiled(&o) ? 1 : 0;
   return run_eager(&o) ? 1 : 0;
 }
