@@ -899,7 +899,12 @@ def main():
     separate_blas_env = len(unset_env) != len(os.environ)
     # PERFORMANCE.md's "tuned" PyTorch, the configuration its targets are set
     # against: AVX-512 ATen kernels, passive OpenMP waiting, tcmalloc.
-    tuned_env = dict(unset_env, ATEN_CPU_CAPABILITY="avx512", OMP_WAIT_POLICY="PASSIVE")
+    # ATen's AVX-512 kernels only where the CPU has AVX-512 (elsewhere they
+    # die of SIGILL): AVX2 otherwise.
+    flags = mach["simd_flags"].split()
+    tuned_env = dict(unset_env, OMP_WAIT_POLICY="PASSIVE")
+    if "avx512f" in flags or "avx2" in flags:
+        tuned_env["ATEN_CPU_CAPABILITY"] = "avx512" if "avx512f" in flags else "avx2"
     if os.path.exists(TCMALLOC):
         tuned_env["LD_PRELOAD"] = TCMALLOC
     elif have_torch:
