@@ -600,7 +600,8 @@ def compile_tables(recs, threads_list, wls):
     """Two tables: the compile time of every compiled system per case, and,
     for the cases of NEW_SHAPES, what a call at another batch size costs and
     whether it compiled again."""
-    good = [r for r in ok_records(recs) if r["workload"] in wls and
+    good = [dict(r, system="tdsl compiled" if r["system"] == LIBRARY_SYSTEM else r["system"])
+            for r in ok_records(recs) if r["workload"] in wls and r["workload"] != "W7" and
             (r.get("compile_s") is not None or r.get("compile_cold_s") is not None)]
     if not good:
         return []
@@ -608,6 +609,7 @@ def compile_tables(recs, threads_list, wls):
     for r in good:
         if r["system"] not in systems:
             systems.append(r["system"])
+    systems.sort(key=lambda sy: not sy.startswith("tdsl"))
     out = ["", "## Compile time", "",
            "Per compiled system: tdsl compiled: optimise + plan + libgccjit, cold (compile cache off) / from the "
            "cache (harness --mode compiled); the peers: the first call (torch.compile: dynamo + inductor + the "
