@@ -20,7 +20,11 @@ Installs nothing: a missing peer is reported with the command that would
 install it, and the rest still runs.
 
 usage: bench/run [--quick] [--threads 1,2] [--workloads w1,w3] [--build DIR]
-                 [--out DIR] [--no-peers]
+                 [--out DIR] [--no-peers] [--peers-python PYTHON] [--no-jit-peers]
+--peers-python (or --torch2): a PyPI venv's interpreter; its torch.compile,
+jax.jit and ONNX Runtime rows run in their own processes, each pinned with
+taskset like everything else, and each compiled row also records its
+compile time and what calls at new batch sizes cost.
 """
 import argparse
 import datetime

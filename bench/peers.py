@@ -1,4 +1,4 @@
-"""peers.py - the peers of bench/run: numpy and PyTorch on W1-W6.
+"""peers.py - the peers of bench/run: numpy, PyTorch, jax.jit and ONNX Runtime on W1-W6.
 
 The workloads, inputs and systems are those of ../shared/peers/ (w1_seed.py,
 w2_gelu.py, w3_gemm.py, w4_mlp.py, w5_norm.py, w6_transformer.py), written
@@ -14,7 +14,12 @@ runs; a run is `inner` back-to-back calls (chosen so that a run lasts about
 TARGET seconds) and reports time / inner.  Every system's result is checked
 against a float64 reference first; the error metric is the peers' one.
 
-usage: /usr/bin/python3 peers.py --threads T [--quick] [--tuned] [--serve | w1 w2 ...]
+--only jax / --only ort (run with --peers-python's interpreter) runs only
+the jax.jit rows or only the ONNX Runtime rows, importing neither torch nor
+the other; the compiled rows (those two and torch.compile) also record
+their first call, compile time and calls at the new sizes of PROBES.
+
+usage: /usr/bin/python3 peers.py --threads T [--quick] [--tuned | --only jax|ort] [--serve | w1 w2 ...]
 Needs numpy; torch rows are skipped (with a "missing" record) without torch.
 --tuned runs only the PyTorch rows and names them "... [tuned]": bench/run
 starts such a process in the "tuned" environment of PERFORMANCE.md
