@@ -864,6 +864,10 @@ def main():
             path_py = shutil.which("python3")
             if path_py and os.path.realpath(path_py) != os.path.realpath(SYS_PY):
                 cand, auto = path_py, True
+        if cand and not shutil.which(cand):
+            notes.append("--peers-python %s: no such executable: no torch.compile, jax.jit or ONNX Runtime rows"
+                         % cand)
+            cand = a.torch2 = None
         if cand:
             how = "the python3 on PATH" if auto else "--peers-python"
             t2, why = (None, "%s has it" % SYS_PY) if own else torch2_version(cand)
