@@ -288,7 +288,8 @@ def torch2_version(python):
     """The PyTorch version `python` imports when it has torch.compile and
     numpy, else None and why."""
     try:
-        p = subprocess.run([python, "-c", "import numpy, torch; assert hasattr(torch, 'compile'), 'its torch %s has no torch.compile' % torch.__version__; "
+        p = subprocess.run([python, "-c", "import numpy, torch; assert hasattr(torch, 'compile'), "
+                            "'its torch %s has no torch.compile' % torch.__version__; "
                             "print(torch.__version__)"], capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as e:
         return None, str(e)
