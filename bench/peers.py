@@ -330,8 +330,8 @@ def w1():
                 base = r64_linear(xn, *pm)
                 return min(err_max_over_max(base + 1)(y), err_max_over_max(base - 1)(y))
             return err_max_over_max(reff(xn))(y)
-        probe = probe_inputs("W1", case, lambda n: w1_dyn_probe(n, W16, b16))
         if models:
+            probe = probe_inputs("W1", case, lambda n: w1_dyn_probe(n, W16, b16)) if HAVE_COMPILE else []
             w1_torch_case(case, models[cls](), torch.from_numpy(xn), check, torch_probe(probe))
         bench("W1", case, "numpy", lambda: npf(xn), check)
     # per-op overhead: one `x + 1` on [4, 16]
@@ -477,7 +477,7 @@ def w2():
             bench("W2", case, "torch eager F.gelu(tanh)",
                   lambda: F.gelu(args[0] * args[1] + args[2], approximate="tanh"), chk)
             bench_compiled("W2", case, lambda x, w, b: F.gelu(x * w + b, approximate="tanh"), chk, *args,
-                           probe=[] if arr else torch_probe(w2_probe(case), ws, bs))
+                           probe=[] if arr or not HAVE_COMPILE else torch_probe(w2_probe(case), ws, bs))
             if not QUICK:
                 def formula(x, w, b):
                     z = x * w + b
@@ -593,7 +593,7 @@ def w4():
             bench("W4", case, "torch eager no_grad", lambda: m(xt), chk)
             sm = torch.jit.script(m)
             bench("W4", case, "torch.jit.script", lambda: sm(xt), chk)
-            probe = probe_inputs("W4", case, lambda n: w4_probe(n, ref_mlp))
+            probe = probe_inputs("W4", case, lambda n: w4_probe(n, ref_mlp)) if HAVE_COMPILE else []
             bench_compiled("W4", case, m, chk, xt, probe=torch_probe(probe))
             if not QUICK:
                 tf = torch.jit.freeze(torch.jit.trace(m, xt))
@@ -658,9 +658,9 @@ def w5():
         bench("W5", sm, "torch.softmax", lambda: torch.softmax(xt, -1), chk(sm_ref, 1e-3))
         bench("W5", ln, "F.layer_norm", lambda: F.layer_norm(xt, (N,), gt, bt, eps), chk(ln_ref, 1.0))
         bench_compiled("W5", sm, lambda x: torch.softmax(x, -1), chk(sm_ref, 1e-3), xt,
-                       probe=torch_probe(w5_probe(sm, xn, gn, bn, eps)))
+                       probe=torch_probe(w5_probe(sm, xn, gn, bn, eps)) if HAVE_COMPILE else [])
         bench_compiled("W5", ln, lambda x: F.layer_norm(x, (N,), gt, bt, eps), chk(ln_ref, 1.0), xt,
-                       probe=torch_probe(w5_probe(ln, xn, gn, bn, eps)))
+                       probe=torch_probe(w5_probe(ln, xn, gn, bn, eps)) if HAVE_COMPILE else [])
         if not QUICK:
             def t_softmax(x):
                 e = torch.exp(x - x.amax(-1, keepdim=True))
@@ -723,7 +723,8 @@ def w6():
         def make(n):
             xp = torch.randn(n, S, D)
             return xp.numpy(), err_max_over_max(ref(xp.double()).numpy())
-        bench_compiled("W6", case, blk, chk, x, probe=torch_probe(probe_inputs("W6", case, make)))
+        bench_compiled("W6", case, blk, chk, x,
+                       probe=torch_probe(probe_inputs("W6", case, make)) if HAVE_COMPILE else [])
         bench("W6", case, "nn.TransformerEncoderLayer fast path", lambda: tel(x), chk)
 
 
