@@ -1061,6 +1061,15 @@ def main():
     mach["pinning"] = "; ".join("T=%d: %s" % (t, ("taskset -c " + ",".join(str(c) for c in cpus_for(t)))
                                              if TASKSET else "not pinned (no taskset)") for t in threads_list) + \
         " (tdsl, the C floors and every peer process alike)"
+    for h in peer_hello:
+        isa = h.get("inductor_vec_isa")
+        if isa is not None:
+            mach["inductor_vec_isa"] = isa
+            if "INVALID" in isa or isa.startswith("unknown"):
+                notes.append("torch.compile's inductor found no usable CPU vector ISA (%s) in %s: its kernels are "
+                             "scalar code, so the torch.compile rows understate it (bench/NOTES.md section 8)" %
+                             (isa, h.get("peer_env")))
+                break
     mach["peer_threads"] = ["%s, T=%d: %s" % (h.get("peer_env"), h.get("threads"), h.get("threads_how", "?"))
                             for h in peer_hello if h.get("system") == "peers"]
     def is_tc(r):

@@ -1229,6 +1229,12 @@ def hello():
     elif torch is not None:
         d["threads_how"] = "torch.set_num_threads(%d), set_num_interop_threads(1), OMP/OPENBLAS/MKL_NUM_THREADS=%d" % (
             T, T)
+        if HAVE_COMPILE:
+            try:  # inductor's CPU vector ISA: INVALID_VEC_ISA means scalar kernels
+                from torch._inductor.cpu_vec_isa import pick_vec_isa
+                d["inductor_vec_isa"] = str(pick_vec_isa())
+            except Exception as e:
+                d["inductor_vec_isa"] = "unknown (%s)" % fail_reason(e)
     else:
         d["threads_how"] = "OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=%d" % T
     return d
