@@ -20,7 +20,11 @@ Installs nothing: a missing peer is reported with the command that would
 install it, and the rest still runs.
 
 usage: bench/run [--quick] [--threads 1,2] [--workloads w1,w3] [--build DIR]
-                 [--out DIR] [--no-peers]
+                 [--out DIR] [--no-peers] [--peers-python PYTHON] [--no-jit-peers]
+--peers-python (or --torch2): a PyPI venv's interpreter; its torch.compile,
+jax.jit and ONNX Runtime rows run in their own processes, each pinned with
+taskset like everything else, and each compiled row also records its
+compile time and what calls at new batch sizes cost.
 """
 import argparse
 import datetime
@@ -127,6 +131,38 @@ FLOOR_NAMES = {("w2", "scalar w,b"): ("W2", "gelu(x*w+b) scalar w,b"),
                ("w5", "softmax"): ("W5", "softmax [4096,4096]"),
                ("w5", "layernorm"): ("W5", "layer_norm [4096,4096]")}
 FLOOR_SYSTEM = "C floor (hand-written)"
+# After its timed runs, tdsl compiled is called at these other sizes
+# (harness --new-shape; the same compiled entry, nothing compiled again), and
+# so are torch.compile, jax.jit and ONNX Runtime (peers.py's PROBES: keep the
+# two lists alike).
+NEW_SHAPES = {("W1", "GoodDynamic[8,16]"): ["x=f32[16,16]", "x=f32[24,16]"],
+              ("W2", "gelu(x*w+b) scalar w,b"): ["x=f32[%d]:uniform:-4:4" % (N2 // 2),
+                                                 "x=f32[%d]:uniform:-4:4" % (N2 // 4)],
+              ("W4", "MLP B=32"): ["x=f32[256,784]", "x=f32[64,784]", "x=f32[1,784]"],
+              ("W5", "softmax [4096,4096]"): ["x=f32[2048,4096]:normal:0:3", "x=f32[1024,4096]:normal:0:3"],
+              ("W5", "layer_norm [4096,4096]"): ["x=f32[2048,4096]:normal:0:3", "x=f32[1024,4096]:normal:0:3"],
+              ("W6", "block B=8 S=128 d=256"): ["x=f32[4,128,256]", "x=f32[2,128,256]"]}
+JAX_SYSTEM, ORT_SYSTEM = "jax.jit", "ONNX Runtime (CPU)"
+
+
+def cpus_for(threads):
+    """The CPUs a run at `threads` threads is pinned to: the first
+    `threads` this process may use."""
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        allowed = list(range(os.cpu_count() or 1))
+    return allowed[:max(1, threads)]
+
+
+TASKSET = shutil.which("taskset")
+
+
+def pinned(cmd, threads):
+    """cmd under `taskset -c CPUS` (when taskset is installed)."""
+    if not TASKSET:
+        return cmd
+    return [TASKSET, "-c", ",".join(str(c) for c in cpus_for(threads))] + list(cmd)
 # W1's compiled rows: the built artifact's C API (what the W1 target names)
 # and the in-process library call td_compiled_run.
 ARTIFACT_SYSTEM = "tdsl compiled, artifact C API (tdsl build; PREFIX_entry via exe --bench)"
@@ -235,11 +271,25 @@ def check_python_module(mod):
     return p.returncode == 0
 
 
+def module_version(python, mod, also=None):
+    """The version of `mod` that `python` imports (with numpy, and `also`
+    when given), else None and why."""
+    code = "import numpy, %s%s; print(%s.__version__)" % (mod, (", " + also) if also else "", mod)
+    try:
+        p = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, str(e)
+    if p.returncode:
+        return None, (p.stderr.strip().splitlines() or ["failed"])[-1]
+    return p.stdout.strip().splitlines()[-1], None
+
+
 def torch2_version(python):
     """The PyTorch version `python` imports when it has torch.compile and
     numpy, else None and why."""
     try:
-        p = subprocess.run([python, "-c", "import numpy, torch; assert hasattr(torch, 'compile'); "
+        p = subprocess.run([python, "-c", "import numpy, torch; assert hasattr(torch, 'compile'), "
+                            "'its torch %s has no torch.compile' % torch.__version__; "
                             "print(torch.__version__)"], capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as e:
         return None, str(e)
@@ -256,6 +306,7 @@ class PeerServer:
         cmd = [python or SYS_PY, os.path.join(BENCH, "peers.py"), "--threads", str(threads), "--serve"] + list(extra)
         if quick:
             cmd.append("--quick")
+        cmd = pinned(cmd, threads)
         self.tag = tag
         self.cmd = cmd
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog,
@@ -274,7 +325,7 @@ class PeerServer:
             d["peer_env"] = self.tag
             # the environment is part of the system's name everywhere (tables,
             # summary, W7, JSON); "tuned" rows are named by peers.py itself
-            if self.tag not in ("default", "tuned") and d.get("system") not in (None, "peers"):
+            if self.tag not in ("default", "tuned", "jax", "ort") and d.get("system") not in (None, "peers"):
                 d["system"] += " [%s]" % self.tag
             out.append(d)
         return False
@@ -307,7 +358,7 @@ class PeerServer:
 def run_floors(floors, threads, parts, quick, logf):
     if not floors:
         return []
-    cmd = [floors, str(threads)] + (["--quick"] if quick else []) + parts
+    cmd = pinned([floors, str(threads)] + (["--quick"] if quick else []) + parts, threads)
     p = run_cmd(cmd, logf, env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
     recs = []
     for line in p.stdout.splitlines():
@@ -327,7 +378,10 @@ def run_harness(harness, case, threads, quick, mode, logf):
         cmd += ["--warmup", "1", "--runs", "3" if heavy else "5", "--target-ms", "5"]
     else:
         cmd += ["--warmup", "2", "--runs", "7" if heavy else "15", "--target-ms", "20"]
-    p = run_cmd(cmd, logf, env=dict(os.environ, TDSL_NUM_THREADS=str(threads)))
+    if mode == "compiled":
+        for sp in NEW_SHAPES.get((wl, name), []):
+            cmd += ["--new-shape", sp]
+    p = run_cmd(pinned(cmd, threads), logf, env=dict(os.environ, TDSL_NUM_THREADS=str(threads)))
     try:
         d = json.loads(p.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -405,7 +459,8 @@ def run_artifact(built, case, threads, quick, logf):
     n = max(1000, (100000 if quick else 400000) // div)
     means, medians, mins = [], [], []
     for _ in range(3 if quick else 7):
-        p = run_cmd([exe] + args + ["--bench", str(n)], logf, env=dict(os.environ, TDSL_NUM_THREADS=str(threads)))
+        p = run_cmd(pinned([exe] + args + ["--bench", str(n)], threads), logf,
+                    env=dict(os.environ, TDSL_NUM_THREADS=str(threads)))
         m = BENCH_LINE.search(p.stdout)
         if p.returncode or not m:
             return dict(rec, status="failed", reason=("artifact --bench: " + (p.stderr or p.stdout).strip())[-300:])
@@ -546,6 +601,83 @@ def build_tables(recs, limits, floors_w1, threads_list, wls):
     return md, summary
 
 
+def compile_tables(recs, threads_list, wls):
+    """Two tables: the compile time of every compiled system per case, and,
+    for the cases of NEW_SHAPES, what a call at another batch size costs and
+    whether it compiled again."""
+    good = [dict(r, system="tdsl compiled" if r["system"] == LIBRARY_SYSTEM else r["system"])
+            for r in ok_records(recs) if r["workload"] in wls and r["workload"] != "W7" and
+            (r.get("compile_s") is not None or r.get("compile_cold_s") is not None)]
+    if not good:
+        return []
+    systems = []
+    for r in good:
+        if r["system"] not in systems:
+            systems.append(r["system"])
+    systems.sort(key=lambda sy: not sy.startswith("tdsl"))
+    out = ["", "## Compile time", "",
+           "Per compiled system: tdsl compiled: optimise + plan + libgccjit, cold (compile cache off) / from the "
+           "cache (harness --mode compiled); the peers: the first call (torch.compile: dynamo + inductor + the "
+           "C++ compiler; jax.jit: trace + XLA compile; ONNX Runtime: InferenceSession with all graph optimisations) "
+           "minus the median of the timed calls.  Each row compiles afresh in its own process (torch._dynamo.reset(), "
+           "jax.clear_caches(), a new session; no inductor FX graph cache).", "",
+           "| workload | case | T | " + " | ".join(systems) + " |", "|---|---|---|" + "---|" * len(systems)]
+    cases = []
+    for r in good:
+        if (r["workload"], r["case"]) not in cases:
+            cases.append((r["workload"], r["case"]))
+    for wl, case in cases:
+        for t in threads_list:
+            cells = []
+            for sy in systems:
+                r = next((r for r in good if r["workload"] == wl and r["case"] == case and r["threads"] == t
+                          and r["system"] == sy), None)
+                if r is None:
+                    cells.append("-")
+                elif r.get("compile_cold_s") is not None:
+                    cells.append("%s / %s" % (ft(r["compile_cold_s"]), ft(r.get("compile_cached_s"))))
+                else:
+                    cells.append(ft(r["compile_s"]))
+            if any(c != "-" for c in cells):
+                out.append("| %s | %s | %d | %s |" % (wl, case, t, " | ".join(cells)))
+    probes = [r for r in good if r.get("new_shapes")]
+    if probes:
+        out += ["", "## Calls at a new batch size", "",
+                "After its timed runs at the case's size, each compiled system is called at the sizes listed, in "
+                "order (dim 0 of the first input).  Each entry: the first call at that size (the second call in "
+                "parentheses) and whether it compiled again.  tdsl compiled runs the same compiled entry, its "
+                "symbolic sizes bound at each call: it never compiles again.  torch.compile (default, "
+                "dynamic=None) compiles the first size with static shapes, compiles again with dynamic shapes "
+                "at the second size it sees (\"automatic dynamic\") and specialises sizes 0 and 1; the "
+                "mark_dynamic row marks dim 0 dynamic before the first call.  jax.jit compiles once per "
+                "distinct shape (counted with its cache size).  ONNX Runtime's graph has a symbolic batch dim: "
+                "one session runs every size and nothing is compiled per size.", "",
+                "| workload | case | T | system | steady | compile | at new sizes: first call (second call), "
+                "compiled again? |", "|---|---|---|---|---|---|---|"]
+        for wl, case in cases:
+            for t in threads_list:
+                for r in probes:
+                    if r["workload"] != wl or r["case"] != case or r["threads"] != t:
+                        continue
+                    items = []
+                    for e in r["new_shapes"]:
+                        shape = e["shape"] if isinstance(e["shape"], str) else "[%s]" % ",".join(
+                            str(d) for d in e["shape"])
+                        rc = e.get("recompiled")
+                        again = "?" if rc is None else ("**yes**" + (" (%d graphs)" % e["compiles"]
+                                                                     if e.get("compiles", 1) > 1 else "")
+                                                        if rc else "no")
+                        bad = e.get("relerr") is not None and e["relerr"] > 1e-4
+                        items.append("%s: %s (%s), %s%s" % (shape, ft(e.get("first_call_s")),
+                                                            ft(e.get("second_call_s")), again,
+                                                            ", **wrong** (rel. error %s)" % fe(e["relerr"])
+                                                            if bad else ""))
+                    comp = r.get("compile_s") if r.get("compile_s") is not None else r.get("compile_cold_s")
+                    out.append("| %s | %s | %d | %s | %s | %s | %s |" % (wl, case, t, r["system"], ft(r["median_s"]),
+                                                                       ft(comp), "; ".join(items)))
+    return out
+
+
 def w7_table(recs):
     rows = ["\n## %s\n" % WL_TITLES["W7"], "| what | entry | median | min | max | graph nodes |",
             "|---|---|---|---|---|---|"]
@@ -582,7 +714,9 @@ def chart(path, recs, limits, floors_w1, threads_list, wls):
     groups = [("tdsl eager", lambda s: s == "tdsl eager"),
               ("tdsl compiled", lambda s: s in ("tdsl compiled", ARTIFACT_SYSTEM)),
               ("numpy (best)", lambda s: s.startswith("numpy")),
-              ("torch (best)", lambda s: not s.startswith(("numpy", "tdsl")) and s != FLOOR_SYSTEM),
+              ("torch (best)", lambda s: s.startswith(("torch", "F.", "nn."))),
+              ("jax.jit", lambda s: s.startswith(JAX_SYSTEM)),
+              ("ONNX Runtime", lambda s: s.startswith(ORT_SYSTEM)),
               ("C floor", lambda s: s == FLOOR_SYSTEM)]
     good = ok_records(recs)
     data = {}
@@ -671,10 +805,16 @@ def main():
     ap.add_argument("--no-peers", action="store_true", help="skip numpy/PyTorch")
     ap.add_argument("--no-tuned", dest="tuned", action="store_false",
                     help="skip the [tuned] PyTorch rows (PERFORMANCE.md's tuned configuration)")
-    ap.add_argument("--torch2", default=os.environ.get("TDSL_BENCH_TORCH2_PYTHON"), metavar="PYTHON",
-                    help="a Python with PyTorch 2.x and numpy (e.g. a venv: python3 -m venv V && "
-                         "V/bin/pip install torch numpy): adds its torch eager and torch.compile rows, tuned "
-                         "(default: $TDSL_BENCH_TORCH2_PYTHON, else the python3 on PATH when it has one)")
+    ap.add_argument("--peers-python", "--torch2", dest="torch2", metavar="PYTHON",
+                    default=os.environ.get("TDSL_BENCH_PEERS_PYTHON") or os.environ.get("TDSL_BENCH_TORCH2_PYTHON"),
+                    help="a Python (a venv from PyPI: python3 -m venv V && V/bin/pip install numpy torch jax "
+                         "onnx onnxruntime) whose PyTorch 2.x adds torch eager and torch.compile rows (tuned), "
+                         "whose JAX adds jax.jit rows and whose onnx + onnxruntime add ONNX Runtime rows; "
+                         "what it lacks is said, with the pip command, and skipped (default: "
+                         "$TDSL_BENCH_PEERS_PYTHON or $TDSL_BENCH_TORCH2_PYTHON, else, without --quick, the "
+                         "python3 on PATH when it has one of them)")
+    ap.add_argument("--no-jit-peers", dest="jit_peers", action="store_false",
+                    help="leave out the jax.jit and ONNX Runtime rows even when --peers-python has them")
     a = ap.parse_args()
     t_start = time.time()
     threads_list = [int(x) for x in a.threads.split(",") if x.strip()]
@@ -712,35 +852,70 @@ def main():
     if have_np and not have_torch:
         notes.append("torch is not importable by %s: torch rows skipped (install: apt-get install python3-torch)"
                      % SYS_PY)
-    torch2 = None
+    torch2, have_jax, have_ort = None, None, None
     if not a.no_peers:
         # torch.compile rows come from SYS_PY's own torch when it is 2.x; else
-        # from --torch2 (or $TDSL_BENCH_TORCH2_PYTHON), else (not with --quick)
-        # from the python3 first on PATH when that is another interpreter with
-        # PyTorch 2.x
+        # from --peers-python (or $TDSL_BENCH_PEERS_PYTHON), else (not with
+        # --quick) from the python3 first on PATH when that is another
+        # interpreter with PyTorch 2.x, JAX or ONNX Runtime.  jax.jit and ONNX
+        # Runtime rows come from that interpreter only.
         own = torch2_version(SYS_PY)[0] if have_torch else None
         cand, auto = a.torch2, False
-        if not own and not cand and not a.quick:   # --quick stays quick: cold torch.compile takes minutes
+        if not cand and not a.quick:   # --quick stays quick: cold torch.compile takes minutes
             path_py = shutil.which("python3")
             if path_py and os.path.realpath(path_py) != os.path.realpath(SYS_PY):
                 cand, auto = path_py, True
-        if cand and not own:
-            torch2, why = torch2_version(cand)
-            if torch2:
+        if cand and not shutil.which(cand):
+            notes.append("--peers-python %s: no such executable: no torch.compile, jax.jit or ONNX Runtime rows"
+                         % cand)
+            cand = a.torch2 = None
+        if cand:
+            how = "the python3 on PATH" if auto else "--peers-python"
+            t2, why = (None, "%s has it" % SYS_PY) if own else torch2_version(cand)
+            have_jax, jax_why = module_version(cand, "jax") if a.jit_peers else (None, "--no-jit-peers")
+            have_ort, ort_why = module_version(cand, "onnxruntime", also="onnx") if a.jit_peers else \
+                (None, "--no-jit-peers")
+            if auto and not (t2 or have_jax or have_ort):
+                cand = None
+            else:
                 a.torch2 = cand
-                mach["torch2"] = "%s (PyTorch %s; %s)" % (cand, torch2, "the python3 on PATH" if auto else "--torch2")
-            elif not auto:
-                notes.append("--torch2 %s: no PyTorch 2.x with numpy there (%s): no torch.compile rows" % (cand, why))
-        if not own and not torch2:
-            notes.append("torch.compile: not available (%s has no PyTorch 2.x); pass --torch2 PYTHON with one "
-                         "(a venv: python3 -m venv V && V/bin/pip install torch numpy)" % SYS_PY)
+                pip = "%s -m pip install" % cand
+                if t2:
+                    torch2 = t2
+                    mach["torch2"] = "%s (PyTorch %s; %s)" % (cand, torch2, how)
+                elif not own:
+                    notes.append("%s %s: no PyTorch 2.x with numpy there (%s): no torch.compile rows (install: "
+                                 "%s torch numpy)" % (how, cand, why, pip))
+                if have_jax:
+                    mach["jax"] = "%s (JAX %s; %s)" % (cand, have_jax, how)
+                elif a.jit_peers:
+                    notes.append("jax is not importable by %s (%s): no jax.jit rows (install: %s jax)" % (
+                        cand, jax_why, pip))
+                if have_ort:
+                    mach["onnxruntime"] = "%s (onnxruntime %s; %s)" % (cand, have_ort, how)
+                elif a.jit_peers:
+                    notes.append("onnx and onnxruntime are not both importable by %s (%s): no ONNX Runtime rows "
+                                 "(install: %s onnx onnxruntime)" % (cand, ort_why, pip))
+        if not cand:
+            venv = "python3 -m venv V && V/bin/pip install numpy torch jax onnx onnxruntime"
+            if not own:
+                notes.append("torch.compile: not available (%s has no PyTorch 2.x); pass --peers-python PYTHON "
+                             "with one (a venv: %s)" % (SYS_PY, venv))
+            if a.jit_peers:
+                notes.append("jax.jit and ONNX Runtime: not run (no --peers-python PYTHON that has them; a venv: "
+                             "%s, then bench/run --peers-python V/bin/python)" % venv)
     for n in notes:
         log("note: " + n)
     unset_env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     separate_blas_env = len(unset_env) != len(os.environ)
     # PERFORMANCE.md's "tuned" PyTorch, the configuration its targets are set
     # against: AVX-512 ATen kernels, passive OpenMP waiting, tcmalloc.
-    tuned_env = dict(unset_env, ATEN_CPU_CAPABILITY="avx512", OMP_WAIT_POLICY="PASSIVE")
+    # ATen's AVX-512 kernels only where the CPU has AVX-512 (elsewhere they
+    # die of SIGILL): AVX2 otherwise.
+    flags = mach["simd_flags"].split()
+    tuned_env = dict(unset_env, OMP_WAIT_POLICY="PASSIVE")
+    if "avx512f" in flags or "avx2" in flags:
+        tuned_env["ATEN_CPU_CAPABILITY"] = "avx512" if "avx512f" in flags else "avx2"
     if os.path.exists(TCMALLOC):
         tuned_env["LD_PRELOAD"] = TCMALLOC
     elif have_torch:
@@ -777,7 +952,21 @@ def main():
                 # a fresh inductor cache: W7's first call is a cold compile, not
                 # a read of an earlier run's kernels (/tmp/torchinductor_$USER by default)
                 env2 = dict(tuned_env, TORCHINDUCTOR_CACHE_DIR=os.path.join(out, "torchinductor_T%d" % t))
+                # and no FX graph cache: each torch.compile in the run (they are reset
+                # in between) compiles its graph, not a read of an earlier row's
+                env2.update(TORCHINDUCTOR_FX_GRAPH_CACHE="0", TORCHINDUCTOR_AUTOGRAD_CACHE="0")
                 servers["torch2"] = PeerServer(t, a.quick, env2, errlog2, "torch2", ["--tuned"], python=a.torch2)
+                peer_hello += servers["torch2"].hello
+            for only, have in (("jax", have_jax), ("ort", have_ort)):
+                if not have:
+                    continue
+                errlog3 = open(os.path.join(out, "peers_%s_T%d.log" % (only, t)), "w")
+                env3 = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=(
+                    "--xla_cpu_multi_thread_eigen=%s intra_op_parallelism_threads=%d" % (
+                        "true" if t > 1 else "false", t)))
+                servers[only] = PeerServer(t, a.quick, env3 if only == "jax" else dict(os.environ), errlog3, only,
+                                           ["--only", only], python=a.torch2)
+                peer_hello += servers[only].hello
         log("[T=%d] limits" % t)
         for r in run_floors(floors, t, ["limits"], a.quick, logf):
             limits.setdefault(t, {})[r["name"]] = r
@@ -818,7 +1007,7 @@ def main():
             if servers:
                 srv = servers["blas"] if wl == "W3" and "blas" in servers else servers["default"]
                 got = srv.run(wl.lower())
-                for extra in ("tuned", "torch2"):
+                for extra in ("tuned", "torch2", "jax", "ort"):
                     if extra in servers:
                         got += servers[extra].run(wl.lower())
                 recs += got
@@ -857,8 +1046,9 @@ def main():
                         recs.append(r)
             if servers:
                 recs += servers["default"].run("w7")
-                if "torch2" in servers:
-                    recs += servers["torch2"].run("w7")
+                for extra in ("torch2", "jax", "ort"):
+                    if extra in servers:
+                        recs += servers[extra].run("w7")
         for s in servers.values():
             s.close()
 
@@ -868,6 +1058,20 @@ def main():
     for h in peer_hello:
         if h.get("system") == "peers" and h.get("peer_env") in (None, "default"):
             mach["numpy"], mach["torch"] = h.get("numpy"), h.get("torch")
+    mach["pinning"] = "; ".join("T=%d: %s" % (t, ("taskset -c " + ",".join(str(c) for c in cpus_for(t)))
+                                             if TASKSET else "not pinned (no taskset)") for t in threads_list) + \
+        " (tdsl, the C floors and every peer process alike)"
+    for h in peer_hello:
+        isa = h.get("inductor_vec_isa")
+        if isa is not None:
+            mach["inductor_vec_isa"] = isa
+            if "INVALID" in isa or isa.startswith("unknown"):
+                notes.append("torch.compile's inductor found no usable CPU vector ISA (%s) in %s: its kernels are "
+                             "scalar code, so the torch.compile rows understate it (bench/NOTES.md section 8)" %
+                             (isa, h.get("peer_env")))
+                break
+    mach["peer_threads"] = ["%s, T=%d: %s" % (h.get("peer_env"), h.get("threads"), h.get("threads_how", "?"))
+                            for h in peer_hello if h.get("system") == "peers"]
     def is_tc(r):
         return r.get("system", "").startswith("torch.compile")
     if any(is_tc(r) and r.get("status") == "ok" for r in recs):
@@ -897,11 +1101,15 @@ def main():
                 "  Rows marked [tuned]: PyTorch in PERFORMANCE.md's tuned configuration (%s)." % mach["tuned_env"]
                 if mach.get("tuned_env") else "") + (
                 "  Rows marked [torch2]: %s, in the tuned configuration." % mach["torch2"]
-                if mach.get("torch2") else "  torch.compile: not available (no --torch2 PYTHON given)."),
+                if mach.get("torch2") else "  torch.compile: not available (no --peers-python PYTHON given).") + (
+                "  jax.jit rows: %s." % mach["jax"] if mach.get("jax") else "") + (
+                "  ONNX Runtime rows: %s (models built with the onnx helper API, opset 17)." % mach["onnxruntime"]
+                if mach.get("onnxruntime") else ""),
+            "Threads: %s.  Each peer process: %s." % (mach["pinning"], "; ".join(mach["peer_threads"]) or "none"),
             "tdsl eager is the interpreter: single-threaded except large matmuls, which use TDSL_NUM_THREADS.",
             "", "## Limits measured in this run", ""] + lim_lines + ["", "## Summary", ""] + summary
     miss = missing_lines(recs)
-    tail = w7_table(recs) + ["", "## Not available / failed", ""] + (miss or ["- nothing"]) + \
+    tail = compile_tables(recs, threads_list, wls) + w7_table(recs) + ["", "## Not available / failed", ""] + (miss or ["- nothing"]) + \
         ([""] + ["- " + n for n in notes] if notes else [])
     text = "\n".join(head + md_tables + tail) + "\n"
     with open(os.path.join(out, "tables.md"), "w") as f:

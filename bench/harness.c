@@ -31,6 +31,7 @@
  *
  *   harness FILE.td --entry NAME [--in NAME=SPEC]... [--check KIND]
  *           [--mode eager|compiled] [--warmup N] [--runs N] [--inner N]
+ *           [--new-shape NAME=SPEC]...
  *           [--target-ms X] [--seed S] [--search DIR]... [--label TEXT]
  *           [--frontend-only] [--compile-only] [--write-inputs DIR]
  *           [--mode outputs --outputs A.npy[,B.npy...]]
@@ -76,6 +77,8 @@ typedef struct opts {
   const char *file, *entry, *check, *mode, *label;
   input_spec in[MAX_INPUTS];
   int n_in;
+  input_spec new_shape[MAX_INPUTS];   /* --new-shape: later calls with one input resized */
+  int n_new_shape;
   const char *search[MAX_SEARCH];
   int n_search;
   int warmup, runs, inner;
@@ -170,6 +173,10 @@ static int parse_opts(int argc, char **argv, opts *o) {
       const char *eq = strchr(v, '=');
       if (!eq || o->n_in == MAX_INPUTS) return fail("bad --in '%s' (NAME=SPEC, at most 8)", v);
       if (parse_spec(v, (size_t)(eq - v), eq + 1, &o->in[o->n_in++])) return -1;
+    } else if (!strcmp(a, "--new-shape")) {
+      const char *eq = strchr(v, '=');
+      if (!eq || o->n_new_shape == MAX_INPUTS) return fail("bad --new-shape '%s' (NAME=SPEC, at most 8)", v);
+      if (parse_spec(v, (size_t)(eq - v), eq + 1, &o->new_shape[o->n_new_shape++])) return -1;
     } else return fail("unknown option '%s'", a);
   }
   if (!o->file || !o->entry) return fail("%s", "usage: harness FILE.td --entry NAME [--in NAME=SPEC]...");
@@ -177,6 +184,8 @@ static int parse_opts(int argc, char **argv, opts *o) {
   if (strcmp(o->mode, "eager") && strcmp(o->mode, "compiled") && strcmp(o->mode, "outputs"))
     return fail("--mode must be eager, compiled or outputs, not '%s'", o->mode);
   if (!strcmp(o->mode, "outputs") && !o->outputs) return fail("%s", "--mode outputs needs --outputs");
+  if (o->n_new_shape && strcmp(o->mode, "compiled"))
+    return fail("%s", "--new-shape needs --mode compiled (it times the compiled entry at other sizes)");
   return 0;
 }
 
@@ -223,6 +232,7 @@ typedef struct ctx {
   const void *plan;
   double compile_cold, compile_cached;
   int n_outs;        /* tensors in outs (compiled: outputs + printed values) */
+  char new_shapes[2048];   /* --new-shape results, a JSON array's items */
 } ctx;
 
 static void quiet_print(void *ud, const char *text) {
@@ -695,6 +705,7 @@ static void print_result(const ctx *c, const timing *tm, double relerr, double t
   if (isnan(relerr)) printf("\"relerr\": null, ");
   else printf("\"relerr\": %.3g, ", relerr);
   if (c->cc) printf("\"compile_cold_s\": %.6g, \"compile_cached_s\": %.6g, ", c->compile_cold, c->compile_cached);
+  if (c->cc && o->n_new_shape) printf("\"new_shapes\": [%s], ", c->new_shapes);
   printf("\"tol\": %.3g, \"correct\": %s, \"check\": \"%s\", \"nodes\": %d, \"frontend_s\": %.6g}\n",
          tol, ok ? "true" : "false", o->check, c->g->n_nodes, fe);
 }
@@ -760,6 +771,56 @@ static int compile_times(const opts *o, double *cold, double *cached, int *hit) 
   return rc;
 }
 
+/* --new-shape NAME=SPEC...: after the timed runs, each spec in turn
+ * replaces input NAME by a fresh tensor of its shape, and the same compiled
+ * entry (nothing is compiled again: the symbolic sizes are bound from the
+ * inputs at each call) is called twice; the first and the second call are
+ * timed and the first one's outputs checked.  Appends one JSON object per
+ * spec to c->new_shapes. */
+static int new_shapes(ctx *c) {
+  const opts *o = c->o;
+  size_t len = 0;
+  c->new_shapes[0] = 0;
+  for (int k = 0; k < o->n_new_shape; k++) {
+    const input_spec *sp = &o->new_shape[k];
+    int idx = -1;
+    for (int i = 0; i < c->g->n_inputs; i++)
+      if (!strcmp(c->g->nodes[c->g->inputs[i]].name, sp->name)) idx = i;
+    if (idx < 0) return fail("--new-shape names '%s', which is not an argument of the entry", sp->name);
+    td_err err;
+    td_tensor *t = td_tensor_new(sp->dtype, sp->rank, sp->shape, &err);
+    if (!t) return fail("%s", err.msg);
+    fill_input(t, sp, o->seed);
+    td_tensor_release(c->inputs[idx]);
+    c->inputs[idx] = t;
+    double t0 = now_s();
+    if (call_eager(c)) return -1;
+    double first = now_s() - t0, tol;
+    double relerr = run_check(c, &tol);
+    release_outs(c);
+    if (relerr == -2) return -1;
+    t0 = now_s();
+    if (call_eager(c)) return -1;
+    double second = now_s() - t0;
+    release_outs(c);
+    char shape[160];
+    int n = 0;
+    for (int d = 0; d < sp->rank && n < (int)sizeof shape - 24; d++)
+      n += snprintf(shape + n, sizeof shape - (size_t)n, "%s%lld", d ? "," : "", (long long)sp->shape[d]);
+    char rel[32];
+    if (relerr < 0 || isnan(relerr)) snprintf(rel, sizeof rel, "null");
+    else snprintf(rel, sizeof rel, "%.3g", relerr);
+    int w = snprintf(c->new_shapes + len, sizeof c->new_shapes - len,
+                     "%s{\"input\": \"%s\", \"shape\": [%s], \"first_call_s\": %.6g, \"second_call_s\": %.6g, "
+                     "\"recompiled\": false, \"relerr\": %s, \"correct\": %s}",
+                     k ? ", " : "", sp->name, shape, first, second, rel,
+                     (relerr >= 0 && !(relerr > tol)) || !strcmp(o->check, "none") ? "true" : "false");
+    if (w < 0 || (size_t)w >= sizeof c->new_shapes - len) return fail("%s", "too many --new-shape results");
+    len += (size_t)w;
+  }
+  return 0;
+}
+
 static int run_compiled(const opts *o) {
   double cold = 0, cached = 0;
   int hit = 0;
@@ -796,6 +857,7 @@ static int run_compiled(const opts *o) {
   }
   timing tm;
   if (time_eager(&c, &tm)) goto done;
+  if (new_shapes(&c)) goto done;
   c.compile_cold = cold, c.compile_cached = cached;
   print_result(&c, &tm, relerr, tol, fe);
   rc = 0;
@@ -932,6 +994,6 @@ int main(int argc, char **argv) {
   if (o.frontend_only) return frontend_only(&o) ? 1 : 0;
   if (o.write_inputs) return write_inputs(&o) ? 1 : 0;
   if (!strcmp(o.mode, "outputs")) return check_outputs(&o) ? 1 : 0;
-  if (!strcmp(o.mode, "compiled")) return run_compiled(&o);
+  if (!strcmp(o.mode, "compiled")) return run_compiled(&o) ? 1 : 0;
   return run_eager(&o) ? 1 : 0;
 }
