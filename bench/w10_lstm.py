@@ -175,6 +175,8 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--python2", default=os.environ.get("TDSL_BENCH_TORCH2_PYTHON"))
     ap.add_argument("--lengths", default="128,1024")
+    ap.add_argument("--no-debian-torch", action="store_true",
+                    help="leave out /usr/bin/python3's PyTorch (Debian's 1.13): --python2's 2.x is the same peer")
     a = ap.parse_args()
     out = tempfile.mkdtemp(prefix="w10-")
     exe = build_harness(a.build, out)
@@ -194,7 +196,7 @@ def main():
                 r = harness(exe, td, "W10." + kind, ins, th, runs + (["--inner", "1"] if T > 256 else []))
                 t = r["median_s"] if r else None
                 rows = []
-                if has("/usr/bin/python3", "torch"):
+                if not a.no_debian_torch and has("/usr/bin/python3", "torch"):
                     rows.append(peer("/usr/bin/python3", T, th, "torch", kind, a.quick))
                 if has(a.python2, "torch"):
                     rows.append(peer(a.python2, T, th, "torch", kind, a.quick))

@@ -114,6 +114,8 @@ def main():
     ap.add_argument("--build", default=os.environ.get("TDSL_BUILD", ROOT))
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--python2", default=os.environ.get("TDSL_BENCH_TORCH2_PYTHON"))
+    ap.add_argument("--no-debian-torch", action="store_true",
+                    help="leave out /usr/bin/python3's PyTorch (Debian's 1.13): --python2's 2.x is the same peer")
     a = ap.parse_args()
     exe = build_harness(a.build, tempfile.mkdtemp(prefix="w11-"))
     print("## W11: greedy decoding, %d tokens after a %d-token prompt, GPT-2-like (tokens/s; ratio = tdsl / peer)\n" % (K, P))
@@ -130,7 +132,7 @@ def main():
         if not t:
             log("tdsl failed: " + r.stderr[-2000:])
         rate = K / t["median_s"] if t else None
-        peers = [("/usr/bin/python3", "torch")]
+        peers = [] if a.no_debian_torch else [("/usr/bin/python3", "torch")]
         if a.python2:
             peers += [(a.python2, "torch"), (a.python2, "torch.compile")]
         for py, system in peers:
