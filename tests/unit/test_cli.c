@@ -1219,14 +1219,24 @@ Test(cli, build_entry_builds_only_those_entry_points) {
   cr_expect(strstr(h, "Net.forward(x: f32[N, 3])"), "%s", h);
   cr_expect(!strstr(h, "Other"), "an entry not asked for was built:\n%s", h);
   free(h);
-  r = tdsl((const char *[]){"build", path("pm.td"), "-o", path("b2"), "--entry", "Other(K=5).forward", "--exe", NULL});
+  /* the executable links the artifact runtime, which a sanitizer build
+   * instruments: there only the library and header are built (said) */
+#if defined(__SANITIZE_ADDRESS__)
+  const int exe = 0;
+  fprintf(stderr, "cli::build_entry_builds_only_those_entry_points: --exe not tried: the artifact runtime is built "
+                  "with sanitizers\n");
+#else
+  const int exe = 1;
+#endif
+  r = tdsl((const char *[]){"build", path("pm.td"), "-o", path("b2"), "--entry", "Other(K=5).forward",
+                            exe ? "--exe" : NULL, NULL});
   cr_assert_eq(r.status, 0, "%s", r.err);
   drop(&r);
   h = read_text(path("b2/pm.h"));
   cr_assert_not_null(h);
   cr_expect(strstr(h, "Other.forward(x: f32[5])") && !strstr(h, "Net."), "%s", h);
   free(h);
-  cr_expect_eq(access(path("b2/pm"), X_OK), 0, "--exe wrote no executable");
+  if (exe) cr_expect_eq(access(path("b2/pm"), X_OK), 0, "--exe wrote no executable");
   r = tdsl((const char *[]){"build", path("pm.td"), "-o", path("b3"), "--entry", "Net.fwd", NULL});
   cr_expect_eq(r.status, 1);
   cr_expect(strstr(r.err, "--entry Net.fwd: ") && strstr(r.err, "(its entry points: Net.forward, Other.forward)"),
