@@ -729,7 +729,11 @@ static int call_compiled(ctx *c) {
  * receives the plan (in g's arena). */
 static td_compiled *compile_graph(td_graph *g, int cache, td_plan **plan) {
   td_err err;
-  if (!(*plan = td_lower(g, NULL, NULL, &err))) {   /* the driver's lowering */
+  /* a training step's updates become outputs written into the parameters,
+   * as td_prepare runs it: lowered as it is, its backward and update would
+   * be dead code, and a "step" would time its forward and loss only */
+  const td_graph *run = td_graph_with_update_outputs(g, 1, &err);
+  if (!run || !(*plan = td_lower(run, NULL, NULL, &err))) {   /* the driver's lowering */
     fail("%s", err.msg);
     return NULL;
   }

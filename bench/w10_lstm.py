@@ -175,6 +175,8 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--python2", default=os.environ.get("TDSL_BENCH_TORCH2_PYTHON"))
     ap.add_argument("--lengths", default="128,1024")
+    ap.add_argument("--kinds", default="forward,step")
+    ap.add_argument("--no-compile-table", action="store_true")
     ap.add_argument("--no-debian-torch", action="store_true",
                     help="leave out /usr/bin/python3's PyTorch (Debian's 1.13): --python2's 2.x is the same peer")
     a = ap.parse_args()
@@ -187,7 +189,7 @@ def main():
     print("## W10: LSTM hidden %d, batch %d, input %d (seconds per call; ratio = peer / tdsl, > 1: tdsl faster)\n" % (H, B, I))
     print("| kind | T | threads | tdsl compiled | peer | peer s | peer / tdsl |")
     print("|---|---|---|---|---|---|---|")
-    for kind in ("forward", "step"):
+    for kind in a.kinds.split(","):
         for T in lengths:
             for th in threads:
                 ins = [("x", "f32[%d,%d,%d]:randn" % (T, B, I))]
@@ -212,6 +214,8 @@ def main():
                 if not rows:
                     print("| %s | %d | %d | %s | (no peer installed) | | |" % (kind, T, th, "%.4g" % t if t else "failed"))
                 sys.stdout.flush()
+    if a.no_compile_table:
+        return
     print("\n## Compile time against the trip count (cold, compile cache off; seconds)\n")
     print("| program | steps | compile s |")
     print("|---|---|---|")
