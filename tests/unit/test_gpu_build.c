@@ -740,7 +740,9 @@ Test(gpu_build, runtime_and_artifacts_on_four_threads_under_a_stand_in_driver) {
 
 /* An RNN as a scan (carry h, per-step outputs with a random draw, so the
  * streams must be mixed with the step as eager mode mixes them), reversed
- * fold and the step index in a second scan; main runs it on fixed data. */
+ * fold and the step index in a second scan; main runs it on fixed data
+ * (main calls rnn, so rnn and picks are marked export to stay entry
+ * points: docs/language.md, "Entry points"). */
 static const char scan_td[] =
     "fn cell(h, x, w) {\n"
     "  let h2 = tanh(h @ w + x)\n"
@@ -748,14 +750,14 @@ static const char scan_td[] =
     "}\n"
     "fn back(c, x) { (c * 0.5 + x, c) }\n"
     "fn count(c, i) { (c + i, i * i) }\n"
-    "fn rnn(h0: f32[2, 3], xs: f32[T, 2, 3], w: f32[3, 3]) {\n"
+    "export fn rnn(h0: f32[2, 3], xs: f32[T, 2, 3], w: f32[3, 3]) {\n"
     "  let (h, ys) = scan(cell, h0, xs, args = w)\n"
     "  let (c, cs) = scan(back, h0, xs, reverse = true)\n"
     "  let (n, sq) = scan(count, zeros([], dtype = i64), length = 5)\n"
     "  (h, ys, c, cs, f32(n) + f32(sum(sq)))\n"
     "}\n"
     "fn pick(c, x) { c + take(arange(4.0), i64(x), axis = 0) }\n"
-    "fn picks(xs: f32[T]) { fold(pick, zeros([]), xs) }\n"
+    "export fn picks(xs: f32[T]) { fold(pick, zeros([]), xs) }\n"
     "fn main() {\n"
     "  let xs = reshape(sin(arange(42.0) * 0.37), [7, 2, 3])\n"
     "  let w = reshape(cos(arange(9.0)), [3, 3]) * 0.5\n"
