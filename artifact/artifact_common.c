@@ -779,3 +779,24 @@ int tda_weights_args(int have_model, const char *path, char *err, size_t errlen,
   if (have_model) snprintf(model_err, model_errlen, "no weights file (path is NULL)");
   return -1;
 }
+
+int tda_read_scan_io(tda_rd *r, const tda_scan_io *io) {
+  *io->steps = tda_word(r);
+  *io->reverse = (int)tda_word(r);
+  *io->nc = (int)tda_word(r);
+  *io->nx = (int)tda_word(r);
+  *io->idx = (int)tda_word(r);
+  *io->ni = (int)tda_word(r);
+  int64_t **iv[3] = {io->in_buf, io->sliced, io->slice};
+  for (int i = 0; i < 3; i++)
+    if (!(*iv[i] = tda_alloc_n((size_t)*io->ni, sizeof(int64_t)))) return -1;
+  for (int j = 0; j < *io->ni; j++)
+    for (int i = 0; i < 3; i++) (*iv[i])[j] = tda_word(r);
+  *io->no = (int)tda_word(r);
+  int64_t **ov[4] = {io->out_buf, io->out_bbuf, io->out_bytes, io->direct};
+  for (int i = 0; i < 4; i++)
+    if (!(*ov[i] = tda_alloc_n((size_t)*io->no, sizeof(int64_t)))) return -1;
+  for (int o = 0; o < *io->no; o++)
+    for (int i = 0; i < 4; i++) (*ov[i])[o] = tda_word(r);
+  return 0;
+}

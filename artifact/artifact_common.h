@@ -49,6 +49,18 @@ char *tda_str(tda_rd *r);
 /* n + 1 zeroed elements (never NULL for n == 0 unless out of memory). */
 void *tda_alloc_n(size_t n, size_t each);
 
+/* Where the head of a scan's description goes (artifact.h: trip count,
+ * reverse, carries, sequences, index, then per body input its outer
+ * buffer, sliced flag and slice bytes, per body output its buffers, bytes
+ * and direct flag): the CPU and CUDA runtimes' scan records point these
+ * at their own fields.  The arrays are allocated here (tda_alloc_n). */
+typedef struct tda_scan_io {
+  int64_t *steps;
+  int *reverse, *nc, *nx, *idx, *ni, *no;
+  int64_t **in_buf, **sliced, **slice, **out_buf, **out_bbuf, **out_bytes, **direct;
+} tda_scan_io;
+int tda_read_scan_io(tda_rd *r, const tda_scan_io *io);
+
 typedef struct tda_arg {
   const char *name;          /* inputs only */
   int dtype, rank, buf;      /* buf: outputs and printed values */

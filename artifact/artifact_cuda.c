@@ -154,23 +154,10 @@ static int64_t dim_eval(const cu_entry *e, int64_t d) { return tda_dim_eval(&e->
 static int read_kernels(tda_rd *r, cu_entry *e);
 
 static int read_scan(tda_rd *r, const cu_entry *outer, cu_scan *s) {
-  s->steps = tda_word(r);
-  s->reverse = (int)tda_word(r);
-  s->nc = (int)tda_word(r);
-  s->nx = (int)tda_word(r);
-  s->idx = (int)tda_word(r);
-  s->ni = (int)tda_word(r);
-  int64_t **iv[3] = {&s->in_buf, &s->sliced, &s->slice};
-  for (int i = 0; i < 3; i++)
-    if (!(*iv[i] = tda_alloc_n((size_t)s->ni, sizeof(int64_t)))) return -1;
-  for (int j = 0; j < s->ni; j++)
-    for (int i = 0; i < 3; i++) (*iv[i])[j] = tda_word(r);
-  s->no = (int)tda_word(r);
-  int64_t **ov[4] = {&s->out_buf, &s->out_bbuf, &s->out_bytes, &s->direct};
-  for (int i = 0; i < 4; i++)
-    if (!(*ov[i] = tda_alloc_n((size_t)s->no, sizeof(int64_t)))) return -1;
-  for (int o = 0; o < s->no; o++)
-    for (int i = 0; i < 4; i++) (*ov[i])[o] = tda_word(r);
+  const tda_scan_io io = {&s->steps,  &s->reverse, &s->nc,      &s->nx,      &s->idx,
+                          &s->ni,     &s->no,      &s->in_buf,  &s->sliced,  &s->slice,
+                          &s->out_buf, &s->out_bbuf, &s->out_bytes, &s->direct};
+  if (tda_read_scan_io(r, &io)) return -1;
   size_t nio = (size_t)(s->ni > s->no ? s->ni : s->no);
   uint64_t **pv[4] = {&s->in, &s->cur, &s->fin, &s->dst};
   for (int i = 0; i < 4; i++)
